@@ -1,0 +1,142 @@
+package devstack
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// clusterDir returns a fresh directory for a cluster. t.TempDir's parent is 0700 and root-owned;
+// when we run as root the cluster belongs to the postgres OS user, which must traverse it.
+func clusterDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+	}
+	return filepath.Join(dir, "pg")
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestStartPostgres_CreateReuseRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := clusterDir(t)
+	log := testLogger(t)
+
+	start := time.Now()
+	srv, err := StartPostgres(ctx, dir, log)
+	require.NoError(t, err)
+	t.Logf("cold cluster (initdb + start): %v", time.Since(start))
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = srv.Stop(context.Background())
+		}
+	})
+	require.False(t, srv.Reused)
+	require.Equal(t, "postgres://postgres@127.0.0.1:"+itoaPort(srv.Port)+"/postgres?sslmode=disable", srv.DSN())
+	requireQuery(t, srv.DSN())
+	require.FileExists(t, filepath.Join(dir, pgDataDir, "PG_VERSION"))
+	require.FileExists(t, filepath.Join(dir, pgPortFile))
+
+	// A second start on a running cluster attaches to it.
+	again, err := StartPostgres(ctx, dir, log)
+	require.NoError(t, err)
+	require.True(t, again.Reused)
+	require.Equal(t, srv.Port, again.Port)
+	requireQuery(t, again.DSN())
+
+	// Databases can be created, used and dropped.
+	dbDSN, err := CreateDatabase(ctx, srv.DSN(), "vigil_devstack_test")
+	require.NoError(t, err)
+	requireQuery(t, dbDSN)
+	_, err = CreateDatabase(ctx, srv.DSN(), "vigil_devstack_test")
+	require.Error(t, err, "creating an existing database must fail")
+	require.NoError(t, DropDatabase(ctx, srv.DSN(), "vigil_devstack_test"))
+	require.NoError(t, DropDatabase(ctx, srv.DSN(), "vigil_devstack_test"), "drop is idempotent")
+	_, err = CreateDatabase(ctx, srv.DSN(), `bad"name`)
+	require.ErrorContains(t, err, "invalid database name")
+
+	require.NoError(t, srv.Stop(ctx))
+	stopped = true
+	require.NoFileExists(t, filepath.Join(dir, pgDataDir, "postmaster.pid"))
+
+	// Restarting the stopped cluster keeps its recorded port (it is still free) and needs no initdb.
+	start = time.Now()
+	warm, err := StartPostgres(ctx, dir, log)
+	require.NoError(t, err)
+	t.Logf("warm start of an existing cluster: %v", time.Since(start))
+	stopped = false
+	srv = warm
+	require.False(t, warm.Reused)
+	require.Equal(t, again.Port, warm.Port)
+	requireQuery(t, warm.DSN())
+	require.NoError(t, warm.Stop(ctx))
+	stopped = true
+}
+
+func TestStartPostgres_RecordedPortTaken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := clusterDir(t)
+
+	srv, err := StartPostgres(ctx, dir, testLogger(t))
+	require.NoError(t, err)
+	first := srv.Port
+	require.NoError(t, srv.Stop(ctx))
+
+	// Someone else holds the old port now: the cluster moves to another one instead of failing.
+	holder, err := listenOn(first)
+	require.NoError(t, err)
+	defer holder.Close()
+
+	srv, err = StartPostgres(ctx, dir, testLogger(t))
+	require.NoError(t, err)
+	defer srv.Stop(context.Background())
+	require.NotEqual(t, first, srv.Port)
+	requireQuery(t, srv.DSN())
+}
+
+func TestStartPostgres_UnreachableDirFailsClearly(t *testing.T) {
+	ctx := context.Background()
+	locked := t.TempDir()
+	want := "cannot reach" // root: a 0700 root-owned parent keeps the postgres OS user out
+	require.NoError(t, os.Chmod(locked, 0o700))
+	if os.Geteuid() != 0 {
+		// Not root: initdb runs as us, so make the parent read-only instead.
+		require.NoError(t, os.Chmod(locked, 0o500))
+		t.Cleanup(func() { _ = os.Chmod(locked, 0o700) })
+		want = "create postgres dir"
+	}
+	_, err := StartPostgres(ctx, filepath.Join(locked, "pg"), slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, want)
+}
+
+func requireQuery(t *testing.T, dsn string) {
+	t.Helper()
+	connector, err := newConnector(dsn)
+	require.NoError(t, err)
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	var one int
+	require.NoError(t, db.QueryRowContext(context.Background(), "SELECT 1").Scan(&one))
+	require.Equal(t, 1, one)
+}
