@@ -35,13 +35,18 @@ func Validate(path string) error {
 }
 
 // Get returns every value found at path in root, in document order. A path without "*" yields at most
-// one value. Missing keys, out-of-range indexes and type mismatches yield nothing.
+// one value. Missing keys, out-of-range indexes and type mismatches yield nothing, and so does a path
+// of more than MaxDepth segments.
 func Get(root any, path string) []any {
 	if path == "" {
 		return nil
 	}
+	segs := strings.Split(path, ".")
+	if len(segs) > MaxDepth {
+		return nil
+	}
 	var out []any
-	walk(root, strings.Split(path, "."), &out)
+	walk(root, segs, &out)
 	return out
 }
 
@@ -62,10 +67,11 @@ func walk(node any, segs []string, out *[]any) {
 	switch v := node.(type) {
 	case map[string]any:
 		// Longest dotted key first: "kibana.alert.rule.name" as one key beats nested lookups.
-		for n := len(segs); n >= 1; n-- {
-			if n > 1 && !anyKeyHasDot(v) {
-				continue
-			}
+		longest := 1
+		if anyKeyHasDot(v) {
+			longest = len(segs)
+		}
+		for n := longest; n >= 1; n-- {
 			key := strings.Join(segs[:n], ".")
 			if key == "*" {
 				keys := make([]string, 0, len(v))
@@ -91,12 +97,29 @@ func walk(node any, segs []string, out *[]any) {
 			}
 			return
 		}
-		i, err := strconv.Atoi(seg)
-		if err != nil || i < 0 || i >= len(v) {
+		i, ok := index(seg)
+		if !ok || i >= len(v) {
 			return
 		}
 		walk(v[i], segs[1:], out)
 	}
+}
+
+// index parses an array index segment: decimal digits only (no sign, no spaces).
+func index(seg string) (int, bool) {
+	if seg == "" {
+		return 0, false
+	}
+	for i := 0; i < len(seg); i++ {
+		if seg[i] < '0' || seg[i] > '9' {
+			return 0, false
+		}
+	}
+	i, err := strconv.Atoi(seg)
+	if err != nil { // overflow
+		return 0, false
+	}
+	return i, true
 }
 
 func anyKeyHasDot(m map[string]any) bool {
