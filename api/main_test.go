@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var (
+	storeOnce sync.Once
+	sharedSt  *store.Store
+	storeErr  error
+)
+
+// testStore opens (once per test binary) the package's fresh, migrated database.
+func testStore(t testing.TB) *store.Store {
+	t.Helper()
+	dsn := testenv.DatabaseURL(t)
+	storeOnce.Do(func() {
+		ctx := context.Background()
+		sharedSt, storeErr = store.Open(ctx, dsn, store.Options{})
+		if storeErr == nil {
+			storeErr = sharedSt.Migrate(ctx)
+		}
+	})
+	require.NoError(t, storeErr)
+	return sharedSt
+}
+
+type testServer struct {
+	URL    string
+	Store  *store.Store
+	Server *Server
+}
+
+// newTestServer runs the API on a real loopback listener. mutate may adjust config and deps.
+func newTestServer(t testing.TB, mutate func(*Config, *Deps)) *testServer {
+	t.Helper()
+	st := testStore(t)
+	cfg := Config{Version: "dev", RateLimitPerMinute: 100000}
+	deps := Deps{
+		Log:     slog.New(slog.DiscardHandler),
+		Auth:    auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
+		Limiter: ratelimit.NewMemory(),
+		Health:  HealthChecks{Database: st.Ping, Temporal: func(context.Context) error { return nil }},
+		APIKeys: st,
+	}
+	if mutate != nil {
+		mutate(&cfg, &deps)
+	}
+	srv := New(cfg, deps)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.App().Listener(ln) }()
+	t.Cleanup(func() { _ = srv.App().ShutdownWithTimeout(5 * time.Second) })
+	return &testServer{URL: "http://" + ln.Addr().String(), Store: st, Server: srv}
+}
+
+// mustKey creates a key with scopes directly in the store and returns its plaintext.
+func mustKey(t testing.TB, st *store.Store, scopes ...string) string {
+	t.Helper()
+	return mustKeyWith(t, st, func(*store.APIKey) {}, scopes...)
+}
+
+func mustKeyWith(t testing.TB, st *store.Store, edit func(*store.APIKey), scopes ...string) string {
+	t.Helper()
+	k, plain, err := NewAPIKey("test-"+t.Name(), scopes, "", nil, nil, nil)
+	require.NoError(t, err)
+	edit(&k)
+	require.NoError(t, st.CreateAPIKey(context.Background(), &k))
+	return plain
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.Body, &m), string(r.Body))
+	return m
+}
+
+// do sends a request; body may be nil, a string, or a value marshalled as JSON.
+func (ts *testServer) do(t testing.TB, method, path, key string, body any, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case io.Reader:
+		rd = b
+	default:
+		raw, err := json.Marshal(b)
+		require.NoError(t, err)
+		rd = strings.NewReader(string(raw))
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	require.NoError(t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// requireError asserts the contract's error body with code.
+func requireError(t testing.TB, r response, status int, code string) map[string]any {
+	t.Helper()
+	require.Equal(t, status, r.Status, string(r.Body))
+	m := r.JSON(t)
+	e, ok := m["error"].(map[string]any)
+	require.True(t, ok, "error object missing: %s", r.Body)
+	require.Equal(t, code, e["code"], string(r.Body))
+	require.NotEmpty(t, e["message"])
+	require.NotNil(t, e["details"])
+	return m
+}
+
+// requireValidation asserts a 422 body and returns its detail list.
+func requireValidation(t testing.TB, r response) []map[string]any {
+	t.Helper()
+	m := requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	raw, ok := m["detail"].([]any)
+	require.True(t, ok, "detail list missing: %s", r.Body)
+	require.NotEmpty(t, raw)
+	var out []map[string]any
+	for _, d := range raw {
+		item := d.(map[string]any)
+		require.NotEmpty(t, item["loc"])
+		require.NotEmpty(t, item["msg"])
+		require.NotEmpty(t, item["type"])
+		loc0 := item["loc"].([]any)[0]
+		require.Contains(t, []any{"body", "query", "path", "header"}, loc0)
+		out = append(out, item)
+	}
+	return out
+}
+
+func locs(details []map[string]any) []string {
+	var out []string
+	for _, d := range details {
+		var parts []string
+		for _, p := range d["loc"].([]any) {
+			switch v := p.(type) {
+			case string:
+				parts = append(parts, v)
+			case float64:
+				parts = append(parts, strings.TrimSuffix(strings.TrimSuffix(json.Number(jsonNum(v)).String(), ".0"), ""))
+			}
+		}
+		out = append(out, strings.Join(parts, "."))
+	}
+	return out
+}
+
+func jsonNum(f float64) string {
+	b, _ := json.Marshal(f)
+	return string(b)
+}

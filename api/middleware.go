@@ -1,0 +1,186 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/auth"
+)
+
+const (
+	headerRequestID = "X-Request-ID"
+	localsRequestID = "vigil.request_id"
+	localsPrincipal = "vigil.principal"
+	localsAuthErr   = "vigil.auth_err"
+	localsAuthDone  = "vigil.auth_done"
+)
+
+type ctxKey int
+
+const ctxKeyRequestID ctxKey = iota
+
+// requestContext sets the request id, the security headers and a request-scoped context with a
+// deadline, so store and Temporal calls are bounded and carry the id.
+func (s *Server) requestContext(c *fiber.Ctx) error {
+	id := setRequestID(c)
+	setSecurityHeaders(c)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKeyRequestID, id), s.cfg.RequestTimeout)
+	defer cancel()
+	c.SetUserContext(ctx)
+	if len(c.Request().Body()) > s.cfg.MaxRequestBodyMB<<20 {
+		return fiber.ErrRequestEntityTooLarge
+	}
+	return c.Next()
+}
+
+func setRequestID(c *fiber.Ctx) string {
+	id := c.Get(headerRequestID)
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		id = uuid.NewString()
+	}
+	c.Locals(localsRequestID, id)
+	c.Set(headerRequestID, id)
+	return id
+}
+
+func requestID(c *fiber.Ctx) string {
+	if id, ok := c.Locals(localsRequestID).(string); ok {
+		return id
+	}
+	return ""
+}
+
+func setSecurityHeaders(c *fiber.Ctx) {
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set("X-Frame-Options", "DENY")
+	c.Set("Referrer-Policy", "no-referrer")
+	c.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+	c.Set("Cache-Control", "no-store")
+}
+
+// bearer returns the token of an Authorization: Bearer header.
+func bearer(c *fiber.Ctx) (string, bool) {
+	h := c.Get(fiber.HeaderAuthorization)
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// resolvePrincipal authenticates the request once and remembers the outcome for the rate limiter and
+// the auth check.
+func (s *Server) resolvePrincipal(c *fiber.Ctx) (auth.Principal, error) {
+	if c.Locals(localsAuthDone) != nil {
+		p, _ := c.Locals(localsPrincipal).(auth.Principal)
+		err, _ := c.Locals(localsAuthErr).(error)
+		return p, err
+	}
+	c.Locals(localsAuthDone, true)
+	token, ok := bearer(c)
+	if !ok {
+		err := NewError(http.StatusUnauthorized, "UNAUTHORIZED", "A bearer API key is required.")
+		c.Locals(localsAuthErr, err)
+		return auth.Principal{}, err
+	}
+	p, err := s.deps.Auth.Authenticate(c.UserContext(), token)
+	if err != nil {
+		switch {
+		case errors.Is(err, auth.ErrKeyExpired):
+			err = NewError(http.StatusUnauthorized, "KEY_EXPIRED", "The API key has expired.")
+		case errors.Is(err, auth.ErrInvalidKey):
+			err = NewError(http.StatusUnauthorized, "UNAUTHORIZED", "The API key is invalid or revoked.")
+		}
+		c.Locals(localsAuthErr, err)
+		return auth.Principal{}, err
+	}
+	c.Locals(localsPrincipal, p)
+	return p, nil
+}
+
+// authenticate requires a valid key holding every scope in scopes.
+func (s *Server) authenticate(scopes []string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p, err := s.resolvePrincipal(c)
+		if err != nil {
+			var apiErr *Error
+			if errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized {
+				apiErr.Headers = map[string]string{"WWW-Authenticate": `Bearer realm="vigil"`}
+			}
+			return err
+		}
+		if missing := p.Missing(scopes...); len(missing) > 0 {
+			return NewError(http.StatusForbidden, "FORBIDDEN", "The API key lacks a required scope.").
+				WithDetails(map[string]any{"required_scopes": scopes, "missing_scopes": missing})
+		}
+		return c.Next()
+	}
+}
+
+// principal returns the authenticated caller of a protected route.
+func principal(c *fiber.Ctx) auth.Principal {
+	p, _ := c.Locals(localsPrincipal).(auth.Principal)
+	return p
+}
+
+// clientIP is the socket peer, or with TRUSTED_PROXY_COUNT = N > 0 the N-th address from the right of
+// X-Forwarded-For (the peer when the header has fewer entries or a malformed one).
+func (s *Server) clientIP(c *fiber.Ctx) string {
+	peer := c.Context().RemoteIP().String()
+	n := s.cfg.TrustedProxyCount
+	if n <= 0 {
+		return peer
+	}
+	var hops []string
+	for _, h := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
+		for _, part := range strings.Split(string(h), ",") {
+			hops = append(hops, strings.TrimSpace(part))
+		}
+	}
+	if len(hops) < n {
+		return peer
+	}
+	ip := net.ParseIP(hops[len(hops)-n])
+	if ip == nil {
+		return peer
+	}
+	return ip.String()
+}
+
+// rateLimit applies the fixed per-minute budget per key prefix (authenticated) or client IP.
+func (s *Server) rateLimit(c *fiber.Ctx) error {
+	bucket, limit := "ip:"+s.clientIP(c), s.cfg.RateLimitPerMinute
+	if _, ok := bearer(c); ok {
+		if p, err := s.resolvePrincipal(c); err == nil {
+			bucket = "key:" + p.KeyPrefix
+			if p.RateLimit > 0 {
+				limit = p.RateLimit
+			}
+		}
+	}
+	d, err := s.deps.Limiter.Take(c.UserContext(), bucket, limit)
+	if err != nil {
+		// A limiter outage must not take the API down: log and let the request through.
+		s.log.WarnContext(c.UserContext(), "rate limiter unavailable", "err", err)
+		return c.Next()
+	}
+	c.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	c.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	c.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.Unix(), 10))
+	if !d.Allowed {
+		retry := strconv.Itoa(max(1, int(d.RetryAfter.Seconds()+0.999)))
+		e := NewError(http.StatusTooManyRequests, "RATE_LIMITED", "Rate limit exceeded; retry after "+retry+" s.")
+		e.Headers = map[string]string{"Retry-After": retry}
+		e.Details = map[string]any{"limit": d.Limit, "retry_after_seconds": retry}
+		return e
+	}
+	return c.Next()
+}

@@ -1,0 +1,12 @@
+package api
+
+import (
+	"context"
+
+	"github.com/vigil-soc/vigil/ratelimit"
+)
+
+// RateLimiter counts requests per bucket in fixed one-minute windows.
+type RateLimiter interface {
+	Take(ctx context.Context, bucket string, limit int) (ratelimit.Decision, error)
+}

@@ -1,0 +1,212 @@
+// Package api is Vigil's REST API: a Fiber app with request ids, security headers, body and rate
+// limits, bearer-key auth with scopes, one error funnel, and one file per resource group.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/auth"
+)
+
+// Config holds the API's settings.
+type Config struct {
+	Version            string // info.version of the OpenAPI document and /health
+	MaxRequestBodyMB   int    // MAX_REQUEST_BODY_SIZE_MB, default 10
+	RateLimitPerMinute int    // RATE_LIMIT_DEFAULT_PER_MINUTE, default 60
+	TrustedProxyCount  int    // TRUSTED_PROXY_COUNT
+	RequestTimeout     time.Duration
+	PublicBaseURL      string // base URL used in links sent to people (decide pages), e.g. http://127.0.0.1:8000
+}
+
+// Deps are the API's collaborators. Each resource file declares the small interface it needs.
+type Deps struct {
+	Log     *slog.Logger
+	Auth    Authenticator
+	Limiter RateLimiter
+	Health  HealthChecks
+	APIKeys APIKeyStore
+}
+
+// Authenticator resolves a bearer token to a principal.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (auth.Principal, error)
+	Invalidate(keyUUID uuid.UUID)
+}
+
+// Server is the API: the Fiber app plus the route table the OpenAPI document is built from.
+type Server struct {
+	cfg    Config
+	deps   Deps
+	log    *slog.Logger
+	app    *fiber.App
+	routes []route
+	apiDoc docCache
+}
+
+// New builds the Fiber app with every route registered.
+func New(cfg Config, deps Deps) *Server {
+	if cfg.MaxRequestBodyMB <= 0 {
+		cfg.MaxRequestBodyMB = 10
+	}
+	if cfg.RateLimitPerMinute <= 0 {
+		cfg.RateLimitPerMinute = 60
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "vigil",
+		// fasthttp's own cap answers by closing the connection, which clients see as a reset; so it sits
+		// at twice the limit and the limit itself is checked on the bytes read (chunked included) in
+		// requestContext, which answers a proper 413.
+		BodyLimit:             2 * cfg.MaxRequestBodyMB << 20,
+		ErrorHandler:          errorHandler(deps.Log, cfg.MaxRequestBodyMB),
+		DisableStartupMessage: true,
+		Immutable:             true,
+		ReadTimeout:           60 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		ReadBufferSize:        16 << 10,
+		// Errors from fasthttp (body too large, bad requests) go through the same funnel.
+	})
+	s.app.Use(s.requestContext)
+	s.registerRoutes()
+	s.app.Use(s.notFound) // last: unknown routes and wrong methods
+	return s
+}
+
+// App returns the Fiber app (for Listen and app.Test).
+func (s *Server) App() *fiber.App { return s.app }
+
+// registerRoutes is the whole API surface in one place.
+func (s *Server) registerRoutes() {
+	s.metaRoutes()
+	s.apiKeyRoutes()
+}
+
+// route describes one operation: its handler chain and its OpenAPI description.
+type route struct {
+	Method      string
+	Path        string // Fiber syntax: /v1/api-keys/:uuid
+	Summary     string
+	Description string
+	Tag         string
+	Scopes      []string // required scopes (all of them); empty with Public
+	Public      bool     // no bearer key
+	NoRateLimit bool
+	Query       any // zero value of the query struct
+	Body        any // zero value of the body struct
+	Response    any // zero value of the data type; nil for 204
+	List        bool
+	Status      int // success status, default 200
+	ContentType string
+	Errors      []int // extra documented error statuses
+}
+
+// add registers r with its middleware chain.
+func (s *Server) add(r route, h fiber.Handler) {
+	if r.Status == 0 {
+		r.Status = http.StatusOK
+	}
+	s.routes = append(s.routes, r)
+	chain := []fiber.Handler{}
+	if !r.NoRateLimit {
+		chain = append(chain, s.rateLimit)
+	}
+	if !r.Public {
+		chain = append(chain, s.authenticate(r.Scopes))
+	}
+	chain = append(chain, h)
+	s.app.Add(r.Method, r.Path, chain...)
+}
+
+// notFound answers 405 with Allow when the path exists under other methods, else 404.
+func (s *Server) notFound(c *fiber.Ctx) error {
+	var allow []string
+	for _, r := range s.routes {
+		if pathMatches(r.Path, c.Path()) && !containsString(allow, r.Method) {
+			allow = append(allow, r.Method)
+		}
+	}
+	if len(allow) > 0 {
+		e := NewError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method "+c.Method()+" is not allowed on this route.")
+		e.Headers = map[string]string{"Allow": strings.Join(allow, ", ")}
+		e.Details = map[string]any{"allowed_methods": allow}
+		return e
+	}
+	return NewError(http.StatusNotFound, "NOT_FOUND", "Route not found.")
+}
+
+func pathMatches(pattern, path string) bool {
+	pp := strings.Split(strings.Trim(pattern, "/"), "/")
+	xp := strings.Split(strings.Trim(path, "/"), "/")
+	if len(pp) != len(xp) {
+		return false
+	}
+	for i := range pp {
+		if strings.HasPrefix(pp[i], ":") {
+			if xp[i] == "" {
+				return false
+			}
+			continue
+		}
+		if pp[i] != xp[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Response helpers: the {data, meta} envelope.
+
+type envelope struct {
+	Data any `json:"data"`
+	Meta any `json:"meta"`
+}
+
+// ListMeta is the pagination meta of list responses.
+type ListMeta struct {
+	Total      int `json:"total"`
+	Page       int `json:"page"`
+	PageSize   int `json:"page_size"`
+	TotalPages int `json:"total_pages"`
+}
+
+func respond(c *fiber.Ctx, status int, data any) error {
+	return c.Status(status).JSON(envelope{Data: data, Meta: struct{}{}})
+}
+
+func respondMeta(c *fiber.Ctx, status int, data, meta any) error {
+	return c.Status(status).JSON(envelope{Data: data, Meta: meta})
+}
+
+func respondList[T any](c *fiber.Ctx, items []T, total int, p PageQuery) error {
+	if items == nil {
+		items = []T{}
+	}
+	pages := 0
+	if total > 0 {
+		pages = (total + p.PageSize - 1) / p.PageSize
+	}
+	return c.Status(http.StatusOK).JSON(envelope{Data: items, Meta: ListMeta{Total: total, Page: p.Page, PageSize: p.PageSize, TotalPages: pages}})
+}
+
+// PageQuery is embedded in every list route's query struct.
+type PageQuery struct {
+	Page     int `query:"page" minimum:"1" default:"1" doc:"1-based page number."`
+	PageSize int `query:"page_size" minimum:"1" maximum:"500" default:"50" doc:"Items per page (1..500)."`
+}

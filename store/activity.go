@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Actor types of activity events.
+const (
+	ActorSystem   = "system"
+	ActorAPI      = "api"
+	ActorMCP      = "mcp"
+	ActorWorkflow = "workflow"
+)
+
+// ActivityEvent is one entry of the audit trail.
+type ActivityEvent struct {
+	bun.BaseModel `bun:"table:activity_events"`
+
+	UUID              uuid.UUID      `bun:"uuid,pk,type:uuid"`
+	EventType         string         `bun:"event_type"`
+	ActorType         string         `bun:"actor_type"`
+	ActorKeyPrefix    *string        `bun:"actor_key_prefix"`
+	AlertUUID         *uuid.UUID     `bun:"alert_uuid,type:uuid"`
+	WorkflowUUID      *uuid.UUID     `bun:"workflow_uuid,type:uuid"`
+	DetectionRuleUUID *uuid.UUID     `bun:"detection_rule_uuid,type:uuid"`
+	References        map[string]any `bun:"references,type:jsonb,nullzero"`
+	CreatedAt         time.Time      `bun:"created_at"`
+}
+
+// RecordActivity inserts e using db (the store's handle or a transaction).
+func (s *Store) RecordActivity(ctx context.Context, db bun.IDB, e *ActivityEvent) error {
+	if db == nil {
+		db = s.db
+	}
+	if e.UUID == uuid.Nil {
+		e.UUID = uuid.New()
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.Now()
+	}
+	if e.References == nil {
+		e.References = map[string]any{}
+	}
+	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
+		return fmt.Errorf("record activity %s: %w", e.EventType, mapErr(err))
+	}
+	return nil
+}
+
+// ActivityFilter narrows ListActivity.
+type ActivityFilter struct {
+	AlertUUID  *uuid.UUID
+	EventTypes []string
+	Page       Page
+}
+
+// ListActivity returns events newest first.
+func (s *Store) ListActivity(ctx context.Context, f ActivityFilter) ([]ActivityEvent, int, error) {
+	var events []ActivityEvent
+	q := s.db.NewSelect().Model(&events).OrderExpr("created_at DESC, uuid DESC")
+	if f.AlertUUID != nil {
+		q = q.Where("alert_uuid = ?", *f.AlertUUID)
+	}
+	if len(f.EventTypes) > 0 {
+		q = q.Where("event_type IN (?)", bun.In(f.EventTypes))
+	}
+	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list activity: %w", mapErr(err))
+	}
+	return events, int(total), nil
+}

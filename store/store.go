@@ -1,0 +1,103 @@
+// Package store is Vigil's system of record: bun models (the domain types), queries, and the embedded
+// SQL migrations. It imports no other project package.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+)
+
+// Sentinel errors. Callers test them with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Options tune the connection pool.
+type Options struct {
+	MaxOpenConns int // 0 → 20
+}
+
+// Store wraps the bun database handle.
+type Store struct {
+	db  *bun.DB
+	now func() time.Time
+}
+
+// Open connects to Postgres at dsn and checks the connection.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	connector := pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithTimeout(5*time.Second))
+	sqldb := sql.OpenDB(connector)
+	maxOpen := opts.MaxOpenConns
+	if maxOpen <= 0 {
+		maxOpen = 20
+	}
+	sqldb.SetMaxOpenConns(maxOpen)
+	sqldb.SetMaxIdleConns(maxOpen)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	db := bun.NewDB(sqldb, pgdialect.New())
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("ping postgres: %w", err)
+	}
+	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }}, nil
+}
+
+// DB exposes the bun handle for packages that compose queries in transactions with the store.
+func (s *Store) DB() *bun.DB { return s.db }
+
+// Close closes the pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks the database within ctx.
+func (s *Store) Ping(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, "SELECT 1"); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// Now returns the store's clock reading (UTC, microsecond precision as Postgres keeps it).
+func (s *Store) Now() time.Time { return s.now().Truncate(time.Microsecond) }
+
+// mapErr turns driver errors into the package's sentinels, keeping the original in the chain.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		switch pgErr.Field('C') {
+		case "23505", "23P01":
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+	}
+	return err
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation on the named constraint
+// ("" matches any).
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr pgdriver.Error
+	if !errors.As(err, &pgErr) || pgErr.Field('C') != "23505" {
+		return false
+	}
+	return constraint == "" || pgErr.Field('n') == constraint
+}
+
+// RunInTx runs fn in one transaction.
+func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.db.RunInTx(ctx, nil, fn)
+}
