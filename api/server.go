@@ -69,7 +69,7 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
 	s.app = fiber.New(fiber.Config{
-		AppName:               "vigil",
+		AppName: "vigil",
 		// fasthttp's own cap answers by closing the connection, which clients see as a reset; so it sits
 		// at twice the limit and the limit itself is checked on the bytes read (chunked included) in
 		// requestContext, which answers a proper 413.
