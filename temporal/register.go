@@ -1,0 +1,22 @@
+package temporal
+
+import (
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/workflows"
+)
+
+// Register registers every workflow and activity that runs on task queues of kind. It is the one
+// place that decides what runs where: add new workflows and activities here, under their queue.
+// Activities are registered one method value at a time so each lands only on its own queue.
+func Register(kind QueueKind, r Registrar, acts *activities.Activities) {
+	switch kind {
+	case QueuePipeline:
+	case QueueEnrichment:
+	case QueueActions:
+		r.RegisterWorkflowWithOptions(workflows.Probe, workflow.RegisterOptions{})
+		r.RegisterActivityWithOptions(acts.Probe, activity.RegisterOptions{})
+	}
+}
