@@ -20,21 +20,26 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (client.Client, err
 	if cfg.HostPort == "" {
 		return nil, errors.New("dial temporal: no host:port configured")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, dialLimit)
 		defer cancel()
 	}
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.HostPort,
-		Namespace: cfg.namespace(),
-		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
-	})
+	c, err := client.DialContext(ctx, clientOptions(cfg, log))
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at %s (namespace %s): %w", cfg.HostPort, cfg.namespace(), err)
 	}
 	return c, nil
+}
+
+// clientOptions is what Dial and DialLazy share: address, namespace and the slog adapter.
+func clientOptions(cfg Config, log *slog.Logger) client.Options {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return client.Options{
+		HostPort:  cfg.HostPort,
+		Namespace: cfg.namespace(),
+		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+	}
 }

@@ -20,9 +20,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func testLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(&strings.Builder{}, nil))
-}
+func testLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func dial(t *testing.T) (client.Client, temporal.Config) {
 	t.Helper()
@@ -138,12 +136,21 @@ func TestDial_Failures(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second)
 }
 
-func TestCheck_ServerDown(t *testing.T) {
-	// A lazily connected client to a dead address: Check reports the failure within its 2 s bound.
-	c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1", Logger: nil})
+func TestDialLazy_CheckReportsServerState(t *testing.T) {
+	_, err := temporal.DialLazy(temporal.Config{}, nil)
+	require.ErrorContains(t, err, "no host:port")
+
+	// Nothing listens on port 1: the lazy client is created anyway, and Check reports the failure
+	// within its 2 s bound.
+	down, err := temporal.DialLazy(temporal.Config{HostPort: "127.0.0.1:1"}, nil)
 	require.NoError(t, err)
-	defer c.Close()
+	defer down.Close()
 	start := time.Now()
-	require.Error(t, temporal.Check(context.Background(), c))
+	require.Error(t, temporal.Check(context.Background(), down))
 	require.Less(t, time.Since(start), 5*time.Second)
+
+	up, err := temporal.DialLazy(temporal.Config{HostPort: testenv.TemporalAddress(t)}, testLogger())
+	require.NoError(t, err)
+	defer up.Close()
+	require.NoError(t, temporal.Check(context.Background(), up))
 }
