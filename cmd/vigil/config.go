@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+)
+
+// config is every setting of every subcommand, read once from the environment. README.md's
+// configuration table lists the same variables; keep the two together.
+type config struct {
+	DatabaseURL        string
+	DatabaseMaxConns   int
+	AutoMigrate        bool
+	APIAddr            string
+	PublicBaseURL      string
+	TemporalAddress    string
+	TemporalNamespace  string
+	TaskQueuePrefix    string
+	RateLimitPerMinute int
+	RateLimitStore     string
+	TrustedProxyCount  int
+	MaxBodyMB          int
+	EncryptionKey      string
+	SSRFAllowedHosts   []string
+	AlertDedupHours    int
+	Version            string
+	LogLevel           slog.Level
+	LogFormat          string
+}
+
+// setting describes one environment variable; the table drives parsing and `vigil help`.
+type setting struct {
+	name, def, doc string
+	apply          func(c *config, v string) error
+}
+
+func settings() []setting {
+	return []setting{
+		{"DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres connection URL.", func(c *config, v string) error { c.DatabaseURL = v; return nil }},
+		{"DATABASE_MAX_CONNS", "20", "Connection pool size per process.", intSetting(func(c *config) *int { return &c.DatabaseMaxConns }, 1, 1000)},
+		{"VIGIL_AUTO_MIGRATE", "true", "api and worker apply migrations at start.", boolSetting(func(c *config) *bool { return &c.AutoMigrate })},
+		{"API_ADDR", ":8000", "Listen address of `vigil api`.", func(c *config, v string) error { c.APIAddr = v; return nil }},
+		{"PUBLIC_BASE_URL", "http://127.0.0.1:8000", "Base URL people reach the API at (links in approval messages).", func(c *config, v string) error { c.PublicBaseURL = strings.TrimRight(v, "/"); return nil }},
+		{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port.", func(c *config, v string) error { c.TemporalAddress = v; return nil }},
+		{"TEMPORAL_NAMESPACE", "default", "Temporal namespace.", func(c *config, v string) error { c.TemporalNamespace = v; return nil }},
+		{"TEMPORAL_TASK_QUEUE_PREFIX", "vigil", "Prefix of the task queues (<prefix>-pipeline, -enrichment, -actions).", func(c *config, v string) error { c.TaskQueuePrefix = v; return nil }},
+		{"RATE_LIMIT_DEFAULT_PER_MINUTE", "60", "Requests per minute per API key (or client IP when unauthenticated).", intSetting(func(c *config) *int { return &c.RateLimitPerMinute }, 1, 10_000_000)},
+		{"RATE_LIMIT_STORE", "memory", "memory (one API replica) or postgres (shared by replicas).", enumSetting(func(c *config) *string { return &c.RateLimitStore }, "memory", "postgres")},
+		{"TRUSTED_PROXY_COUNT", "0", "Proxies in front of the API; >0 reads the client IP from X-Forwarded-For.", intSetting(func(c *config) *int { return &c.TrustedProxyCount }, 0, 10)},
+		{"MAX_REQUEST_BODY_SIZE_MB", "10", "Largest accepted request body.", intSetting(func(c *config) *int { return &c.MaxBodyMB }, 1, 1024)},
+		{"ENCRYPTION_KEY", "", "32-byte key (base64 or hex) sealing secrets at rest with AES-256-GCM. Required by api and worker.", func(c *config, v string) error { c.EncryptionKey = v; return nil }},
+		{"SSRF_ALLOWED_HOSTS", "", "Comma-separated hosts exempt from the SSRF guard (development only).", func(c *config, v string) error { c.SSRFAllowedHosts = splitList(v); return nil }},
+		{"ALERT_DEDUP_WINDOW_HOURS", "24", "Window in which a repeated alert is deduplicated; 0 disables.", intSetting(func(c *config) *int { return &c.AlertDedupHours }, 0, 24*365)},
+		{"VIGIL_VERSION", "dev", "Version reported by /health and the OpenAPI document.", func(c *config, v string) error { c.Version = v; return nil }},
+		{"LOG_LEVEL", "info", "debug, info, warn or error.", func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+		{"LOG_FORMAT", "json", "json or text.", enumSetting(func(c *config) *string { return &c.LogFormat }, "json", "text")},
+	}
+}
+
+// loadConfig reads every setting from getenv, reporting all bad values at once.
+func loadConfig(getenv func(string) string) (config, error) {
+	var c config
+	var errs []error
+	for _, s := range settings() {
+		v := strings.TrimSpace(getenv(s.name))
+		if v == "" {
+			v = s.def
+		}
+		if err := s.apply(&c, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", s.name, v, err))
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+func intSetting(field func(*config) *int, lo, hi int) func(*config, string) error {
+	return func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("must be between %d and %d", lo, hi)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func boolSetting(field func(*config) *bool) func(*config, string) error {
+	return func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("not a boolean")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func enumSetting(field func(*config) *string, allowed ...string) func(*config, string) error {
+	return func(c *config, v string) error {
+		for _, a := range allowed {
+			if v == a {
+				*field(c) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vigil-soc/vigil/api"
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal"
+)
+
+// runDev brings up everything on this machine, keeping its data under .vigil/ between runs.
+func runDev(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger, stdout io.Writer) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	root, err := devstack.FindRepoRoot(cwd)
+	if err != nil {
+		root = cwd
+	}
+	dataDir := filepath.Join(root, ".vigil")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dataDir, err)
+	}
+
+	if getenv("DATABASE_URL") == "" {
+		fmt.Fprintln(stdout, "Starting Postgres (data in .vigil/postgres)…")
+		pg, err := devstack.StartPostgres(ctx, filepath.Join(dataDir, "postgres"), log)
+		if err != nil {
+			return fmt.Errorf("start postgres: %w", err)
+		}
+		defer stopWithin(log, "postgres", func(ctx context.Context) error { return pg.Stop(ctx) })
+		cfg.DatabaseURL = pg.DSN()
+	}
+	if getenv("ENCRYPTION_KEY") == "" {
+		if cfg.EncryptionKey, err = devEncryptionKey(filepath.Join(dataDir, "encryption.key")); err != nil {
+			return err
+		}
+	}
+	if getenv("API_ADDR") == "" {
+		cfg.APIAddr = "127.0.0.1:8000"
+	}
+
+	uiURL := "(external Temporal server: see its own UI)"
+	if getenv("TEMPORAL_ADDRESS") == "" {
+		fmt.Fprintln(stdout, "Starting the Temporal dev server (data in .vigil/temporal.db)…")
+		bin, err := devstack.EnsureTemporalCLI(ctx, root, log)
+		if err != nil {
+			return fmt.Errorf("temporal CLI: %w", err)
+		}
+		port := 7233
+		if !portFree(port) {
+			port = 0
+		}
+		ts, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{Binary: bin, DBFile: filepath.Join(dataDir, "temporal.db"),
+			UIPort: 8233, Port: port, Log: io.Discard})
+		if err != nil {
+			return fmt.Errorf("start temporal: %w", err)
+		}
+		defer stopWithin(log, "temporal", func(context.Context) error { return ts.Stop() })
+		cfg.TemporalAddress = ts.Address()
+		uiURL = ts.UIURL()
+	}
+
+	st, err := openStore(ctx, cfg, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	adminKey, err := ensureAdminKey(ctx, st)
+	if err != nil {
+		return err
+	}
+	tc, err := temporal.Dial(ctx, temporalConfig(cfg), log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveAPI(gctx, cfg, log, st, tc, ln) })
+	g.Go(func() error { return serveWorker(gctx, cfg, log, st, tc) })
+	g.Go(func() error {
+		probeCtx, cancel := context.WithTimeout(gctx, time.Minute)
+		defer cancel()
+		id, err := temporal.StartProbe(probeCtx, tc, temporal.NewQueues(cfg.TaskQueuePrefix))
+		if err != nil {
+			log.Warn("worker probe failed", "err", err)
+			return nil
+		}
+		base := "http://" + ln.Addr().String()
+		var b strings.Builder
+		fmt.Fprintf(&b, "\nVigil is running. Ctrl-C stops it; data stays in %s.\n\n", dataDir)
+		fmt.Fprintf(&b, "  API          %s/v1/\n  API docs     %s/docs\n  Health       %s/health\n", base, base, base)
+		fmt.Fprintf(&b, "  Temporal UI  %s (workflow %s shows the worker is live)\n  Postgres     %s\n", uiURL, id, redactDSN(cfg.DatabaseURL))
+		if adminKey != "" {
+			fmt.Fprintf(&b, "\nFirst admin API key (shown once, store it now):\n  %s\n\nTry: curl -H 'Authorization: Bearer %s' %s/v1/api-keys\n", adminKey, adminKey, base)
+		} else {
+			fmt.Fprintf(&b, "\nAn admin key exists already; make another with: vigil create-api-key --name ops --scopes admin\n")
+		}
+		fmt.Fprintln(stdout, b.String())
+		return nil
+	})
+	err = g.Wait()
+	fmt.Fprintln(stdout, "Vigil stopped.")
+	return ignoreCanceled(err)
+}
+
+// ensureAdminKey creates and returns a first admin key when no active admin key exists.
+func ensureAdminKey(ctx context.Context, st *store.Store) (string, error) {
+	n, err := st.CountActiveAdminKeys(ctx)
+	if err != nil || n > 0 {
+		return "", err
+	}
+	k, plain, err := api.NewAPIKey("dev-admin", []string{auth.ScopeAdmin}, auth.KeyTypeHuman, nil, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	if err := st.CreateAPIKey(ctx, &k); err != nil {
+		return "", err
+	}
+	return plain, nil
+}
+
+// devEncryptionKey reads the dev encryption key, creating it on first use.
+func devEncryptionKey(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(raw)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("generate encryption key: %w", err)
+	}
+	key := base64.StdEncoding.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return key, nil
+}
+
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+func stopWithin(log *slog.Logger, what string, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("stop "+what, "err", err)
+	}
+}
+
+func redactDSN(dsn string) string {
+	if i := strings.Index(dsn, "@"); i > 0 {
+		if j := strings.Index(dsn, "://"); j >= 0 && strings.Contains(dsn[j+3:i], ":") {
+			user := dsn[j+3 : j+3+strings.Index(dsn[j+3:i], ":")]
+			return dsn[:j+3] + user + ":****" + dsn[i:]
+		}
+	}
+	return dsn
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, err := loadConfig(envOf(map[string]string{"RATE_LIMIT_DEFAULT_PER_MINUTE": "lots", "LOG_FORMAT": "xml", "TRUSTED_PROXY_COUNT": "-1"}))
+	require.Error(t, err)
+	for _, name := range []string{"RATE_LIMIT_DEFAULT_PER_MINUTE", "LOG_FORMAT", "TRUSTED_PROXY_COUNT"} {
+		require.Contains(t, err.Error(), name)
+	}
+	cfg, err := loadConfig(envOf(nil))
+	require.NoError(t, err)
+	require.Equal(t, 60, cfg.RateLimitPerMinute)
+	require.Equal(t, 10, cfg.MaxBodyMB)
+	require.Equal(t, "vigil", cfg.TaskQueuePrefix)
+	require.True(t, cfg.AutoMigrate)
+}
+
+func TestRunCommands(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Error(t, run(context.Background(), nil, envOf(nil), &out, &errOut))
+	require.Error(t, run(context.Background(), []string{"frobnicate"}, envOf(nil), &out, &errOut))
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"help"}, envOf(nil), &out, &errOut))
+	require.Contains(t, out.String(), "RATE_LIMIT_DEFAULT_PER_MINUTE")
+}
+
+func TestCreateAPIKeyValidation(t *testing.T) {
+	env := envOf(map[string]string{"DATABASE_URL": testenv.DatabaseURL(t)})
+	cases := map[string][]string{
+		"no name":        {"--scopes", "admin"},
+		"no scopes":      {"--name", "x"},
+		"unknown scope":  {"--name", "x", "--scopes", "root"},
+		"bad key type":   {"--name", "x", "--scopes", "admin", "--key-type", "robot"},
+		"bad expiry":     {"--name", "x", "--scopes", "admin", "--expires-at", "tomorrow"},
+		"past expiry":    {"--name", "x", "--scopes", "admin", "--expires-at", "2001-01-01T00:00:00Z"},
+		"unknown flag":   {"--name", "x", "--scopes", "admin", "--root"},
+		"negative limit": {"--name", "x", "--scopes", "admin", "--rate-limit-per-minute", "-5"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), append([]string{"create-api-key"}, args...), env, &out, io.Discard)
+			require.Error(t, err)
+			require.Empty(t, out.String(), "no key printed on failure")
+		})
+	}
+}
+
+// TestAPIEndToEnd runs `vigil create-api-key` on the package's fresh (empty) database, then `vigil api`
+// through run(), and reads GET /v1/api-keys with the printed key.
+func TestAPIEndToEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	env := envOf(map[string]string{
+		"DATABASE_URL":               testenv.DatabaseURL(t),
+		"TEMPORAL_ADDRESS":           testenv.TemporalAddress(t),
+		"TEMPORAL_TASK_QUEUE_PREFIX": testenv.TaskQueuePrefix(t),
+		"API_ADDR":                   addr,
+		"ENCRYPTION_KEY":             "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"LOG_LEVEL":                  "warn",
+	})
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"create-api-key", "--name", "ops", "--scopes", "admin"}, env, &out, io.Discard))
+	key := regexp.MustCompile(`cai_[A-Za-z0-9_-]{32}`).FindString(out.String())
+	require.NotEmpty(t, key, out.String())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"api"}, env, io.Discard, io.Discard) }()
+	base := "http://" + addr
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 100*time.Millisecond)
+
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/api-keys", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var body struct {
+		Data []map[string]any `json:"data"`
+		Meta map[string]any   `json:"meta"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotEmpty(t, body.Data)
+	require.Equal(t, key[:8], body.Data[0]["key_prefix"])
+	require.NotContains(t, fmt.Sprint(body.Data), key)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("api did not stop")
+	}
+	_, err = http.Get(base + "/health")
+	require.Error(t, err, "listener closed after shutdown")
+	require.False(t, strings.Contains(out.String(), "hash"))
+}
+
+// TestWorkerRunsProbe runs `vigil worker` through run() against the real dev server; the probe
+// workflow completes on it.
+func TestWorkerRunsProbe(t *testing.T) {
+	env := envOf(map[string]string{
+		"DATABASE_URL":               testenv.DatabaseURL(t),
+		"TEMPORAL_ADDRESS":           testenv.TemporalAddress(t),
+		"TEMPORAL_TASK_QUEUE_PREFIX": testenv.TaskQueuePrefix(t),
+		"ENCRYPTION_KEY":             "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"LOG_LEVEL":                  "warn",
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"worker"}, env, io.Discard, io.Discard) }()
+	cfg, err := loadConfig(env)
+	require.NoError(t, err)
+	tc, err := temporalDial(t, cfg)
+	require.NoError(t, err)
+	defer tc.Close()
+	probeCtx, probeCancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer probeCancel()
+	id, err := startProbe(probeCtx, tc, cfg)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(id, "probe-"))
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/api"
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal"
+)
+
+// runAPI serves the REST API until ctx ends.
+func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
+	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tc, err := temporal.DialLazy(temporalConfig(cfg), log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
+	}
+	return serveAPI(ctx, cfg, log, st, tc, ln)
+}
+
+// serveAPI runs the API on ln until ctx ends (shared by `api` and `dev`).
+func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, tc client.Client, ln net.Listener) error {
+	authn := auth.NewAuthenticator(st, log, 2*time.Second)
+	var limiter api.RateLimiter = ratelimit.NewMemory()
+	if cfg.RateLimitStore == "postgres" {
+		limiter = ratelimit.NewPostgres(st)
+	}
+	srv := api.New(api.Config{
+		Version:            cfg.Version,
+		MaxRequestBodyMB:   cfg.MaxBodyMB,
+		RateLimitPerMinute: cfg.RateLimitPerMinute,
+		TrustedProxyCount:  cfg.TrustedProxyCount,
+		PublicBaseURL:      cfg.PublicBaseURL,
+	}, api.Deps{
+		Log:     log,
+		Auth:    authn,
+		Limiter: limiter,
+		Health: api.HealthChecks{
+			Database: st.Ping,
+			Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
+		},
+		APIKeys: st,
+	})
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		authn.Run(gctx, 10*time.Second)
+		return nil
+	})
+	g.Go(func() error {
+		log.Info("api listening", "addr", ln.Addr().String())
+		if err := srv.App().Listener(ln); err != nil {
+			return fmt.Errorf("serve api: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 10*time.Second)
+		defer cancel()
+		return srv.App().ShutdownWithContext(shutdownCtx)
+	})
+	return ignoreCanceled(g.Wait())
+}
+
+// runWorker runs the Temporal workers until ctx ends.
+func runWorker(ctx context.Context, cfg config, log *slog.Logger) error {
+	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tc, err := temporal.Dial(ctx, temporalConfig(cfg), log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return serveWorker(ctx, cfg, log, st, tc)
+}
+
+// serveWorker registers search attributes and runs every worker (shared by `worker` and `dev`).
+func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, tc client.Client) error {
+	if err := temporal.RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
+		return err
+	}
+	acts := &activities.Activities{Log: log}
+	return ignoreCanceled(temporal.RunWorkers(ctx, tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts, log))
+}
+
+func temporalConfig(cfg config) temporal.Config {
+	return temporal.Config{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, TaskQueuePrefix: cfg.TaskQueuePrefix}
+}
+
+func ignoreCanceled(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
