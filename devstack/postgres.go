@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -41,6 +42,10 @@ type PostgresServer struct {
 
 	bins pgBinaries
 	log  *slog.Logger
+
+	mu       sync.Mutex
+	watchdog *exec.Cmd // see StopWhenProcessExits
+	lifeline *os.File  // write end of the watchdog's stdin; closing it (or dying) wakes the watchdog
 }
 
 // DSN is the superuser URL of the server's postgres database (trust auth, no TLS).
@@ -51,12 +56,53 @@ func (s *PostgresServer) DSN() string {
 // Stop shuts the cluster down (fast mode: open sessions are disconnected). It stops a reused
 // cluster too: whoever holds the server owns its shutdown.
 func (s *PostgresServer) Stop(ctx context.Context) error {
+	s.disarmWatchdog()
 	data := filepath.Join(s.Dir, pgDataDir)
 	if _, err := s.bins.run(ctx, "pg_ctl", "stop", "-D", data, "-m", "fast", "-w", "-t", "60"); err != nil {
 		return fmt.Errorf("stop postgres in %s: %w", s.Dir, err)
 	}
 	s.log.Info("postgres stopped", "dir", s.Dir)
 	return nil
+}
+
+// StopWhenProcessExits starts a small watchdog that stops the cluster (immediate mode) when this
+// process ends in a way that skips Stop: a panic, os.Exit, SIGKILL. The watchdog (a shell blocked
+// reading a pipe only this process holds open) wakes when the kernel closes that pipe. Stop disarms
+// it. Test harnesses use it for throw-away clusters.
+func (s *PostgresServer) StopWhenProcessExits() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watchdog != nil {
+		return nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("postgres watchdog pipe: %w", err)
+	}
+	defer r.Close()
+	argv := s.bins.argv("pg_ctl", "stop", "-D", filepath.Join(s.Dir, pgDataDir), "-m", "immediate")
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `read -r _; exec "$@" >/dev/null 2>&1`, "sh"}, argv...)...)
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not in the terminal's Ctrl-C group
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fmt.Errorf("start postgres watchdog: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // reap it whenever it ends
+	s.watchdog, s.lifeline = cmd, w
+	return nil
+}
+
+// disarmWatchdog ends the watchdog without letting it stop the cluster.
+func (s *PostgresServer) disarmWatchdog() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watchdog == nil {
+		return
+	}
+	_ = s.watchdog.Process.Kill()
+	_ = s.lifeline.Close()
+	s.watchdog, s.lifeline = nil, nil
 }
 
 // StartPostgres makes sure a PostgreSQL cluster lives in dir and is running, and returns it.
@@ -297,14 +343,7 @@ func traversable(fi fs.FileInfo, uid, gid int) bool {
 // run executes one of the PostgreSQL binaries (as the postgres user when we are root) and returns
 // its combined output; a failure carries the output's tail.
 func (b pgBinaries) run(ctx context.Context, name string, args ...string) (string, error) {
-	path := b.pgCtlPath
-	if name == "initdb" {
-		path = b.initdbPath
-	}
-	argv := append([]string{path}, args...)
-	if b.asUser != nil {
-		argv = append([]string{"runuser", "-u", b.asUser.Username, "--"}, argv...)
-	}
+	argv := b.argv(name, args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// pg_ctl start leaves the postmaster running; it writes to the log file, but bound the wait
@@ -316,6 +355,20 @@ func (b pgBinaries) run(ctx context.Context, name string, args ...string) (strin
 		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, tail(string(out), 2000))
 	}
 	return string(out), nil
+}
+
+// argv is the command line that runs binary name ("initdb" or "pg_ctl") with args, through
+// runuser when we must switch to the postgres user.
+func (b pgBinaries) argv(name string, args ...string) []string {
+	path := b.pgCtlPath
+	if name == "initdb" {
+		path = b.initdbPath
+	}
+	argv := append([]string{path}, args...)
+	if b.asUser != nil {
+		argv = append([]string{"runuser", "-u", b.asUser.Username, "--"}, argv...)
+	}
+	return argv
 }
 
 func (b pgBinaries) initdb(ctx context.Context, dir string) error {

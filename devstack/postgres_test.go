@@ -1,12 +1,16 @@
 package devstack
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,4 +143,61 @@ func requireQuery(t *testing.T, dsn string) {
 	var one int
 	require.NoError(t, db.QueryRowContext(context.Background(), "SELECT 1").Scan(&one))
 	require.Equal(t, 1, one)
+}
+
+// TestStopWhenProcessExits starts a cluster in a child process that arms the watchdog and is then
+// SIGKILLed: the cluster must go down anyway.
+func TestStopWhenProcessExits(t *testing.T) {
+	dir := clusterDir(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWatchdogChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "DEVSTACK_WATCHDOG_DIR="+dir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	port := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "watchdog-port="); ok {
+			port, err = strconv.Atoi(v)
+			require.NoError(t, err)
+			break
+		}
+	}
+	require.Positive(t, port, "child reported its cluster")
+	require.False(t, portFree(port), "cluster is up")
+
+	require.NoError(t, cmd.Process.Kill()) // no Stop, no deferred cleanup
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool { return portFree(port) }, 30*time.Second, 100*time.Millisecond,
+		"the watchdog stopped the orphaned cluster")
+
+	// The killed cluster restarts cleanly, and a normal Stop disarms (ends) the watchdog.
+	srv, err := StartPostgres(context.Background(), dir, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	requireQuery(t, srv.DSN())
+	require.NoError(t, srv.StopWhenProcessExits())
+	watchdog := srv.watchdog
+	require.NoError(t, srv.StopWhenProcessExits(), "arming twice is harmless")
+	require.Same(t, watchdog, srv.watchdog, "arming twice starts one watchdog")
+	require.NoError(t, srv.Stop(context.Background()))
+	require.Nil(t, srv.watchdog)
+	pid := watchdog.Process.Pid
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 5*time.Second, 50*time.Millisecond,
+		"the disarmed watchdog has exited")
+}
+
+// TestWatchdogChild is the child half of TestStopWhenProcessExits.
+func TestWatchdogChild(t *testing.T) {
+	dir := os.Getenv("DEVSTACK_WATCHDOG_DIR")
+	if dir == "" {
+		return // runs as the child of TestStopWhenProcessExits only
+	}
+	srv, err := StartPostgres(context.Background(), dir, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, srv.StopWhenProcessExits())
+	os.Stdout.WriteString("watchdog-port=" + strconv.Itoa(srv.Port) + "\n")
+	time.Sleep(time.Minute) // the parent kills us
 }

@@ -157,6 +157,10 @@ func setupDatabase() (string, error) {
 			return "", err
 		}
 		addCleanup(srv.Stop)
+		// A panicking test or an expired -timeout skips Main's teardown; don't leave a server behind.
+		if err := srv.StopWhenProcessExits(); err != nil {
+			return "", err
+		}
 		admin = srv.DSN()
 	}
 	name := "vigil_t_" + env.id
