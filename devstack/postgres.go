@@ -394,7 +394,7 @@ func (b pgBinaries) initdb(ctx context.Context, dir string) error {
 		sockets = ""
 	}
 	conf := fmt.Sprintf("\n# added by vigil devstack\nlisten_addresses = '127.0.0.1'\n"+
-		"unix_socket_directories = '%s'\nsynchronous_commit = off\nmax_connections = 200\n",
+		"unix_socket_directories = '%s'\nmax_connections = 200\n",
 		strings.ReplaceAll(sockets, "'", "''"))
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
