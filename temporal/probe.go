@@ -37,6 +37,10 @@ func StartProbe(ctx context.Context, c client.Client, queues Queues) (string, er
 	}
 	var res workflows.ProbeResult
 	if err := run.Get(ctx, &res); err != nil {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 250*time.Millisecond {
+			// The server may cut the stream at our deadline a moment before the local timer fires.
+			<-ctx.Done()
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The SDK reports a cut-off wait as a gRPC status; keep the context's error matchable.
 			err = errors.Join(ctxErr, err)
