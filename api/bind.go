@@ -203,7 +203,8 @@ func decodeStruct(raw json.RawMessage, v reflect.Value, loc []any, errs *validat
 		}
 		before := len(*errs)
 		decodeInto(item, fv, floc, errs)
-		if len(*errs) == before {
+		if !hasErrorAt(*errs, before, floc) {
+			// Element errors do not hide a list-level problem (too many items).
 			checkTags(fv, f.tag, floc, errs)
 		}
 	}
@@ -212,6 +213,16 @@ func decodeStruct(raw json.RawMessage, v reflect.Value, loc []any, errs *validat
 			errs.Add(validate.Join(loc, k), validate.TypeExtraForbidden, "Extra inputs are not permitted.", nil)
 		}
 	}
+}
+
+// hasErrorAt reports whether errs[from:] holds an error located exactly at loc.
+func hasErrorAt(errs validate.Errors, from int, loc []any) bool {
+	for _, e := range errs[from:] {
+		if validate.LocString(e.Loc) == validate.LocString(loc) {
+			return true
+		}
+	}
+	return false
 }
 
 type fieldInfo struct {
