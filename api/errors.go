@@ -20,6 +20,9 @@ type Error struct {
 	Message string
 	Details map[string]any
 	Headers map[string]string
+	// Detail, when set, is the seed's field-error list written beside the error object (422s with a
+	// route-specific code, e.g. INVALID_PAYLOAD).
+	Detail validate.Errors
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -98,6 +101,9 @@ func errorHandler(log *slog.Logger, maxBodyMB int) fiber.ErrorHandler {
 			body.Error.Code, body.Error.Message = apiErr.Code, apiErr.Message
 			if apiErr.Details != nil {
 				body.Error.Details = apiErr.Details
+			}
+			if len(apiErr.Detail) > 0 {
+				body.Detail = apiErr.Detail
 			}
 			for k, v := range apiErr.Headers {
 				c.Set(k, v)

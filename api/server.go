@@ -13,6 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/sources"
 )
 
 // Config holds the API's settings.
@@ -22,7 +25,9 @@ type Config struct {
 	RateLimitPerMinute int    // RATE_LIMIT_DEFAULT_PER_MINUTE, default 60
 	TrustedProxyCount  int    // TRUSTED_PROXY_COUNT
 	RequestTimeout     time.Duration
-	PublicBaseURL      string // base URL used in links sent to people (decide pages), e.g. http://127.0.0.1:8000
+	PublicBaseURL      string        // base URL used in links sent to people (decide pages), e.g. http://127.0.0.1:8000
+	AlertDedupWindow   time.Duration // ALERT_DEDUP_WINDOW_HOURS; 0 disables dedup
+	SlackSigningSecret string        // SLACK_SIGNING_SECRET: verifies POST /v1/approvals/callback/slack
 }
 
 // Deps are the API's collaborators. Each resource file declares the small interface it needs.
@@ -32,6 +37,24 @@ type Deps struct {
 	Limiter RateLimiter
 	Health  HealthChecks
 	APIKeys APIKeyStore
+
+	DetectionRules   DetectionRuleStore
+	ContextDocuments ContextDocumentStore
+
+	SourceRegistry *sources.Registry // the source plugins
+	Secrets        *secretbox.Box    // seals source-integration secrets (ENCRYPTION_KEY)
+	Sources        SourceStore
+	Integrations   SourceIntegrationStore
+	Ingest         IngestStore
+	Alerts         AlertStore
+	Indicators     IndicatorStore
+	Mappings       IndicatorMappingStore
+
+	Enrichment EnrichmentDeps // providers, field extractions, on-demand enrichment
+
+	Workflows          WorkflowStore      // workflows, versions, runs, approvals, workflow secrets
+	RunStarter         WorkflowRunStarter // starts and signals WorkflowRun (temporal.RunStarter)
+	WorkflowStepClient httpsteps.Doer     // live_http dry runs of workflows (SSRF-guarded)
 }
 
 // Authenticator resolves a bearer token to a principal.
@@ -48,6 +71,8 @@ type Server struct {
 	app    *fiber.App
 	routes []route
 	apiDoc docCache
+
+	ingestCfg *ingestCache // per-source integrations and mappings read by ingestion
 }
 
 // New builds the Fiber app with every route registered.
@@ -68,6 +93,10 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
+	s.ingestCfg = newIngestCache()
+	if s.deps.SourceRegistry == nil {
+		s.deps.SourceRegistry = sources.NewRegistry()
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
 		// fasthttp's own cap answers by closing the connection, which clients see as a reset; so it sits
@@ -81,6 +110,8 @@ func New(cfg Config, deps Deps) *Server {
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		ReadBufferSize:        16 << 10,
+		// Multipart bodies are parsed by the routes that take them (bounded, after auth), not eagerly.
+		DisablePreParseMultipartForm: true,
 		// Errors from fasthttp (body too large, bad requests) go through the same funnel.
 	})
 	s.app.Use(s.requestContext)
@@ -96,6 +127,16 @@ func (s *Server) App() *fiber.App { return s.app }
 func (s *Server) registerRoutes() {
 	s.metaRoutes()
 	s.apiKeyRoutes()
+	s.detectionRuleRoutes()
+	s.contextDocumentRoutes()
+	s.sourceRoutes()
+	s.sourceIntegrationRoutes()
+	s.ingestRoutes()
+	s.alertRoutes()
+	s.indicatorRoutes()
+	s.indicatorMappingRoutes()
+	s.enrichmentRoutes()
+	s.workflowRoutes()
 }
 
 // route describes one operation: its handler chain and its OpenAPI description.

@@ -95,3 +95,88 @@ func (s *Store) GetIndicator(ctx context.Context, id uuid.UUID) (Indicator, erro
 	}
 	return ind, nil
 }
+
+// IndicatorFilter narrows ListIndicators.
+type IndicatorFilter struct {
+	Types       []string
+	Value       string // exact (normalized) value
+	ValuePrefix string // value prefix
+	Malices     []string
+	Page        Page
+}
+
+// ListIndicators returns one page of indicators, most recently seen first, and the total.
+func (s *Store) ListIndicators(ctx context.Context, f IndicatorFilter) ([]Indicator, int, error) {
+	var out []Indicator
+	q := s.db.NewSelect().Model(&out).OrderExpr("last_seen DESC, uuid")
+	if len(f.Types) > 0 {
+		q = q.Where("type IN (?)", bun.In(f.Types))
+	}
+	if f.Value != "" {
+		q = q.Where("value = ?", f.Value)
+	}
+	if f.ValuePrefix != "" {
+		q = q.Where("value LIKE ? ESCAPE '\\'", escapeLike(f.ValuePrefix)+"%")
+	}
+	if len(f.Malices) > 0 {
+		q = q.Where("malice IN (?)", bun.In(f.Malices))
+	}
+	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list indicators: %w", mapErr(err))
+	}
+	return out, int(total), nil
+}
+
+// IndicatorAlertCount counts the alerts linked to an indicator.
+func (s *Store) IndicatorAlertCount(ctx context.Context, id uuid.UUID) (int, error) {
+	n, err := s.db.NewSelect().Table("alert_indicators").Where("indicator_uuid = ?", id).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count alerts of indicator %s: %w", id, mapErr(err))
+	}
+	return int(n), nil
+}
+
+// Malice sources of an indicator.
+const (
+	MaliceSourceAnalyst    = "analyst"
+	MaliceSourceEnrichment = "enrichment"
+)
+
+// SetIndicatorMalice applies an analyst override (level != nil: sticky, malice_source "analyst") or
+// clears it (nil: malice recomputed by recompute from the stored enrichment results, malice_source
+// "enrichment", or Pending/NULL when there are none), recording an indicator_malice_updated event.
+func (s *Store) SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *string, recompute func(results map[string]any) string, actorType, actorKeyPrefix string) (Indicator, error) {
+	var ind Indicator
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := tx.NewSelect().Model(&ind).Where("uuid = ?", id).For("UPDATE").Scan(ctx); err != nil {
+			return fmt.Errorf("lock indicator %s: %w", id, mapErr(err))
+		}
+		now := s.Now()
+		before := ind.Malice
+		if level != nil {
+			src := MaliceSourceAnalyst
+			ind.Malice, ind.MaliceSource, ind.MaliceOverriddenAt = *level, &src, &now
+		} else {
+			ind.Malice, ind.MaliceSource, ind.MaliceOverriddenAt = recompute(ind.EnrichmentResults), nil, nil
+			if len(ind.EnrichmentResults) > 0 {
+				src := MaliceSourceEnrichment
+				ind.MaliceSource = &src
+			}
+		}
+		ind.UpdatedAt = now
+		if _, err := tx.NewUpdate().Model(&ind).Column("malice", "malice_source", "malice_overridden_at", "updated_at").WherePK().Exec(ctx); err != nil {
+			return fmt.Errorf("update indicator %s: %w", id, mapErr(err))
+		}
+		var prefix *string
+		if actorKeyPrefix != "" {
+			prefix = &actorKeyPrefix
+		}
+		return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "indicator_malice_updated", ActorType: actorType, ActorKeyPrefix: prefix,
+			References: map[string]any{"indicator_uuid": id.String(), "from": before, "to": ind.Malice, "override": level != nil}})
+	})
+	if err != nil {
+		return Indicator{}, err
+	}
+	return ind, nil
+}

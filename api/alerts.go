@@ -1,0 +1,843 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/targeting"
+	"github.com/vigil-soc/vigil/validate"
+)
+
+// AlertStore is what the alert routes need.
+type AlertStore interface {
+	ListAlerts(ctx context.Context, f store.AlertFilter) ([]store.Alert, int, error)
+	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
+	AlertExists(ctx context.Context, id uuid.UUID) error
+	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
+	AlertIndicators(ctx context.Context, id uuid.UUID) ([]store.Indicator, error)
+	PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *store.Alert, now time.Time) (store.AlertChange, error)) (store.Alert, error)
+	DeleteAlert(ctx context.Context, id uuid.UUID) error
+	CreateFinding(ctx context.Context, f *store.Finding, actorType string) error
+	ListFindings(ctx context.Context, alertID uuid.UUID) ([]store.Finding, error)
+	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
+	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)
+	EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, actorKeyPrefix string) error
+	SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]store.Sibling, error)
+	GetDetectionRuleByID(ctx context.Context, id int64) (store.DetectionRule, error)
+	ApplicableContextDocuments(ctx context.Context, subj targeting.Subject) ([]store.ContextDocument, error)
+}
+
+const (
+	maxAlertTags          = 50
+	maxAlertTagCharacters = 100
+)
+
+// alertTransitions is the explicit status graph of API.md §3.
+var alertTransitions = map[string][]string{
+	store.StatusOpen:      {store.StatusTriaging, store.StatusEscalated, store.StatusClosed},
+	store.StatusTriaging:  {store.StatusEscalated, store.StatusClosed},
+	store.StatusEscalated: {store.StatusTriaging, store.StatusClosed},
+	store.StatusClosed:    {store.StatusOpen},
+}
+
+func (s *Server) alertRoutes() {
+	read := []string{auth.ScopeAlertsRead}
+	write := []string{auth.ScopeAlertsWrite}
+	const tag = "Alerts"
+	s.add(route{Method: http.MethodGet, Path: "/v1/alerts", Tag: tag, Summary: "List alerts",
+		Description: "Alert summaries (no raw_payload, no indicators). Multi-value filters take comma-separated values; `tags` is repeatable and the alert must have all of them.",
+		Scopes:      read, Query: listAlertsQuery{}, Response: alertSummary{}, List: true}, s.listAlerts)
+	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Get an alert",
+		Description: "The full alert with indicators, detection rule, applicable context documents, agent findings and computed malice.",
+		Scopes:      read, Response: alertDetail{}}, s.getAlert)
+	s.add(route{Method: http.MethodPatch, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Update an alert",
+		Description: "Status moves follow the transition graph (Open→Triaging|Escalated|Closed, Triaging→Escalated|Closed, Escalated→Triaging|Closed, Closed→Open); others are 422 invalid_transition. Closing needs close_classification. null leaves a field unchanged; reset_malice_override may not be null.",
+		Scopes:      write, Body: patchAlertRequest{}, Response: alertDetail{}}, s.patchAlert)
+	s.add(route{Method: http.MethodDelete, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Delete an alert",
+		Scopes: []string{auth.ScopeAdmin}, Status: http.StatusNoContent}, s.deleteAlert)
+	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/findings", Tag: tag, Summary: "Post an agent finding",
+		Description: "Append-only.", Scopes: write, Body: createFindingRequest{}, Response: findingResponse{}, Status: http.StatusCreated}, s.createFinding)
+	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/findings", Tag: tag, Summary: "List an alert's findings",
+		Description: "Oldest first.", Scopes: read, Response: []findingResponse{}}, s.listFindings)
+	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "List an alert's indicators",
+		Description: "Enriched indicators; provider raw responses are stripped (GET /v1/indicators/{uuid} has them).",
+		Scopes:      read, Response: []indicatorResponse{}}, s.listAlertIndicators)
+	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "Add indicators to an alert",
+		Description: "1..100 `{value, type?}`; a missing type is inferred from the value. Each is upserted globally on (type, value) and linked. With enrich=true (default) the alert's pipeline re-runs to enrich them (202-style: queued through the outbox).",
+		Scopes:      write, Query: addIndicatorsQuery{}, Body: addIndicatorsRequest{}, Response: addIndicatorsResponse{}, Status: http.StatusCreated}, s.addAlertIndicators)
+	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/activity", Tag: tag, Summary: "An alert's activity",
+		Description: "Newest first.", Scopes: read, Query: alertActivityQuery{}, Response: activityEventResponse{}, List: true}, s.alertActivity)
+	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/enrich", Tag: tag, Summary: "Re-run the enrichment pipeline",
+		Description: "Queues a re-run of `alert-<uuid>` (a running pipeline is not started twice). Safe to repeat.",
+		Scopes:      write, Response: alertEnrichResponse{}, Status: http.StatusAccepted}, s.enrichAlert)
+	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/relationship-graph", Tag: tag, Summary: "Alerts related through shared indicators",
+		Scopes: read, Query: graphQuery{}, Response: graphResponse{}}, s.relationshipGraph)
+}
+
+// Responses.
+
+type alertSummary struct {
+	UUID                 uuid.UUID  `json:"uuid"`
+	Title                string     `json:"title"`
+	Severity             string     `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	Status               string     `json:"status" enum:"Open,Triaging,Escalated,Closed"`
+	EnrichmentStatus     string     `json:"enrichment_status" enum:"Pending,Enriched,Failed"`
+	SourceName           string     `json:"source_name"`
+	OccurredAt           time.Time  `json:"occurred_at"`
+	IngestedAt           time.Time  `json:"ingested_at"`
+	EnrichedAt           *time.Time `json:"enriched_at"`
+	IsEnriched           bool       `json:"is_enriched"`
+	Fingerprint          *string    `json:"fingerprint"`
+	CloseClassification  *string    `json:"close_classification"`
+	AcknowledgedAt       *time.Time `json:"acknowledged_at"`
+	TriagedAt            *time.Time `json:"triaged_at"`
+	ClosedAt             *time.Time `json:"closed_at"`
+	Tags                 []string   `json:"tags"`
+	DetectionRuleID      *int64     `json:"detection_rule_id"`
+	Description          *string    `json:"description"`
+	DuplicateCount       int        `json:"duplicate_count"`
+	LastSeenAt           *time.Time `json:"last_seen_at"`
+	Malice               string     `json:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"The override, else the worst indicator malice, else Pending."`
+	MaliceOverride       *string    `json:"malice_override"`
+	MaliceOverrideSource *string    `json:"malice_override_source" enum:"analyst,agent"`
+	MaliceOverrideAt     *time.Time `json:"malice_override_at"`
+	CreatedAt            time.Time  `json:"created_at"`
+	UpdatedAt            time.Time  `json:"updated_at"`
+}
+
+type alertDetail struct {
+	alertSummary
+	RawPayload       map[string]any            `json:"raw_payload"`
+	Indicators       []indicatorResponse       `json:"indicators"`
+	DetectionRule    *detectionRuleResponse    `json:"detection_rule"`
+	ContextDocuments []contextDocumentResponse `json:"context_documents"`
+	AgentFindings    []findingResponse         `json:"agent_findings"`
+}
+
+type alertDetailMeta struct {
+	GeneratedAt             time.Time      `json:"generated_at"`
+	IndicatorCount          int            `json:"indicator_count"`
+	Enrichment              enrichmentMeta `json:"enrichment"`
+	DetectionRuleMatched    bool           `json:"detection_rule_matched" doc:"The alert's rule is a documented (non-stub) rule."`
+	ContextDocumentsApplied int            `json:"context_documents_applied"`
+}
+
+type enrichmentMeta struct {
+	Succeeded  []string   `json:"succeeded"`
+	Failed     []string   `json:"failed"`
+	EnrichedAt *time.Time `json:"enriched_at"`
+}
+
+// alertMalice is the effective malice: the override, else the worst indicator malice, else Pending.
+func alertMalice(override *string, indicatorMalices []string) string {
+	if override != nil {
+		return *override
+	}
+	worst := indicators.MalicePending
+	for _, m := range indicatorMalices {
+		worst = indicators.Worst(worst, indicators.MaliceLevel(m))
+	}
+	return string(worst)
+}
+
+func toAlertSummary(a store.Alert, malices []string) alertSummary {
+	tags := a.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return alertSummary{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status, EnrichmentStatus: a.EnrichmentStatus,
+		SourceName: a.SourceName, OccurredAt: a.OccurredAt.UTC(), IngestedAt: a.IngestedAt.UTC(), EnrichedAt: utcPtr(a.EnrichedAt),
+		IsEnriched: a.IsEnriched, Fingerprint: a.Fingerprint, CloseClassification: a.CloseClassification,
+		AcknowledgedAt: utcPtr(a.AcknowledgedAt), TriagedAt: utcPtr(a.TriagedAt), ClosedAt: utcPtr(a.ClosedAt), Tags: tags,
+		DetectionRuleID: a.DetectionRuleID, Description: a.Description, DuplicateCount: a.DuplicateCount, LastSeenAt: utcPtr(a.LastSeenAt),
+		Malice: alertMalice(a.MaliceOverride, malices), MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
+		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+}
+
+// List.
+
+type listAlertsQuery struct {
+	PageQuery
+	Status            []string   `query:"status" enum:"Open,Triaging,Escalated,Closed" doc:"Comma-separated; any of."`
+	Severity          []string   `query:"severity" enum:"Pending,Informational,Low,Medium,High,Critical" doc:"Comma-separated; any of."`
+	SourceName        []string   `query:"source_name" maxLength:"100" doc:"Comma-separated; any of."`
+	EnrichmentStatus  []string   `query:"enrichment_status" enum:"Pending,Enriched,Failed" doc:"Comma-separated; any of."`
+	IsEnriched        *bool      `query:"is_enriched"`
+	DetectionRuleUUID *uuid.UUID `query:"detection_rule_uuid"`
+	FromTime          *time.Time `query:"from_time" doc:"occurred_at ≥ this (RFC 3339 with offset)."`
+	ToTime            *time.Time `query:"to_time" doc:"occurred_at ≤ this (RFC 3339 with offset)."`
+	Tags              []string   `query:"tags" maxLength:"100" doc:"Repeatable (or comma-separated); the alert has all of them."`
+	Q                 string     `query:"q" maxLength:"500" doc:"Case-insensitive substring of the title."`
+	SortBy            string     `query:"sort_by" enum:"title,status,severity,source_name,occurred_at,created_at" default:"occurred_at"`
+	SortOrder         string     `query:"sort_order" enum:"asc,desc" default:"desc"`
+}
+
+// Validate checks the time range and refuses text the database cannot hold.
+func (q listAlertsQuery) Validate() validate.Errors {
+	var errs validate.Errors
+	if q.FromTime != nil && q.ToTime != nil && q.ToTime.Before(*q.FromTime) {
+		errs.Add([]any{"to_time"}, validate.TypeValue, "to_time must not be before from_time.", q.ToTime.Format(time.RFC3339Nano))
+	}
+	if strings.IndexByte(q.Q, 0) >= 0 {
+		errs.Add([]any{"q"}, validate.TypeValue, "NUL characters are not accepted.", nil)
+	}
+	for i, t := range q.Tags {
+		if strings.IndexByte(t, 0) >= 0 {
+			errs.Add([]any{"tags", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+		}
+	}
+	for i, t := range q.SourceName {
+		if strings.IndexByte(t, 0) >= 0 {
+			errs.Add([]any{"source_name", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+		}
+	}
+	return errs
+}
+
+func (s *Server) listAlerts(c *fiber.Ctx) error {
+	var q listAlertsQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	rows, total, err := s.deps.Alerts.ListAlerts(ctx, store.AlertFilter{
+		Statuses: q.Status, Severities: q.Severity, SourceNames: q.SourceName, EnrichmentStatuses: q.EnrichmentStatus,
+		IsEnriched: q.IsEnriched, DetectionRuleUUID: q.DetectionRuleUUID, From: q.FromTime, To: q.ToTime, Tags: q.Tags,
+		Query: q.Q, SortBy: q.SortBy, SortDesc: q.SortOrder == "desc", Page: q.storePage(),
+	})
+	if err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, a := range rows {
+		ids[i] = a.UUID
+	}
+	malices, err := s.deps.Alerts.AlertMalices(ctx, ids)
+	if err != nil {
+		return err
+	}
+	out := make([]alertSummary, len(rows))
+	for i, a := range rows {
+		out[i] = toAlertSummary(a, malices[a.UUID])
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+// Detail.
+
+func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, alertDetailMeta, error) {
+	inds, err := s.deps.Alerts.AlertIndicators(ctx, a.UUID)
+	if err != nil {
+		return alertDetail{}, alertDetailMeta{}, err
+	}
+	meta := alertDetailMeta{GeneratedAt: time.Now().UTC(), IndicatorCount: len(inds),
+		Enrichment: enrichmentMeta{Succeeded: []string{}, Failed: []string{}, EnrichedAt: utcPtr(a.EnrichedAt)}}
+	malices := make([]string, len(inds))
+	d := alertDetail{RawPayload: a.RawPayload, Indicators: make([]indicatorResponse, len(inds)),
+		ContextDocuments: []contextDocumentResponse{}, AgentFindings: []findingResponse{}}
+	succeeded, failed := map[string]bool{}, map[string]bool{}
+	for i, ind := range inds {
+		malices[i] = ind.Malice
+		d.Indicators[i] = toIndicatorResponse(ind, true)
+		for provider, r := range ind.EnrichmentResults {
+			m, _ := r.(map[string]any)
+			switch status, _ := m["status"].(string); status {
+			case store.EnrichSuccess:
+				succeeded[provider] = true
+			case store.EnrichFailed:
+				failed[provider] = true
+			}
+		}
+	}
+	meta.Enrichment.Succeeded = sortedKeys(succeeded)
+	meta.Enrichment.Failed = sortedKeys(failed)
+	d.alertSummary = toAlertSummary(a, malices)
+	var rule *store.DetectionRule
+	if a.DetectionRuleID != nil {
+		r, err := s.deps.Alerts.GetDetectionRuleByID(ctx, *a.DetectionRuleID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return alertDetail{}, alertDetailMeta{}, err
+		default:
+			rule = &r
+			resp := toDetectionRuleResponse(r)
+			d.DetectionRule = &resp
+			meta.DetectionRuleMatched = !r.IsStub
+		}
+	}
+	docs, err := s.deps.Alerts.ApplicableContextDocuments(ctx, store.SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, rule))
+	if err != nil {
+		return alertDetail{}, alertDetailMeta{}, err
+	}
+	for _, doc := range docs {
+		d.ContextDocuments = append(d.ContextDocuments, toContextDocumentResponse(doc))
+	}
+	meta.ContextDocumentsApplied = len(d.ContextDocuments)
+	findings, err := s.deps.Alerts.ListFindings(ctx, a.UUID)
+	if err != nil {
+		return alertDetail{}, alertDetailMeta{}, err
+	}
+	for _, f := range findings {
+		d.AgentFindings = append(d.AgentFindings, toFindingResponse(f))
+	}
+	return d, meta, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Server) getAlert(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	a, err := s.deps.Alerts.GetAlert(ctx, id)
+	if err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	d, meta, err := s.alertDetail(ctx, a)
+	if err != nil {
+		return err
+	}
+	return respondMeta(c, http.StatusOK, d, meta)
+}
+
+// PATCH.
+
+type patchAlertRequest struct {
+	Status              *string            `json:"status" enum:"Open,Triaging,Escalated,Closed"`
+	Severity            *string            `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	CloseClassification *string            `json:"close_classification" enum:"True Positive - Suspicious Activity,Benign Positive - Suspicious but Expected,False Positive - Incorrect Detection Logic,False Positive - Inaccurate Data,Undetermined,Duplicate,Not Applicable"`
+	Tags                Optional[[]string] `json:"tags" maxItems:"50" maxLength:"100" doc:"Replaces the list (blank and repeated tags are dropped)."`
+	MaliceOverride      *string            `json:"malice_override" enum:"Pending,Benign,Suspicious,Malicious"`
+	ResetMaliceOverride bool               `json:"reset_malice_override" doc:"true clears malice_override, its source and time. null is rejected."`
+}
+
+// Validate checks rules that do not need the stored alert.
+func (r patchAlertRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	if r.Status != nil && *r.Status == store.StatusClosed && r.CloseClassification == nil {
+		errs.Add([]any{"close_classification"}, validate.TypeMissing, "close_classification is required when status is Closed.", nil)
+	}
+	if r.ResetMaliceOverride && r.MaliceOverride != nil {
+		errs.Add([]any{"reset_malice_override"}, validate.TypeValue, "reset_malice_override cannot be combined with malice_override.", true)
+	}
+	if r.Tags.Set && !r.Tags.Null {
+		for i, t := range r.Tags.Value {
+			if strings.TrimSpace(t) == "" {
+				errs.Add([]any{"tags", i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
+			}
+			if strings.IndexByte(t, 0) >= 0 {
+				errs.Add([]any{"tags", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+			}
+		}
+	}
+	return errs
+}
+
+func cleanTags(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, t := range in {
+		t = strings.TrimSpace(t)
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func strOr(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// decidePatch applies req to a (already locked) and returns the change, or a 422.
+func decidePatch(req patchAlertRequest, p auth.Principal, a *store.Alert, now time.Time) (store.AlertChange, error) {
+	var ch store.AlertChange
+	prefix := &p.KeyPrefix
+	if p.KeyPrefix == "" {
+		prefix = nil
+	}
+	event := func(typ string, refs map[string]any) {
+		ch.Events = append(ch.Events, store.ActivityEvent{EventType: typ, ActorType: store.ActorAPI, ActorKeyPrefix: prefix, References: refs})
+	}
+	from := a.Status
+	to := from
+	if req.Status != nil {
+		to = *req.Status
+	}
+	if to != from && !slices.Contains(alertTransitions[from], to) {
+		var errs validate.Errors
+		errs.AddCtx([]any{"body", "status"}, "invalid_transition", "Cannot move an alert from "+from+" to "+to+".", to,
+			map[string]any{"from": from, "to": to, "allowed": alertTransitions[from]})
+		return ch, errs
+	}
+	if req.CloseClassification != nil && to != store.StatusClosed {
+		var errs validate.Errors
+		errs.AddCtx([]any{"body", "close_classification"}, validate.TypeValue,
+			"close_classification is accepted only when the alert is or becomes Closed.", *req.CloseClassification,
+			map[string]any{"status": to})
+		return ch, errs
+	}
+	if to != from {
+		a.Status = to
+		ch.Columns = append(ch.Columns, "status")
+		if from == store.StatusOpen && a.AcknowledgedAt == nil {
+			a.AcknowledgedAt = &now
+			ch.Columns = append(ch.Columns, "acknowledged_at")
+		}
+		if to == store.StatusTriaging && a.TriagedAt == nil {
+			a.TriagedAt = &now
+			ch.Columns = append(ch.Columns, "triaged_at")
+		}
+		refs := map[string]any{"from": from, "to": to}
+		switch {
+		case to == store.StatusClosed:
+			a.ClosedAt = &now
+			a.CloseClassification = req.CloseClassification
+			ch.Columns = append(ch.Columns, "closed_at", "close_classification")
+			refs["close_classification"] = *req.CloseClassification
+			event("alert_closed", refs)
+		case from == store.StatusClosed:
+			refs["previous_close_classification"] = strOr(a.CloseClassification)
+			a.ClosedAt, a.CloseClassification = nil, nil
+			ch.Columns = append(ch.Columns, "closed_at", "close_classification")
+			event("alert_reopened", refs)
+		default:
+			event("alert_status_updated", refs)
+		}
+	} else if req.CloseClassification != nil && (a.CloseClassification == nil || *a.CloseClassification != *req.CloseClassification) {
+		// Reclassifying a closed alert.
+		event("alert_status_updated", map[string]any{"from": from, "to": to,
+			"close_classification": map[string]any{"from": strOr(a.CloseClassification), "to": *req.CloseClassification}})
+		a.CloseClassification = req.CloseClassification
+		ch.Columns = append(ch.Columns, "close_classification")
+	}
+	if req.Severity != nil && *req.Severity != a.Severity {
+		event("alert_severity_updated", map[string]any{"from": a.Severity, "to": *req.Severity})
+		a.Severity = *req.Severity
+		ch.Columns = append(ch.Columns, "severity")
+	}
+	if req.Tags.Set && !req.Tags.Null {
+		tags := cleanTags(req.Tags.Value)
+		if !slices.Equal(tags, a.Tags) {
+			event("alert_tags_updated", map[string]any{"from": a.Tags, "to": tags})
+			a.Tags = tags
+			ch.Columns = append(ch.Columns, "tags")
+		}
+	}
+	switch {
+	case req.MaliceOverride != nil:
+		src := "analyst"
+		if p.IsAgent() {
+			src = "agent"
+		}
+		if a.MaliceOverride == nil || *a.MaliceOverride != *req.MaliceOverride || a.MaliceOverrideSource == nil || *a.MaliceOverrideSource != src {
+			event("alert_malice_updated", map[string]any{"from": strOr(a.MaliceOverride), "to": *req.MaliceOverride, "source": src})
+			a.MaliceOverride, a.MaliceOverrideSource, a.MaliceOverrideAt = req.MaliceOverride, &src, &now
+			ch.Columns = append(ch.Columns, "malice_override", "malice_override_source", "malice_override_at")
+		}
+	case req.ResetMaliceOverride && a.MaliceOverride != nil:
+		event("alert_malice_updated", map[string]any{"from": *a.MaliceOverride, "to": nil, "reset": true})
+		a.MaliceOverride, a.MaliceOverrideSource, a.MaliceOverrideAt = nil, nil, nil
+		ch.Columns = append(ch.Columns, "malice_override", "malice_override_source", "malice_override_at")
+	}
+	return ch, nil
+}
+
+func (s *Server) patchAlert(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var req patchAlertRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	p := principal(c)
+	a, err := s.deps.Alerts.PatchAlert(ctx, id, func(a *store.Alert, now time.Time) (store.AlertChange, error) {
+		return decidePatch(req, p, a, now)
+	})
+	if err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	d, meta, err := s.alertDetail(ctx, a)
+	if err != nil {
+		return err
+	}
+	return respondMeta(c, http.StatusOK, d, meta)
+}
+
+func (s *Server) deleteAlert(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Alerts.DeleteAlert(c.UserContext(), id); err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// Findings.
+
+type createFindingRequest struct {
+	AgentName         string         `json:"agent_name" required:"true" minLength:"1" maxLength:"200"`
+	Summary           string         `json:"summary" required:"true" minLength:"1" maxLength:"50000"`
+	Confidence        *string        `json:"confidence" enum:"low,medium,high"`
+	RecommendedAction *string        `json:"recommended_action" maxLength:"10000"`
+	Evidence          map[string]any `json:"evidence" doc:"Free-form object, at most 64 KB of JSON."`
+}
+
+const maxEvidenceBytes = 64 << 10
+
+// Validate bounds the evidence and refuses NUL characters.
+func (r createFindingRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	for loc, v := range map[string]string{"agent_name": r.AgentName, "summary": r.Summary} {
+		if strings.IndexByte(v, 0) >= 0 {
+			errs.Add([]any{loc}, validate.TypeValue, "NUL characters are not accepted.", nil)
+		}
+	}
+	if r.RecommendedAction != nil && strings.IndexByte(*r.RecommendedAction, 0) >= 0 {
+		errs.Add([]any{"recommended_action"}, validate.TypeValue, "NUL characters are not accepted.", nil)
+	}
+	if r.Evidence != nil {
+		if size := jsonSize(r.Evidence); size > maxEvidenceBytes {
+			errs.AddCtx([]any{"evidence"}, validate.TypeTooLong, "evidence must be at most 64 KB of JSON.", nil,
+				map[string]any{"max_bytes": maxEvidenceBytes, "bytes": size})
+		} else if p, found := findNUL(r.Evidence); found {
+			errs.Add(append([]any{"evidence"}, p...), validate.TypeValue, "NUL characters are not accepted.", nil)
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return validate.LocString(errs[i].Loc) < validate.LocString(errs[j].Loc) })
+	return errs
+}
+
+type findingResponse struct {
+	ID                uuid.UUID      `json:"id"`
+	AgentName         string         `json:"agent_name"`
+	Summary           string         `json:"summary"`
+	Confidence        *string        `json:"confidence" enum:"low,medium,high"`
+	RecommendedAction *string        `json:"recommended_action"`
+	Evidence          map[string]any `json:"evidence"`
+	PostedAt          time.Time      `json:"posted_at"`
+}
+
+func toFindingResponse(f store.Finding) findingResponse {
+	return findingResponse{ID: f.ID, AgentName: f.AgentName, Summary: f.Summary, Confidence: f.Confidence,
+		RecommendedAction: f.RecommendedAction, Evidence: f.Evidence, PostedAt: f.PostedAt.UTC()}
+}
+
+func (s *Server) createFinding(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var req createFindingRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	p := principal(c)
+	f := store.Finding{AlertUUID: id, AgentName: req.AgentName, Summary: req.Summary, Confidence: req.Confidence,
+		RecommendedAction: req.RecommendedAction, Evidence: req.Evidence}
+	if p.KeyPrefix != "" {
+		f.ActorKeyPrefix = &p.KeyPrefix
+	}
+	if err := s.deps.Alerts.CreateFinding(c.UserContext(), &f, store.ActorAPI); err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	return respond(c, http.StatusCreated, toFindingResponse(f))
+}
+
+func (s *Server) listFindings(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	rows, err := s.deps.Alerts.ListFindings(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := make([]findingResponse, len(rows))
+	for i, f := range rows {
+		out[i] = toFindingResponse(f)
+	}
+	return respond(c, http.StatusOK, out)
+}
+
+// Alert indicators.
+
+func (s *Server) listAlertIndicators(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	rows, err := s.deps.Alerts.AlertIndicators(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := make([]indicatorResponse, len(rows))
+	for i, ind := range rows {
+		out[i] = toIndicatorResponse(ind, true)
+	}
+	return respond(c, http.StatusOK, out)
+}
+
+type addIndicatorsQuery struct {
+	Enrich bool `query:"enrich" default:"true" doc:"Enrich the added indicators (re-runs the alert's pipeline)."`
+}
+
+type addIndicatorElement struct {
+	Value string  `json:"value" required:"true" minLength:"1" maxLength:"2048"`
+	Type  *string `json:"type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account" doc:"Inferred from the value when absent."`
+}
+
+type addIndicatorsRequest struct {
+	Indicators []addIndicatorElement `json:"indicators" required:"true" minItems:"1" maxItems:"100"`
+}
+
+// keys infers missing types and normalizes every value, reporting each bad element.
+func (r addIndicatorsRequest) keys() ([]store.IndicatorKey, validate.Errors) {
+	var errs validate.Errors
+	keys := make([]store.IndicatorKey, 0, len(r.Indicators))
+	for i, el := range r.Indicators {
+		loc := []any{"body", "indicators", i}
+		var typ indicators.Type
+		if el.Type != nil {
+			typ = indicators.Type(*el.Type)
+		} else {
+			t, ok := indicators.Infer(el.Value)
+			if !ok {
+				errs.Add(append(loc, "value"), validate.TypeValue, "The indicator type cannot be inferred from the value; give a type.", truncateInput(el.Value))
+				continue
+			}
+			typ = t
+		}
+		v, err := indicators.Normalize(typ, el.Value)
+		if err != nil {
+			errs.AddCtx(append(loc, "value"), validate.TypeValue, err.Error(), truncateInput(el.Value), map[string]any{"type": string(typ)})
+			continue
+		}
+		keys = append(keys, store.IndicatorKey{Type: string(typ), Value: v})
+	}
+	return keys, errs
+}
+
+type addIndicatorsResponse struct {
+	AddedCount      int                 `json:"added_count" doc:"Links that did not exist before."`
+	Indicators      []indicatorResponse `json:"indicators"`
+	EnrichRequested bool                `json:"enrich_requested"`
+}
+
+func (s *Server) addAlertIndicators(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var q addIndicatorsQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	var req addIndicatorsRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	keys, verrs := req.keys()
+	if len(verrs) > 0 {
+		return verrs
+	}
+	ctx := c.UserContext()
+	inds, added, err := s.deps.Alerts.LinkIndicators(ctx, id, keys, "api")
+	if err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	p := principal(c)
+	if q.Enrich {
+		if err := s.deps.Alerts.EnqueueRerun(ctx, id, store.ActorAPI, p.KeyPrefix); err != nil {
+			return notFoundAs(err, "Alert")
+		}
+	}
+	out := addIndicatorsResponse{AddedCount: added, Indicators: make([]indicatorResponse, len(inds)), EnrichRequested: q.Enrich}
+	for i, ind := range inds {
+		out.Indicators[i] = toIndicatorResponse(ind, false)
+	}
+	return respond(c, http.StatusCreated, out)
+}
+
+// Activity.
+
+type alertActivityQuery struct {
+	PageQuery
+	EventType []string `query:"event_type" maxLength:"100" doc:"Comma-separated; any of."`
+}
+
+type activityEventResponse struct {
+	UUID              uuid.UUID      `json:"uuid"`
+	EventType         string         `json:"event_type"`
+	ActorType         string         `json:"actor_type" enum:"system,api,mcp,workflow"`
+	ActorKeyPrefix    *string        `json:"actor_key_prefix"`
+	AlertUUID         *uuid.UUID     `json:"alert_uuid"`
+	WorkflowUUID      *uuid.UUID     `json:"workflow_uuid"`
+	DetectionRuleUUID *uuid.UUID     `json:"detection_rule_uuid"`
+	References        map[string]any `json:"references"`
+	CreatedAt         time.Time      `json:"created_at"`
+}
+
+func toActivityEventResponse(e store.ActivityEvent) activityEventResponse {
+	refs := e.References
+	if refs == nil {
+		refs = map[string]any{}
+	}
+	return activityEventResponse{UUID: e.UUID, EventType: e.EventType, ActorType: e.ActorType, ActorKeyPrefix: e.ActorKeyPrefix,
+		AlertUUID: e.AlertUUID, WorkflowUUID: e.WorkflowUUID, DetectionRuleUUID: e.DetectionRuleUUID, References: refs, CreatedAt: e.CreatedAt.UTC()}
+}
+
+func (s *Server) alertActivity(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var q alertActivityQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	rows, total, err := s.deps.Alerts.ListActivity(ctx, store.ActivityFilter{AlertUUID: &id, EventTypes: q.EventType, Page: q.storePage()})
+	if err != nil {
+		return err
+	}
+	out := make([]activityEventResponse, len(rows))
+	for i, e := range rows {
+		out[i] = toActivityEventResponse(e)
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+// Enrich.
+
+type alertEnrichResponse struct {
+	WorkflowID string `json:"workflow_id"`
+}
+
+func (s *Server) enrichAlert(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Alerts.EnqueueRerun(c.UserContext(), id, store.ActorAPI, principal(c).KeyPrefix); err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	return respond(c, http.StatusAccepted, alertEnrichResponse{WorkflowID: AlertWorkflowID(id)})
+}
+
+// Relationship graph.
+
+type graphQuery struct {
+	SiblingLimit int `query:"sibling_limit" minimum:"1" maximum:"50" default:"10" doc:"Other alerts per indicator."`
+}
+
+type graphAlert struct {
+	UUID       uuid.UUID `json:"uuid"`
+	Title      string    `json:"title"`
+	Severity   string    `json:"severity"`
+	Status     string    `json:"status"`
+	SourceName string    `json:"source_name"`
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+type graphIndicator struct {
+	UUID          uuid.UUID    `json:"uuid"`
+	Type          string       `json:"type"`
+	Value         string       `json:"value"`
+	Malice        string       `json:"malice"`
+	RelatedAlerts []graphAlert `json:"related_alerts"`
+}
+
+type graphResponse struct {
+	Alert      graphAlert       `json:"alert"`
+	Indicators []graphIndicator `json:"indicators"`
+}
+
+func (s *Server) relationshipGraph(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var q graphQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	a, err := s.deps.Alerts.GetAlert(ctx, id)
+	if err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	inds, err := s.deps.Alerts.AlertIndicators(ctx, id)
+	if err != nil {
+		return err
+	}
+	sibs, err := s.deps.Alerts.SiblingAlerts(ctx, id, q.SiblingLimit)
+	if err != nil {
+		return err
+	}
+	byInd := map[uuid.UUID][]graphAlert{}
+	for _, sb := range sibs {
+		byInd[sb.IndicatorUUID] = append(byInd[sb.IndicatorUUID], graphAlert{UUID: sb.AlertUUID, Title: sb.Title, Severity: sb.Severity,
+			Status: sb.Status, SourceName: sb.SourceName, OccurredAt: sb.OccurredAt.UTC()})
+	}
+	out := graphResponse{Alert: graphAlert{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status, SourceName: a.SourceName,
+		OccurredAt: a.OccurredAt.UTC()}, Indicators: make([]graphIndicator, len(inds))}
+	for i, ind := range inds {
+		rel := byInd[ind.UUID]
+		if rel == nil {
+			rel = []graphAlert{}
+		}
+		out.Indicators[i] = graphIndicator{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, Malice: ind.Malice, RelatedAlerts: rel}
+	}
+	return respond(c, http.StatusOK, out)
+}
+
+// jsonSize is the length of v's JSON encoding (unencodable values count as too large).
+func jsonSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(b)
+}

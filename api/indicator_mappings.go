@@ -1,0 +1,354 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/sources"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/validate"
+)
+
+// IndicatorMappingStore is what the indicator-mapping routes need.
+type IndicatorMappingStore interface {
+	CreateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping) error
+	GetIndicatorMapping(ctx context.Context, id uuid.UUID) (store.IndicatorMapping, error)
+	ListIndicatorMappings(ctx context.Context, f store.IndicatorMappingFilter) ([]store.IndicatorMapping, int, error)
+	UpdateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping, columns ...string) error
+	DeleteIndicatorMapping(ctx context.Context, id uuid.UUID) error
+	ActiveMappings(ctx context.Context, sourceName string) ([]store.IndicatorMapping, error)
+}
+
+func (s *Server) indicatorMappingRoutes() {
+	admin := []string{auth.ScopeAdmin}
+	const tag = "Indicator mappings"
+	s.add(route{Method: http.MethodGet, Path: "/v1/indicator-mappings", Tag: tag, Summary: "List indicator mappings",
+		Description: "Pass-2 (extraction_target normalized) and pass-3 (raw_payload) extraction rules, system rows first.",
+		Scopes:      admin, Query: listMappingsQuery{}, Response: mappingResponse{}, List: true}, s.listMappings)
+	s.add(route{Method: http.MethodPost, Path: "/v1/indicator-mappings", Tag: tag, Summary: "Create an indicator mapping",
+		Description: "409 MAPPING_EXISTS when the same (source, field_path, indicator_type, extraction_target) exists.",
+		Scopes:      admin, Body: createMappingRequest{}, Response: mappingResponse{}, Status: http.StatusCreated, Errors: []int{http.StatusConflict}}, s.createMapping)
+	s.add(route{Method: http.MethodPost, Path: "/v1/indicator-mappings/test-extraction", Tag: tag, Summary: "Try extraction on a payload",
+		Description: "Runs the source plugin and the three passes with the active mappings; nothing is stored.",
+		Scopes:      admin, Body: testExtractionRequest{}, Response: testExtractionResponse{}}, s.testExtraction)
+	s.add(route{Method: http.MethodGet, Path: "/v1/indicator-mappings/:uuid", Tag: tag, Summary: "Get an indicator mapping",
+		Scopes: admin, Response: mappingResponse{}}, s.getMapping)
+	s.add(route{Method: http.MethodPatch, Path: "/v1/indicator-mappings/:uuid", Tag: tag, Summary: "Update an indicator mapping",
+		Description: "System rows: only is_active and description may change (422 SYSTEM_MAPPING_READONLY otherwise).",
+		Scopes:      admin, Body: updateMappingRequest{}, Response: mappingResponse{}}, s.updateMapping)
+	s.add(route{Method: http.MethodDelete, Path: "/v1/indicator-mappings/:uuid", Tag: tag, Summary: "Delete an indicator mapping",
+		Description: "System rows cannot be deleted (422 SYSTEM_MAPPING_READONLY); deactivate them instead.",
+		Scopes:      admin, Status: http.StatusNoContent}, s.deleteMapping)
+}
+
+type mappingResponse struct {
+	UUID             uuid.UUID `json:"uuid"`
+	SourceName       *string   `json:"source_name" doc:"null: every source."`
+	FieldPath        string    `json:"field_path"`
+	IndicatorType    string    `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	ExtractionTarget string    `json:"extraction_target" enum:"normalized,raw_payload"`
+	IsActive         bool      `json:"is_active"`
+	IsSystem         bool      `json:"is_system"`
+	Description      *string   `json:"description"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+func toMappingResponse(m store.IndicatorMapping) mappingResponse {
+	return mappingResponse{UUID: m.UUID, SourceName: m.SourceName, FieldPath: m.FieldPath, IndicatorType: m.IndicatorType,
+		ExtractionTarget: m.ExtractionTarget, IsActive: m.IsActive, IsSystem: m.IsSystem, Description: m.Description,
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+}
+
+type listMappingsQuery struct {
+	PageQuery
+	SourceName       string `query:"source_name" maxLength:"100" doc:"Rows of this source and rows for every source."`
+	ExtractionTarget string `query:"extraction_target" enum:"normalized,raw_payload"`
+	IsActive         *bool  `query:"is_active"`
+	IsSystem         *bool  `query:"is_system"`
+}
+
+func (s *Server) listMappings(c *fiber.Ctx) error {
+	var q listMappingsQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	rows, total, err := s.deps.Mappings.ListIndicatorMappings(c.UserContext(), store.IndicatorMappingFilter{SourceName: q.SourceName,
+		ExtractionTarget: q.ExtractionTarget, IsActive: q.IsActive, IsSystem: q.IsSystem, Page: q.storePage()})
+	if err != nil {
+		return err
+	}
+	out := make([]mappingResponse, len(rows))
+	for i, m := range rows {
+		out[i] = toMappingResponse(m)
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+type createMappingRequest struct {
+	SourceName       *string `json:"source_name" minLength:"1" maxLength:"100" doc:"null (default): every source."`
+	FieldPath        string  `json:"field_path" required:"true" minLength:"1" maxLength:"500" doc:"Dot path; numeric segments index arrays, * fans out (Entities.*.Address)."`
+	IndicatorType    string  `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	ExtractionTarget string  `json:"extraction_target" required:"true" enum:"normalized,raw_payload"`
+	IsActive         *bool   `json:"is_active" doc:"Default true."`
+	Description      *string `json:"description" maxLength:"1000"`
+}
+
+// Validate checks the field path syntax.
+func (r createMappingRequest) Validate() validate.Errors {
+	m := indicators.Mapping{FieldPath: r.FieldPath, Type: indicators.Type(r.IndicatorType), Target: indicators.Target(r.ExtractionTarget)}
+	errs := m.Validate()
+	if strings.IndexByte(r.FieldPath, 0) >= 0 {
+		errs.Add([]any{"field_path"}, validate.TypeValue, "NUL characters are not accepted.", nil)
+	}
+	if r.Description != nil && strings.IndexByte(*r.Description, 0) >= 0 {
+		errs.Add([]any{"description"}, validate.TypeValue, "NUL characters are not accepted.", nil)
+	}
+	return errs
+}
+
+func (s *Server) checkMappingSource(name *string) error {
+	if name == nil {
+		return nil
+	}
+	if _, ok := s.deps.SourceRegistry.Get(*name); !ok {
+		var errs validate.Errors
+		errs.AddCtx([]any{"body", "source_name"}, validate.TypeEnum, "Unknown source.", *name, map[string]any{"allowed": s.sourceNames()})
+		return errs
+	}
+	return nil
+}
+
+func (s *Server) createMapping(c *fiber.Ctx) error {
+	var req createMappingRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	if err := s.checkMappingSource(req.SourceName); err != nil {
+		return err
+	}
+	m := store.IndicatorMapping{SourceName: req.SourceName, FieldPath: req.FieldPath, IndicatorType: req.IndicatorType,
+		ExtractionTarget: req.ExtractionTarget, IsActive: true, Description: req.Description}
+	if req.IsActive != nil {
+		m.IsActive = *req.IsActive
+	}
+	if err := s.deps.Mappings.CreateIndicatorMapping(c.UserContext(), &m); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
+		}
+		return err
+	}
+	s.ingestCfg.invalidate()
+	return respond(c, http.StatusCreated, toMappingResponse(m))
+}
+
+func (s *Server) getMapping(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	m, err := s.deps.Mappings.GetIndicatorMapping(c.UserContext(), id)
+	if err != nil {
+		return notFoundAs(err, "Indicator mapping")
+	}
+	return respond(c, http.StatusOK, toMappingResponse(m))
+}
+
+type updateMappingRequest struct {
+	SourceName       Optional[string] `json:"source_name" minLength:"1" maxLength:"100" doc:"An explicit null applies the mapping to every source."`
+	FieldPath        *string          `json:"field_path" minLength:"1" maxLength:"500"`
+	IndicatorType    *string          `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	ExtractionTarget *string          `json:"extraction_target" enum:"normalized,raw_payload"`
+	IsActive         *bool            `json:"is_active"`
+	Description      Optional[string] `json:"description" maxLength:"1000" doc:"An explicit null clears it."`
+}
+
+func errSystemMapping(fields []string) error {
+	return NewError(http.StatusUnprocessableEntity, "SYSTEM_MAPPING_READONLY",
+		"System mappings are read-only except is_active and description.").WithDetails(map[string]any{"fields": fields})
+}
+
+func (s *Server) updateMapping(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var req updateMappingRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	m, err := s.deps.Mappings.GetIndicatorMapping(ctx, id)
+	if err != nil {
+		return notFoundAs(err, "Indicator mapping")
+	}
+	var cols, locked []string
+	if req.SourceName.Set {
+		locked = append(locked, "source_name")
+		m.SourceName = nil
+		if !req.SourceName.Null {
+			m.SourceName = &req.SourceName.Value
+		}
+		cols = append(cols, "source_name")
+	}
+	if req.FieldPath != nil {
+		locked = append(locked, "field_path")
+		m.FieldPath, cols = *req.FieldPath, append(cols, "field_path")
+	}
+	if req.IndicatorType != nil {
+		locked = append(locked, "indicator_type")
+		m.IndicatorType, cols = *req.IndicatorType, append(cols, "indicator_type")
+	}
+	if req.ExtractionTarget != nil {
+		locked = append(locked, "extraction_target")
+		m.ExtractionTarget, cols = *req.ExtractionTarget, append(cols, "extraction_target")
+	}
+	if m.IsSystem && len(locked) > 0 {
+		return errSystemMapping(locked)
+	}
+	if err := s.checkMappingSource(m.SourceName); err != nil {
+		return err
+	}
+	desc := m.Description
+	if req.Description.Set {
+		desc = nil
+		if !req.Description.Null {
+			desc = &req.Description.Value
+		}
+		cols = append(cols, "description")
+	}
+	if req.IsActive != nil {
+		m.IsActive, cols = *req.IsActive, append(cols, "is_active")
+	}
+	check := createMappingRequest{FieldPath: m.FieldPath, IndicatorType: m.IndicatorType, ExtractionTarget: m.ExtractionTarget, Description: desc}
+	if errs := check.Validate(); len(errs) > 0 {
+		var out validate.Errors
+		out.Merge([]any{"body"}, errs)
+		return out
+	}
+	m.Description = desc
+	if len(cols) > 0 {
+		if err := s.deps.Mappings.UpdateIndicatorMapping(ctx, &m, cols...); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
+			}
+			return notFoundAs(err, "Indicator mapping")
+		}
+		s.ingestCfg.invalidate()
+	}
+	return respond(c, http.StatusOK, toMappingResponse(m))
+}
+
+func (s *Server) deleteMapping(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	m, err := s.deps.Mappings.GetIndicatorMapping(ctx, id)
+	if err != nil {
+		return notFoundAs(err, "Indicator mapping")
+	}
+	if m.IsSystem {
+		return errSystemMapping([]string{"delete"})
+	}
+	if err := s.deps.Mappings.DeleteIndicatorMapping(ctx, id); err != nil {
+		return notFoundAs(err, "Indicator mapping")
+	}
+	s.ingestCfg.invalidate()
+	return c.SendStatus(http.StatusNoContent)
+}
+
+type testExtractionRequest struct {
+	SourceName string          `json:"source_name" required:"true" minLength:"1" maxLength:"100"`
+	RawPayload json.RawMessage `json:"raw_payload" required:"true" doc:"The source's payload object."`
+}
+
+type normalizedPreview struct {
+	Title          string                 `json:"title"`
+	Severity       string                 `json:"severity"`
+	SourceSeverity string                 `json:"source_severity"`
+	OccurredAt     *time.Time             `json:"occurred_at" doc:"null: the payload has no usable timestamp (ingestion uses its own time)."`
+	Description    string                 `json:"description"`
+	Tags           []string               `json:"tags"`
+	RuleRef        *store.RuleReference   `json:"rule_ref"`
+	Fields         map[string]any         `json:"fields"`
+	Pass1Raw       []indicators.Indicator `json:"pass1_candidates" doc:"What the plugin found, before normalization."`
+}
+
+type testExtractionResponse struct {
+	Pass1          []indicators.Indicator    `json:"pass1"`
+	Pass2          []indicators.Indicator    `json:"pass2"`
+	Pass3          []indicators.Indicator    `json:"pass3"`
+	Indicators     []indicators.Indicator    `json:"indicators" doc:"Merged in pass order, deduplicated on (type, value)."`
+	Skipped        []indicators.SkippedValue `json:"skipped"`
+	SkippedOmitted int                       `json:"skipped_omitted"`
+	Truncated      bool                      `json:"truncated"`
+	Fingerprint    string                    `json:"fingerprint"`
+	Normalized     normalizedPreview         `json:"normalized"`
+}
+
+func (s *Server) testExtraction(c *fiber.Ctx) error {
+	var req testExtractionRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	plugin, ok := s.deps.SourceRegistry.Get(req.SourceName)
+	if !ok {
+		var errs validate.Errors
+		errs.AddCtx([]any{"body", "source_name"}, validate.TypeEnum, "Unknown source.", req.SourceName, map[string]any{"allowed": s.sourceNames()})
+		return errs
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(req.RawPayload, &payload); err != nil || payload == nil {
+		var errs validate.Errors
+		errs.Add([]any{"body", "raw_payload"}, validate.TypeObject, "raw_payload must be a JSON object.", nil)
+		return errs
+	}
+	ci, err := s.integrationFor(c.UserContext(), plugin.Name())
+	if err != nil {
+		return err
+	}
+	var overrides map[string]string
+	if ci.si != nil {
+		overrides = ci.si.SeverityMapping
+	}
+	n, verrs := sources.Normalize(plugin, payload, overrides)
+	if len(verrs) > 0 {
+		var errs validate.Errors
+		errs.Merge([]any{"body", "raw_payload"}, verrs)
+		return errInvalidPayload("The payload is not a valid "+plugin.Name()+" alert: "+describeFirst(verrs)+".", errs)
+	}
+	rows, err := s.deps.Mappings.ActiveMappings(c.UserContext(), plugin.Name())
+	if err != nil {
+		return err
+	}
+	res := indicators.Extract(n.Fields, payload, plugin.Name(), n.Indicators, toMappings(rows))
+	prev := normalizedPreview{Title: n.Title, Severity: string(n.Severity), SourceSeverity: n.SourceSeverity, Description: n.Description,
+		Tags: n.Tags, Fields: n.Fields, Pass1Raw: n.Indicators}
+	if !n.OccurredAt.IsZero() {
+		t := n.OccurredAt.UTC()
+		prev.OccurredAt = &t
+	}
+	if n.RuleRef != nil {
+		prev.RuleRef = &store.RuleReference{SourceRuleID: n.RuleRef.SourceRuleID, Name: n.RuleRef.Name}
+	}
+	if prev.Fields == nil {
+		prev.Fields = map[string]any{}
+	}
+	if prev.Pass1Raw == nil {
+		prev.Pass1Raw = []indicators.Indicator{}
+	}
+	return respond(c, http.StatusOK, testExtractionResponse{Pass1: res.Pass1, Pass2: res.Pass2, Pass3: res.Pass3, Indicators: res.Indicators,
+		Skipped: res.Skipped, SkippedOmitted: res.SkippedOmitted, Truncated: res.Truncated,
+		Fingerprint: sources.Fingerprint(n.Title, plugin.Name(), res.FingerprintIndicators()), Normalized: prev})
+}

@@ -1,0 +1,472 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Alert is one alert (SEED-SPEC §2.1). Malice is not stored: it is computed at read time from the
+// override and the linked indicators.
+type Alert struct {
+	bun.BaseModel `bun:"table:alerts"`
+
+	UUID                 uuid.UUID        `bun:"uuid,pk,type:uuid"`
+	Title                string           `bun:"title"`
+	Severity             string           `bun:"severity"`
+	Status               string           `bun:"status"`
+	EnrichmentStatus     string           `bun:"enrichment_status"`
+	SourceName           string           `bun:"source_name"`
+	OccurredAt           time.Time        `bun:"occurred_at"`
+	IngestedAt           time.Time        `bun:"ingested_at"`
+	EnrichedAt           *time.Time       `bun:"enriched_at"`
+	IsEnriched           bool             `bun:"is_enriched"`
+	Fingerprint          *string          `bun:"fingerprint"`
+	CloseClassification  *string          `bun:"close_classification"`
+	AcknowledgedAt       *time.Time       `bun:"acknowledged_at"`
+	TriagedAt            *time.Time       `bun:"triaged_at"`
+	ClosedAt             *time.Time       `bun:"closed_at"`
+	Tags                 []string         `bun:"tags,array"`
+	DetectionRuleID      *int64           `bun:"detection_rule_id"`
+	Description          *string          `bun:"description"`
+	DuplicateCount       int              `bun:"duplicate_count"`
+	LastSeenAt           *time.Time       `bun:"last_seen_at"`
+	RawPayload           map[string]any   `bun:"raw_payload,type:jsonb"`
+	Normalized           NormalizedRecord `bun:"normalized,type:jsonb"`
+	MaliceOverride       *string          `bun:"malice_override"`
+	MaliceOverrideSource *string          `bun:"malice_override_source"`
+	MaliceOverrideAt     *time.Time       `bun:"malice_override_at"`
+	CreatedAt            time.Time        `bun:"created_at"`
+	UpdatedAt            time.Time        `bun:"updated_at"`
+}
+
+// NormalizedRecord is what the source plugin made of an alert's payload, kept in alerts.normalized
+// so the pipeline never re-parses the raw payload for it.
+type NormalizedRecord struct {
+	Fields         map[string]any  `json:"fields"`             // normalized fields read by pass-2 mappings
+	RuleRef        *RuleReference  `json:"rule_ref,omitempty"` // nil: the payload names no rule
+	Indicators     []IndicatorPair `json:"indicators"`         // pass-1 candidates, not yet normalized
+	SourceSeverity string          `json:"source_severity,omitempty"`
+}
+
+// RuleReference names the source system's detection rule.
+type RuleReference struct {
+	SourceRuleID string `json:"source_rule_id"`
+	Name         string `json:"name,omitempty"`
+}
+
+// IndicatorPair is an indicator candidate by type and value.
+type IndicatorPair struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// Alert statuses, enrichment statuses and outbox kinds.
+const (
+	StatusOpen      = "Open"
+	StatusTriaging  = "Triaging"
+	StatusEscalated = "Escalated"
+	StatusClosed    = "Closed"
+
+	EnrichmentPending  = "Pending"
+	EnrichmentEnriched = "Enriched"
+	EnrichmentFailed   = "Failed"
+
+	// OutboxPipeline starts an alert's first pipeline run: a finished run is never started again.
+	OutboxPipeline = "pipeline"
+	// OutboxRerun re-runs the pipeline of an alert whose previous run finished (POST .../enrich).
+	OutboxRerun = "rerun"
+)
+
+// OutboxChannel is the LISTEN/NOTIFY channel an ingest notifies after committing an outbox row.
+const OutboxChannel = "vigil_alert_outbox"
+
+// GetAlert loads one alert with its raw payload.
+func (s *Store) GetAlert(ctx context.Context, id uuid.UUID) (Alert, error) {
+	var a Alert
+	if err := s.db.NewSelect().Model(&a).Where("uuid = ?", id).Scan(ctx); err != nil {
+		return Alert{}, fmt.Errorf("get alert %s: %w", id, mapErr(err))
+	}
+	return a, nil
+}
+
+// AlertExists reports whether the alert exists (ErrNotFound otherwise).
+func (s *Store) AlertExists(ctx context.Context, id uuid.UUID) error {
+	ok, err := s.db.NewSelect().Model((*Alert)(nil)).Where("uuid = ?", id).Exists(ctx)
+	if err != nil {
+		return fmt.Errorf("alert %s exists: %w", id, mapErr(err))
+	}
+	if !ok {
+		return fmt.Errorf("alert %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// AlertFilter narrows ListAlerts. Empty lists and nil pointers do not filter.
+type AlertFilter struct {
+	Statuses           []string
+	Severities         []string
+	SourceNames        []string
+	EnrichmentStatuses []string
+	IsEnriched         *bool
+	DetectionRuleUUID  *uuid.UUID
+	From, To           *time.Time // occurred_at bounds, inclusive
+	Tags               []string   // the alert has all of them
+	Query              string     // case-insensitive title substring
+	SortBy             string     // title, status, severity, source_name, occurred_at, created_at
+	SortDesc           bool
+	Page               Page
+}
+
+// alertSortColumns maps the API's sort_by values to SQL. Severity sorts by rank, not by name.
+var alertSortColumns = map[string]string{
+	"title":       "lower(title)",
+	"status":      "array_position(ARRAY['Open','Triaging','Escalated','Closed'], status)",
+	"severity":    "array_position(ARRAY['Pending','Informational','Low','Medium','High','Critical'], severity)",
+	"source_name": "source_name",
+	"occurred_at": "occurred_at",
+	"created_at":  "created_at",
+}
+
+// AlertSortFields lists the accepted AlertFilter.SortBy values.
+func AlertSortFields() []string {
+	return []string{"title", "status", "severity", "source_name", "occurred_at", "created_at"}
+}
+
+// ListAlerts returns one page of alert summaries (no raw payload, no normalized output) and the total.
+func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, error) {
+	var out []Alert
+	q := s.db.NewSelect().Model(&out).ExcludeColumn("raw_payload", "normalized")
+	if len(f.Statuses) > 0 {
+		q = q.Where("status IN (?)", bun.In(f.Statuses))
+	}
+	if len(f.Severities) > 0 {
+		q = q.Where("severity IN (?)", bun.In(f.Severities))
+	}
+	if len(f.SourceNames) > 0 {
+		q = q.Where("source_name IN (?)", bun.In(f.SourceNames))
+	}
+	if len(f.EnrichmentStatuses) > 0 {
+		q = q.Where("enrichment_status IN (?)", bun.In(f.EnrichmentStatuses))
+	}
+	if f.IsEnriched != nil {
+		q = q.Where("is_enriched = ?", *f.IsEnriched)
+	}
+	if f.DetectionRuleUUID != nil {
+		q = q.Where("detection_rule_id = (SELECT id FROM detection_rules WHERE uuid = ?)", *f.DetectionRuleUUID)
+	}
+	if f.From != nil {
+		q = q.Where("occurred_at >= ?", *f.From)
+	}
+	if f.To != nil {
+		q = q.Where("occurred_at <= ?", *f.To)
+	}
+	if len(f.Tags) > 0 {
+		q = q.Where("tags @> ?", pgdialectArray(f.Tags))
+	}
+	if f.Query != "" {
+		q = q.Where("lower(title) LIKE ? ESCAPE '\\'", "%"+escapeLike(strings.ToLower(f.Query))+"%")
+	}
+	col, ok := alertSortColumns[f.SortBy]
+	if !ok {
+		col = "occurred_at"
+	}
+	dir := " ASC"
+	if f.SortDesc {
+		dir = " DESC"
+	}
+	q = q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
+	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list alerts: %w", mapErr(err))
+	}
+	return out, int(total), nil
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// AlertChange is what a PatchAlert callback decides: the columns to write and the events to record.
+type AlertChange struct {
+	Columns []string
+	Events  []ActivityEvent
+}
+
+// PatchAlert loads the alert under a row lock, lets decide compute the change on it, and writes the
+// columns and events in the same transaction. decide's error aborts the patch unchanged.
+func (s *Store) PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *Alert, now time.Time) (AlertChange, error)) (Alert, error) {
+	var a Alert
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := tx.NewSelect().Model(&a).Where("uuid = ?", id).For("UPDATE").Scan(ctx); err != nil {
+			return fmt.Errorf("lock alert %s: %w", id, mapErr(err))
+		}
+		now := s.Now()
+		ch, err := decide(&a, now)
+		if err != nil {
+			return err
+		}
+		if len(ch.Columns) > 0 {
+			a.UpdatedAt = now
+			if _, err := tx.NewUpdate().Model(&a).Column(append(ch.Columns, "updated_at")...).WherePK().Exec(ctx); err != nil {
+				return fmt.Errorf("update alert %s: %w", id, mapErr(err))
+			}
+		}
+		for i := range ch.Events {
+			e := ch.Events[i]
+			e.AlertUUID = &a.UUID
+			e.CreatedAt = now
+			if err := s.RecordActivity(ctx, tx, &e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Alert{}, err
+	}
+	return a, nil
+}
+
+// DeleteAlert removes the alert, its links, findings, fingerprint and pending outbox rows.
+func (s *Store) DeleteAlert(ctx context.Context, id uuid.UUID) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().Model((*Alert)(nil)).Where("uuid = ?", id).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("delete alert %s: %w", id, mapErr(err))
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("delete alert %s: %w", id, ErrNotFound)
+		}
+		if _, err := tx.NewDelete().Table("alert_outbox").Where("alert_uuid = ?", id).Exec(ctx); err != nil {
+			return fmt.Errorf("delete outbox rows of alert %s: %w", id, mapErr(err))
+		}
+		return nil
+	})
+}
+
+// AlertIndicators returns the indicators linked to an alert, ordered by type and value.
+func (s *Store) AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]Indicator, error) {
+	var out []Indicator
+	err := s.db.NewSelect().Model(&out).
+		Where("uuid IN (SELECT indicator_uuid FROM alert_indicators WHERE alert_uuid = ?)", alertID).
+		OrderExpr("type, value").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("indicators of alert %s: %w", alertID, mapErr(err))
+	}
+	return out, nil
+}
+
+// AlertMalices returns the malice of every indicator linked to each alert of ids (for list views).
+func (s *Store) AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error) {
+	out := make(map[uuid.UUID][]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		AlertUUID uuid.UUID `bun:"alert_uuid"`
+		Malice    string    `bun:"malice"`
+	}
+	err := s.db.NewSelect().TableExpr("alert_indicators AS ai").Join("JOIN indicators AS i ON i.uuid = ai.indicator_uuid").
+		ColumnExpr("DISTINCT ai.alert_uuid, i.malice").Where("ai.alert_uuid IN (?)", bun.In(ids)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("indicator malice of %d alerts: %w", len(ids), mapErr(err))
+	}
+	for _, r := range rows {
+		out[r.AlertUUID] = append(out[r.AlertUUID], r.Malice)
+	}
+	return out, nil
+}
+
+// LinkIndicators upserts keys globally and links them to the alert, in one transaction, returning
+// the indicators in input order and how many links are new. Idempotent. ErrNotFound when the alert
+// does not exist.
+func (s *Store) LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
+	var (
+		inds  []Indicator
+		added int
+	)
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// A share lock keeps the alert from being deleted under the links (the FK would catch it, as
+		// a less readable error).
+		var one int
+		if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("KEY SHARE").Scan(ctx, &one); err != nil {
+			return fmt.Errorf("alert %s: %w", alertID, mapErr(err))
+		}
+		var err error
+		if inds, err = s.UpsertIndicators(ctx, tx, keys); err != nil {
+			return err
+		}
+		if len(inds) == 0 {
+			return nil
+		}
+		ids := make([]uuid.UUID, len(inds))
+		for i, ind := range inds {
+			ids[i] = ind.UUID
+		}
+		res, err := tx.NewRaw(`INSERT INTO alert_indicators (alert_uuid, indicator_uuid, source)
+			SELECT ?, u, ? FROM unnest(?::uuid[]) AS u ORDER BY u
+			ON CONFLICT (alert_uuid, indicator_uuid) DO NOTHING`, alertID, source, pgdialectArray(ids)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("link %d indicators to alert %s: %w", len(ids), alertID, mapErr(err))
+		}
+		n, _ := res.RowsAffected()
+		added = int(n)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return inds, added, nil
+}
+
+// AssociateRule links the alert to the detection rule with (sourceName, sourceRuleID), creating a
+// stub rule named name when none exists. Concurrent calls create one stub (the unique index). It
+// returns the rule's uuid and whether the alert's rule changed.
+func (s *Store) AssociateRule(ctx context.Context, alertID uuid.UUID, sourceName, sourceRuleID, name string) (uuid.UUID, bool, error) {
+	if name == "" {
+		name = sourceRuleID
+	}
+	if len([]rune(name)) > 500 {
+		name = string([]rune(name)[:500])
+	}
+	var row struct {
+		UUID    uuid.UUID `bun:"uuid"`
+		Changed bool      `bun:"changed"`
+	}
+	err := s.db.NewRaw(`WITH r AS (
+			INSERT INTO detection_rules (name, source_rule_id, source_name, is_stub, created_by)
+			VALUES (?, ?, ?, true, 'pipeline')
+			ON CONFLICT (source_name, source_rule_id) WHERE source_name IS NOT NULL AND source_rule_id IS NOT NULL
+			DO UPDATE SET source_name = EXCLUDED.source_name
+			RETURNING id, uuid
+		), u AS (
+			UPDATE alerts SET detection_rule_id = r.id, updated_at = now() FROM r
+			WHERE alerts.uuid = ? AND alerts.detection_rule_id IS DISTINCT FROM r.id
+			RETURNING alerts.uuid
+		)
+		SELECT r.uuid, EXISTS (SELECT 1 FROM u) AS changed FROM r`, name, sourceRuleID, sourceName, alertID).Scan(ctx, &row)
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("associate rule %s/%s with alert %s: %w", sourceName, sourceRuleID, alertID, mapErr(err))
+	}
+	return row.UUID, row.Changed, nil
+}
+
+// FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
+// is_enriched, and records event once per runID (a retried activity records nothing twice). It
+// returns ErrNotFound when the alert is gone.
+func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event ActivityEvent) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		now := s.Now()
+		res, err := tx.NewUpdate().Model((*Alert)(nil)).
+			Set("enrichment_status = ?", status).
+			Set("is_enriched = ?", status == EnrichmentEnriched).
+			Set("enriched_at = ?", now).
+			Set("updated_at = ?", now).
+			Where("uuid = ?", alertID).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, mapErr(err))
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, ErrNotFound)
+		}
+		exists, err := tx.NewSelect().Model((*ActivityEvent)(nil)).
+			Where("alert_uuid = ? AND event_type = ? AND \"references\"->>'run_id' = ?", alertID, event.EventType, runID).Exists(ctx)
+		if err != nil {
+			return fmt.Errorf("look up %s event: %w", event.EventType, mapErr(err))
+		}
+		if exists {
+			return nil
+		}
+		if event.References == nil {
+			event.References = map[string]any{}
+		}
+		event.References["run_id"] = runID
+		event.AlertUUID = &alertID
+		return s.RecordActivity(ctx, tx, &event)
+	})
+}
+
+// Finding is an agent's append-only note on an alert.
+type Finding struct {
+	bun.BaseModel `bun:"table:alert_findings"`
+
+	ID                uuid.UUID      `bun:"id,pk,type:uuid"`
+	AlertUUID         uuid.UUID      `bun:"alert_uuid,type:uuid"`
+	AgentName         string         `bun:"agent_name"`
+	Summary           string         `bun:"summary"`
+	Confidence        *string        `bun:"confidence"`
+	RecommendedAction *string        `bun:"recommended_action"`
+	Evidence          map[string]any `bun:"evidence,type:jsonb"`
+	ActorKeyPrefix    *string        `bun:"actor_key_prefix"`
+	PostedAt          time.Time      `bun:"posted_at"`
+}
+
+// CreateFinding appends f to its alert and records an agent_finding_posted event, in one transaction.
+func (s *Store) CreateFinding(ctx context.Context, f *Finding, actorType string) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if f.ID == uuid.Nil {
+			f.ID = uuid.New()
+		}
+		f.PostedAt = s.Now()
+		if _, err := tx.NewInsert().Model(f).Exec(ctx); err != nil {
+			if isForeignKeyViolation(err) {
+				return fmt.Errorf("alert %s: %w", f.AlertUUID, ErrNotFound)
+			}
+			return fmt.Errorf("insert finding: %w", mapErr(err))
+		}
+		return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "agent_finding_posted", ActorType: actorType,
+			ActorKeyPrefix: f.ActorKeyPrefix, AlertUUID: &f.AlertUUID,
+			References: map[string]any{"finding_id": f.ID.String(), "agent_name": f.AgentName}})
+	})
+}
+
+// ListFindings returns an alert's findings, oldest first.
+func (s *Store) ListFindings(ctx context.Context, alertID uuid.UUID) ([]Finding, error) {
+	var out []Finding
+	if err := s.db.NewSelect().Model(&out).Where("alert_uuid = ?", alertID).OrderExpr("posted_at ASC, id ASC").Limit(10_000).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("findings of alert %s: %w", alertID, mapErr(err))
+	}
+	return out, nil
+}
+
+// Sibling is another alert sharing an indicator (relationship graph).
+type Sibling struct {
+	IndicatorUUID uuid.UUID `bun:"indicator_uuid"`
+	AlertUUID     uuid.UUID `bun:"alert_uuid"`
+	Title         string    `bun:"title"`
+	Severity      string    `bun:"severity"`
+	Status        string    `bun:"status"`
+	SourceName    string    `bun:"source_name"`
+	OccurredAt    time.Time `bun:"occurred_at"`
+}
+
+// SiblingAlerts returns, for each indicator of the alert, up to limit other alerts linked to it,
+// newest first.
+func (s *Store) SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]Sibling, error) {
+	var out []Sibling
+	err := s.db.NewRaw(`SELECT mine.indicator_uuid, o.uuid AS alert_uuid, o.title, o.severity, o.status, o.source_name, o.occurred_at
+		FROM alert_indicators AS mine
+		CROSS JOIN LATERAL (
+			SELECT a.uuid, a.title, a.severity, a.status, a.source_name, a.occurred_at
+			FROM alert_indicators AS other JOIN alerts AS a ON a.uuid = other.alert_uuid
+			WHERE other.indicator_uuid = mine.indicator_uuid AND other.alert_uuid <> mine.alert_uuid
+			ORDER BY a.occurred_at DESC, a.uuid DESC LIMIT ?
+		) AS o
+		WHERE mine.alert_uuid = ?
+		ORDER BY mine.indicator_uuid, o.occurred_at DESC, o.uuid DESC`, limit, alertID).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("sibling alerts of %s: %w", alertID, mapErr(err))
+	}
+	return out, nil
+}
+
+func isForeignKeyViolation(err error) bool {
+	var pgErr interface{ Field(byte) string }
+	return errors.As(err, &pgErr) && pgErr.Field('C') == "23503"
+}

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// IngestAlert is a normalized alert ready to be committed by Ingest.
+type IngestAlert struct {
+	UUID        uuid.UUID
+	Title       string
+	Severity    string
+	SourceName  string
+	OccurredAt  time.Time // zero: the ingestion time
+	Description *string
+	Tags        []string
+	Fingerprint string
+	RawPayload  []byte // the request body: a JSON object, stored as jsonb as is
+	Normalized  []byte // JSON of the plugin's output (fields, rule reference, pass-1 indicators)
+	// The caller, for the activity events.
+	ActorType      string
+	ActorKeyPrefix string
+}
+
+// IngestResult is what Ingest did.
+type IngestResult struct {
+	AlertUUID      uuid.UUID
+	Duplicate      bool // a repeat within the dedup window: no alert, no pipeline
+	DuplicateCount int
+}
+
+// ErrIngestRace is returned when Ingest could not settle a fingerprint race after several attempts
+// (in practice never: each retry sees the winner's commit).
+var ErrIngestRace = errors.New("ingest: fingerprint race not settled")
+
+// ingestSQL is the whole ingestion write in one statement (one round trip, one commit):
+//   - fp claims the fingerprint, or takes it over when the window has passed (window 0: always);
+//   - ins/ob/created insert the alert, its outbox row and the alert_created event when fp claimed it;
+//   - dup/dup_ev count a repeat on the window's owner otherwise;
+//   - the final SELECT reports what happened and NOTIFYs the dispatcher (delivered at commit).
+//
+// A concurrent identical ingest blocks on fp's row until the first commits, then finds the conflict.
+// Its statement snapshot predates that commit, so dup may see no owner: Ingest then runs again.
+const ingestSQL = `WITH fp AS (
+	INSERT INTO alert_fingerprints AS f (fingerprint, alert_uuid, created_at)
+	VALUES (?0, ?1, now())
+	ON CONFLICT (fingerprint) DO UPDATE SET alert_uuid = EXCLUDED.alert_uuid, created_at = EXCLUDED.created_at
+	WHERE ?2 = 0 OR f.created_at <= now() - make_interval(secs => ?2)
+	RETURNING alert_uuid
+), ins AS (
+	INSERT INTO alerts (uuid, title, severity, source_name, occurred_at, ingested_at, fingerprint, tags,
+		description, raw_payload, normalized, created_at, updated_at)
+	SELECT alert_uuid, ?3, ?4, ?5, coalesce(?6::timestamptz, now()), now(), ?0, ?7::text[], ?8, ?9::jsonb, ?10::jsonb, now(), now()
+	FROM fp
+	RETURNING uuid
+), ob AS (
+	INSERT INTO alert_outbox (alert_uuid, kind) SELECT uuid, 'pipeline' FROM ins RETURNING id
+), created AS (
+	INSERT INTO activity_events (event_type, actor_type, actor_key_prefix, alert_uuid, "references")
+	SELECT 'alert_created', ?11, ?12, uuid, jsonb_build_object('source_name', ?5::text) FROM ins
+	RETURNING 1
+), dup AS (
+	UPDATE alerts AS a SET duplicate_count = a.duplicate_count + 1, last_seen_at = now(), updated_at = now()
+	FROM alert_fingerprints AS o
+	WHERE o.fingerprint = ?0 AND a.uuid = o.alert_uuid AND NOT EXISTS (SELECT 1 FROM fp)
+	RETURNING a.uuid, a.duplicate_count
+), dup_ev AS (
+	INSERT INTO activity_events (event_type, actor_type, actor_key_prefix, alert_uuid, "references")
+	SELECT 'alert_deduplicated', ?11, ?12, uuid, jsonb_build_object('duplicate_count', duplicate_count) FROM dup
+	RETURNING 1
+)
+SELECT (SELECT uuid FROM ins) AS inserted,
+	(SELECT uuid FROM dup) AS duplicate_of,
+	coalesce((SELECT duplicate_count FROM dup), 0) AS duplicate_count,
+	(SELECT count(*) FROM ob) + (SELECT count(*) FROM created) + (SELECT count(*) FROM dup_ev) AS writes,
+	(SELECT pg_notify(?13, '') FROM ob LIMIT 1) IS NULL AS quiet`
+
+// Ingest commits a new alert with its outbox row and alert_created event, or, when the fingerprint
+// is owned by an alert created less than window ago, counts a repeat on that alert (duplicate_count,
+// last_seen_at, an alert_deduplicated event). window 0 disables dedup. Everything happens in one
+// statement: one round trip and one durable commit.
+func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration) (IngestResult, error) {
+	if a.UUID == uuid.Nil {
+		a.UUID = uuid.New()
+	}
+	tags := a.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	var occurred *time.Time
+	if !a.OccurredAt.IsZero() {
+		t := a.OccurredAt.UTC()
+		occurred = &t
+	}
+	var prefix *string
+	if a.ActorKeyPrefix != "" {
+		prefix = &a.ActorKeyPrefix
+	}
+	normalized := a.Normalized
+	if len(normalized) == 0 {
+		normalized = []byte("{}")
+	}
+	secs := int64(window / time.Second)
+	for range 5 {
+		var row struct {
+			Inserted       *uuid.UUID `bun:"inserted"`
+			DuplicateOf    *uuid.UUID `bun:"duplicate_of"`
+			DuplicateCount int        `bun:"duplicate_count"`
+			Writes         int        `bun:"writes"`
+			Quiet          bool       `bun:"quiet"`
+		}
+		err := s.db.NewRaw(ingestSQL, a.Fingerprint, a.UUID, secs, a.Title, a.Severity, a.SourceName, occurred,
+			pgdialectArray(tags), a.Description, string(a.RawPayload), string(normalized), a.ActorType, prefix, OutboxChannel).
+			Scan(ctx, &row)
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("ingest alert: %w", mapErr(err))
+		}
+		switch {
+		case row.Inserted != nil:
+			return IngestResult{AlertUUID: *row.Inserted}, nil
+		case row.DuplicateOf != nil:
+			return IngestResult{AlertUUID: *row.DuplicateOf, Duplicate: true, DuplicateCount: row.DuplicateCount}, nil
+		}
+	}
+	return IngestResult{}, ErrIngestRace
+}
