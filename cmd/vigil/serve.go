@@ -60,6 +60,9 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 			Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
 		},
 		APIKeys: st,
+		// Detection rules and context documents (API.md §5, §6).
+		DetectionRules:   st,
+		ContextDocuments: st,
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

@@ -1,0 +1,488 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/validate"
+)
+
+// DetectionRuleStore is what the detection-rule routes need.
+type DetectionRuleStore interface {
+	CreateDetectionRule(ctx context.Context, r *store.DetectionRule) (adopted bool, err error)
+	GetDetectionRule(ctx context.Context, id uuid.UUID) (store.DetectionRule, error)
+	ListDetectionRules(ctx context.Context, f store.DetectionRuleFilter) ([]store.DetectionRule, int, error)
+	UpdateDetectionRule(ctx context.Context, r *store.DetectionRule, columns ...string) error
+	DeleteDetectionRule(ctx context.Context, id uuid.UUID) error
+	DetectionRuleMetrics(ctx context.Context, ruleID int64, from, to time.Time) (store.DetectionRuleMetrics, error)
+}
+
+// Default and longest window of the rule metrics.
+const (
+	ruleMetricsDefaultWindow = 30 * 24 * time.Hour
+	ruleMetricsMaxWindow     = store.MaxMetricsRange
+)
+
+func (s *Server) detectionRuleRoutes() {
+	read, admin := []string{auth.ScopeAlertsRead}, []string{auth.ScopeAdmin}
+	const tag = "Detection rules"
+	s.add(route{Method: http.MethodGet, Path: "/v1/detection-rules", Tag: tag, Summary: "List detection rules",
+		Description: "Filters combine with AND. `severity` sorts by rank (Informational < … < Critical), rules without a severity last.",
+		Scopes:      read, Query: listDetectionRulesQuery{}, Response: detectionRuleResponse{}, List: true}, s.listDetectionRules)
+	s.add(route{Method: http.MethodPost, Path: "/v1/detection-rules", Tag: tag, Summary: "Create a detection rule",
+		Description: "`created_by` defaults to the caller's key prefix. A (source_name, source_rule_id) pair already held by a rule " +
+			"answers 409 DUPLICATE_RULE (details.existing_uuid), except when the holder is a stub the pipeline created for an " +
+			"unknown reference: the stub is then completed with these fields and keeps its uuid and alerts (201).",
+		Scopes: admin, Body: createDetectionRuleRequest{}, Response: detectionRuleResponse{}, Status: http.StatusCreated,
+		Errors: []int{http.StatusConflict}}, s.createDetectionRule)
+	s.add(route{Method: http.MethodGet, Path: "/v1/detection-rules/:uuid", Tag: tag, Summary: "Get a detection rule",
+		Scopes: read, Response: detectionRuleResponse{}}, s.getDetectionRule)
+	s.add(route{Method: http.MethodPatch, Path: "/v1/detection-rules/:uuid", Tag: tag, Summary: "Update a detection rule",
+		Description: "Absent fields are unchanged. An explicit null clears source_rule_id, source_name, severity, run_frequency " +
+			"and documentation; elsewhere null leaves the field unchanged. Lists are replaced, not merged.",
+		Scopes: admin, Body: updateDetectionRuleRequest{}, Response: detectionRuleResponse{}, Errors: []int{http.StatusConflict}}, s.updateDetectionRule)
+	s.add(route{Method: http.MethodDelete, Path: "/v1/detection-rules/:uuid", Tag: tag, Summary: "Delete a detection rule",
+		Description: "The rule's alerts stay, with no detection rule.", Scopes: admin, Status: http.StatusNoContent}, s.deleteDetectionRule)
+	s.add(route{Method: http.MethodGet, Path: "/v1/detection-rules/:uuid/metrics", Tag: tag, Summary: "Metrics of a detection rule",
+		Description: "Over the rule's alerts whose occurred_at is in [from_time, to_time) (default: the last 30 days; at most 366 days). " +
+			"Rates are over closed alerts (null when none is closed); MTTA/MTTC are mean seconds from ingestion to first " +
+			"acknowledgement / to close (null when none).",
+		Scopes: read, Query: ruleMetricsQuery{}, Response: ruleMetricsResponse{}}, s.detectionRuleMetrics)
+}
+
+type detectionRuleResponse struct {
+	UUID               uuid.UUID `json:"uuid"`
+	Name               string    `json:"name"`
+	SourceRuleID       *string   `json:"source_rule_id"`
+	SourceName         *string   `json:"source_name"`
+	Severity           *string   `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	IsActive           bool      `json:"is_active"`
+	MitreTactics       []string  `json:"mitre_tactics"`
+	MitreTechniques    []string  `json:"mitre_techniques"`
+	MitreSubtechniques []string  `json:"mitre_subtechniques"`
+	DataSources        []string  `json:"data_sources"`
+	RunFrequency       *string   `json:"run_frequency"`
+	CreatedBy          *string   `json:"created_by"`
+	Documentation      *string   `json:"documentation"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+// toDetectionRuleResponse renders a rule as SEED-SPEC §2.3's DetectionRuleResponse (also for routes
+// that embed a rule, such as alert detail).
+func toDetectionRuleResponse(r store.DetectionRule) detectionRuleResponse {
+	orEmpty := func(l []string) []string {
+		if l == nil {
+			return []string{}
+		}
+		return l
+	}
+	return detectionRuleResponse{UUID: r.UUID, Name: r.Name, SourceRuleID: r.SourceRuleID, SourceName: r.SourceName,
+		Severity: r.Severity, IsActive: r.IsActive, MitreTactics: orEmpty(r.MitreTactics), MitreTechniques: orEmpty(r.MitreTechniques),
+		MitreSubtechniques: orEmpty(r.MitreSubtechniques), DataSources: orEmpty(r.DataSources), RunFrequency: r.RunFrequency,
+		CreatedBy: r.CreatedBy, Documentation: r.Documentation, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+type listDetectionRulesQuery struct {
+	PageQuery
+	SourceName     *string  `query:"source_name" minLength:"1" maxLength:"100" doc:"Exact source name."`
+	Severity       []string `query:"severity" enum:"Pending,Informational,Low,Medium,High,Critical" doc:"Any of these severities."`
+	IsActive       *bool    `query:"is_active"`
+	Q              string   `query:"q" maxLength:"500" doc:"Case-insensitive substring of the name."`
+	MitreTactic    string   `query:"mitre_tactic" maxLength:"100" doc:"Exact element of mitre_tactics (e.g. TA0001 or Initial Access, as stored)."`
+	MitreTechnique string   `query:"mitre_technique" maxLength:"100" doc:"Exact element of mitre_techniques or mitre_subtechniques (e.g. T1059, T1059.001)."`
+	SortBy         string   `query:"sort_by" enum:"name,source_name,severity,created_at" default:"created_at"`
+	SortOrder      string   `query:"sort_order" enum:"asc,desc" doc:"Default: asc for name and source_name, desc for severity and created_at."`
+}
+
+// Validate refuses text the database cannot hold.
+func (q listDetectionRulesQuery) Validate() validate.Errors {
+	var errs validate.Errors
+	if q.SourceName != nil {
+		checkText(&errs, []any{"source_name"}, *q.SourceName)
+	}
+	checkText(&errs, []any{"q"}, q.Q)
+	checkText(&errs, []any{"mitre_tactic"}, q.MitreTactic)
+	checkText(&errs, []any{"mitre_technique"}, q.MitreTechnique)
+	return errs
+}
+
+// sortDesc resolves sort_order with a per-column default.
+func sortDesc(order string, ascByDefault bool) bool {
+	switch order {
+	case "asc":
+		return false
+	case "desc":
+		return true
+	}
+	return !ascByDefault
+}
+
+func (s *Server) listDetectionRules(c *fiber.Ctx) error {
+	var q listDetectionRulesQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	f := store.DetectionRuleFilter{SourceName: q.SourceName, Severities: q.Severity, IsActive: q.IsActive, Q: q.Q,
+		MitreTactic: q.MitreTactic, MitreTechnique: q.MitreTechnique, SortBy: q.SortBy,
+		Desc: sortDesc(q.SortOrder, q.SortBy == store.RuleSortName || q.SortBy == store.RuleSortSourceName), Page: q.storePage()}
+	rules, total, err := s.deps.DetectionRules.ListDetectionRules(c.UserContext(), f)
+	if err != nil {
+		return err
+	}
+	out := make([]detectionRuleResponse, len(rules))
+	for i, r := range rules {
+		out[i] = toDetectionRuleResponse(r)
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+type createDetectionRuleRequest struct {
+	Name               string   `json:"name" required:"true" minLength:"1" maxLength:"500"`
+	SourceRuleID       *string  `json:"source_rule_id" minLength:"1" maxLength:"500" doc:"The rule's id in its source (SIEM)."`
+	SourceName         *string  `json:"source_name" minLength:"1" maxLength:"100" doc:"The source the rule lives in, e.g. sentinel."`
+	Severity           *string  `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	IsActive           *bool    `json:"is_active" doc:"Default true."`
+	MitreTactics       []string `json:"mitre_tactics" maxItems:"50" minLength:"1" maxLength:"100"`
+	MitreTechniques    []string `json:"mitre_techniques" maxItems:"100" minLength:"1" maxLength:"100"`
+	MitreSubtechniques []string `json:"mitre_subtechniques" maxItems:"200" minLength:"1" maxLength:"100"`
+	DataSources        []string `json:"data_sources" maxItems:"50" minLength:"1" maxLength:"200"`
+	RunFrequency       *string  `json:"run_frequency" minLength:"1" maxLength:"100" doc:"Free text, e.g. 5m or hourly."`
+	CreatedBy          *string  `json:"created_by" minLength:"1" maxLength:"200" doc:"Default: the caller's key prefix."`
+	Documentation      *string  `json:"documentation" maxLength:"100000" doc:"Markdown."`
+}
+
+// Validate checks what the tags cannot: blank names and text the database cannot hold.
+func (r createDetectionRuleRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	checkName(&errs, []any{"name"}, r.Name)
+	checkRuleText(&errs, map[string]*string{"source_rule_id": r.SourceRuleID, "source_name": r.SourceName,
+		"run_frequency": r.RunFrequency, "created_by": r.CreatedBy, "documentation": r.Documentation},
+		map[string][]string{"mitre_tactics": r.MitreTactics, "mitre_techniques": r.MitreTechniques,
+			"mitre_subtechniques": r.MitreSubtechniques, "data_sources": r.DataSources})
+	return errs
+}
+
+func checkRuleText(errs *validate.Errors, texts map[string]*string, lists map[string][]string) {
+	for _, name := range []string{"source_rule_id", "source_name", "run_frequency", "created_by", "documentation"} {
+		if p := texts[name]; p != nil {
+			checkText(errs, []any{name}, *p)
+		}
+	}
+	for _, name := range []string{"mitre_tactics", "mitre_techniques", "mitre_subtechniques", "data_sources"} {
+		for i, v := range lists[name] {
+			checkText(errs, []any{name, i}, v)
+		}
+	}
+}
+
+// checkName refuses a name that is only whitespace (besides checkText's rules).
+func checkName(errs *validate.Errors, loc []any, s string) {
+	if s != "" && isBlank(s) {
+		errs.Add(loc, validate.TypeStringTooShort, "String should not be blank.", s)
+		return
+	}
+	checkText(errs, loc, s)
+}
+
+func isBlank(s string) bool {
+	for _, r := range s {
+		if r != ' ' && r != '\t' && r != '\n' && r != '\r' && r != '\v' && r != '\f' && r != 0xA0 && r != 0x3000 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkText refuses strings PostgreSQL text cannot store (NUL) or that are not UTF-8.
+func checkText(errs *validate.Errors, loc []any, s string) {
+	switch {
+	case !utf8.ValidString(s):
+		errs.Add(loc, validate.TypeString, "String should be valid UTF-8.", nil)
+	case containsNUL(s):
+		errs.Add(loc, validate.TypeValue, "String should not contain NUL characters.", nil)
+	}
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// uniqueStrings drops repeated elements, keeping the first occurrence; nil becomes empty.
+func uniqueStrings(in []string) []string {
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (s *Server) createDetectionRule(c *fiber.Ctx) error {
+	var req createDetectionRuleRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	r := store.DetectionRule{Name: req.Name, SourceRuleID: req.SourceRuleID, SourceName: req.SourceName, Severity: req.Severity,
+		IsActive: req.IsActive == nil || *req.IsActive, MitreTactics: uniqueStrings(req.MitreTactics),
+		MitreTechniques: uniqueStrings(req.MitreTechniques), MitreSubtechniques: uniqueStrings(req.MitreSubtechniques),
+		DataSources: uniqueStrings(req.DataSources), RunFrequency: req.RunFrequency, CreatedBy: req.CreatedBy, Documentation: req.Documentation}
+	if r.CreatedBy == nil {
+		if p := principal(c).KeyPrefix; p != "" {
+			r.CreatedBy = &p
+		}
+	}
+	if _, err := s.deps.DetectionRules.CreateDetectionRule(c.UserContext(), &r); err != nil {
+		return duplicateRule(err)
+	}
+	return respond(c, http.StatusCreated, toDetectionRuleResponse(r))
+}
+
+// duplicateRule answers 409 DUPLICATE_RULE for a taken source reference.
+func duplicateRule(err error) error {
+	var dup *store.DuplicateRuleError
+	if errors.As(err, &dup) {
+		return NewError(http.StatusConflict, "DUPLICATE_RULE", "A detection rule with this source_name and source_rule_id already exists.").
+			WithDetails(map[string]any{"existing_uuid": dup.Existing})
+	}
+	if errors.Is(err, store.ErrDuplicateRule) {
+		return NewError(http.StatusConflict, "DUPLICATE_RULE", "A detection rule with this source_name and source_rule_id already exists.")
+	}
+	return notFoundAs(err, "Detection rule")
+}
+
+func (s *Server) getDetectionRule(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	r, err := s.deps.DetectionRules.GetDetectionRule(c.UserContext(), id)
+	if err != nil {
+		return notFoundAs(err, "Detection rule")
+	}
+	return respond(c, http.StatusOK, toDetectionRuleResponse(r))
+}
+
+type updateDetectionRuleRequest struct {
+	Name               *string          `json:"name" minLength:"1" maxLength:"500"`
+	SourceRuleID       Optional[string] `json:"source_rule_id" minLength:"1" maxLength:"500"`
+	SourceName         Optional[string] `json:"source_name" minLength:"1" maxLength:"100"`
+	Severity           Optional[string] `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	IsActive           *bool            `json:"is_active"`
+	MitreTactics       *[]string        `json:"mitre_tactics" maxItems:"50" minLength:"1" maxLength:"100" doc:"Replaces the list."`
+	MitreTechniques    *[]string        `json:"mitre_techniques" maxItems:"100" minLength:"1" maxLength:"100" doc:"Replaces the list."`
+	MitreSubtechniques *[]string        `json:"mitre_subtechniques" maxItems:"200" minLength:"1" maxLength:"100" doc:"Replaces the list."`
+	DataSources        *[]string        `json:"data_sources" maxItems:"50" minLength:"1" maxLength:"200" doc:"Replaces the list."`
+	RunFrequency       Optional[string] `json:"run_frequency" minLength:"1" maxLength:"100"`
+	Documentation      Optional[string] `json:"documentation" maxLength:"100000"`
+}
+
+// Validate checks what the tags cannot.
+func (r updateDetectionRuleRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	if r.Name != nil {
+		checkName(&errs, []any{"name"}, *r.Name)
+	}
+	opt := func(o Optional[string]) *string {
+		if o.Set && !o.Null {
+			return &o.Value
+		}
+		return nil
+	}
+	checkRuleText(&errs, map[string]*string{"source_rule_id": opt(r.SourceRuleID), "source_name": opt(r.SourceName),
+		"run_frequency": opt(r.RunFrequency), "documentation": opt(r.Documentation)},
+		map[string][]string{"mitre_tactics": deref(r.MitreTactics), "mitre_techniques": deref(r.MitreTechniques),
+			"mitre_subtechniques": deref(r.MitreSubtechniques), "data_sources": deref(r.DataSources)})
+	return errs
+}
+
+func deref(l *[]string) []string {
+	if l == nil {
+		return nil
+	}
+	return *l
+}
+
+// setOptional applies a nullable PATCH field to dst, recording column when present.
+func setOptional(o Optional[string], dst **string, column string, cols []string) []string {
+	if !o.Set {
+		return cols
+	}
+	if o.Null {
+		*dst = nil
+	} else {
+		v := o.Value
+		*dst = &v
+	}
+	return append(cols, column)
+}
+
+func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var req updateDetectionRuleRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	r, err := s.deps.DetectionRules.GetDetectionRule(ctx, id)
+	if err != nil {
+		return notFoundAs(err, "Detection rule")
+	}
+	var cols []string
+	if req.Name != nil {
+		r.Name, cols = *req.Name, append(cols, "name")
+	}
+	cols = setOptional(req.SourceRuleID, &r.SourceRuleID, "source_rule_id", cols)
+	cols = setOptional(req.SourceName, &r.SourceName, "source_name", cols)
+	cols = setOptional(req.Severity, &r.Severity, "severity", cols)
+	cols = setOptional(req.RunFrequency, &r.RunFrequency, "run_frequency", cols)
+	cols = setOptional(req.Documentation, &r.Documentation, "documentation", cols)
+	if req.IsActive != nil {
+		r.IsActive, cols = *req.IsActive, append(cols, "is_active")
+	}
+	lists := []struct {
+		in     *[]string
+		dst    *[]string
+		column string
+	}{
+		{req.MitreTactics, &r.MitreTactics, "mitre_tactics"},
+		{req.MitreTechniques, &r.MitreTechniques, "mitre_techniques"},
+		{req.MitreSubtechniques, &r.MitreSubtechniques, "mitre_subtechniques"},
+		{req.DataSources, &r.DataSources, "data_sources"},
+	}
+	for _, l := range lists {
+		if l.in != nil {
+			*l.dst, cols = uniqueStrings(*l.in), append(cols, l.column)
+		}
+	}
+	if len(cols) > 0 {
+		if err := s.deps.DetectionRules.UpdateDetectionRule(ctx, &r, cols...); err != nil {
+			return duplicateRule(err)
+		}
+	}
+	return respond(c, http.StatusOK, toDetectionRuleResponse(r))
+}
+
+func (s *Server) deleteDetectionRule(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.DetectionRules.DeleteDetectionRule(c.UserContext(), id); err != nil {
+		return notFoundAs(err, "Detection rule")
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+type ruleMetricsQuery struct {
+	FromTime *time.Time `query:"from_time" doc:"Inclusive, on occurred_at. Default: to_time minus 30 days."`
+	ToTime   *time.Time `query:"to_time" doc:"Exclusive. Default: now."`
+}
+
+// window resolves the defaults and checks the bounds against now.
+func (q ruleMetricsQuery) window(now time.Time) (time.Time, time.Time, error) {
+	to := now
+	if q.ToTime != nil {
+		to = q.ToTime.UTC()
+	}
+	from := to.Add(-ruleMetricsDefaultWindow)
+	if q.FromTime != nil {
+		from = q.FromTime.UTC()
+	}
+	var errs validate.Errors
+	switch {
+	case !from.Before(to):
+		errs.AddCtx([]any{"query", "from_time"}, validate.TypeValue, "from_time must be before to_time.",
+			from.Format(time.RFC3339Nano), map[string]any{"to_time": to.Format(time.RFC3339Nano)})
+	case to.Sub(from) > ruleMetricsMaxWindow:
+		errs.AddCtx([]any{"query", "from_time"}, validate.TypeValue, "The window from from_time to to_time is at most 366 days.",
+			from.Format(time.RFC3339Nano), map[string]any{"max_days": int(ruleMetricsMaxWindow / (24 * time.Hour))})
+	}
+	return from, to, errs.Err()
+}
+
+type ruleMetricsResponse struct {
+	DetectionRuleUUID    uuid.UUID            `json:"detection_rule_uuid"`
+	FromTime             time.Time            `json:"from_time"`
+	ToTime               time.Time            `json:"to_time"`
+	TotalAlerts          int                  `json:"total_alerts"`
+	ActiveAlerts         int                  `json:"active_alerts" doc:"Alerts not Closed."`
+	ClosedAlerts         int                  `json:"closed_alerts"`
+	AlertsByStatus       map[string]int       `json:"alerts_by_status" doc:"Every status, zeros included."`
+	AlertsBySeverity     map[string]int       `json:"alerts_by_severity" doc:"Every severity, zeros included."`
+	FalsePositiveRate    *float64             `json:"false_positive_rate" doc:"Closed as False Positive… / closed; null when none is closed."`
+	TruePositiveRate     *float64             `json:"true_positive_rate" doc:"Closed as True Positive… / closed; null when none is closed."`
+	CloseClassifications map[string]int       `json:"close_classifications" doc:"Closed alerts per classification, zeros included."`
+	AlertsOverTime       []dayCountResponse   `json:"alerts_over_time" doc:"One entry per UTC day of the window, zeros included."`
+	MTTASeconds          *float64             `json:"mtta_seconds" doc:"Mean seconds from ingestion to first acknowledgement."`
+	MTTCSeconds          *float64             `json:"mttc_seconds" doc:"Mean seconds from ingestion to close, over closed alerts."`
+	TopIndicators        []topIndicatorResult `json:"top_indicators" doc:"Up to 10 indicators carried by most of the rule's alerts."`
+}
+
+type dayCountResponse struct {
+	Date  string `json:"date" doc:"YYYY-MM-DD (UTC)."`
+	Count int    `json:"count"`
+}
+
+type topIndicatorResult struct {
+	UUID       uuid.UUID `json:"uuid"`
+	Type       string    `json:"type"`
+	Value      string    `json:"value"`
+	Malice     string    `json:"malice"`
+	AlertCount int       `json:"alert_count"`
+}
+
+func (s *Server) detectionRuleMetrics(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var q ruleMetricsQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	from, to, err := q.window(time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	r, err := s.deps.DetectionRules.GetDetectionRule(ctx, id)
+	if err != nil {
+		return notFoundAs(err, "Detection rule")
+	}
+	m, err := s.deps.DetectionRules.DetectionRuleMetrics(ctx, r.ID, from, to)
+	if err != nil {
+		return err
+	}
+	out := ruleMetricsResponse{DetectionRuleUUID: r.UUID, FromTime: m.From, ToTime: m.To, TotalAlerts: m.TotalAlerts,
+		ActiveAlerts: m.ActiveAlerts, ClosedAlerts: m.ClosedAlerts, AlertsByStatus: m.ByStatus, AlertsBySeverity: m.BySeverity,
+		FalsePositiveRate: m.FalsePositiveRate, TruePositiveRate: m.TruePositiveRate, CloseClassifications: m.CloseClassifications,
+		AlertsOverTime: make([]dayCountResponse, len(m.AlertsOverTime)), MTTASeconds: m.MTTASeconds, MTTCSeconds: m.MTTCSeconds,
+		TopIndicators: make([]topIndicatorResult, len(m.TopIndicators))}
+	for i, d := range m.AlertsOverTime {
+		out.AlertsOverTime[i] = dayCountResponse{Date: d.Date.Format(time.DateOnly), Count: d.Count}
+	}
+	for i, ind := range m.TopIndicators {
+		out.TopIndicators[i] = topIndicatorResult(ind)
+	}
+	return respond(c, http.StatusOK, out)
+}
