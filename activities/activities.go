@@ -4,9 +4,24 @@
 // Activities are retried: each one must be idempotent.
 package activities
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/vigil-soc/vigil/httpsteps"
+)
 
 // Activities carries what the activities need; cmd/ builds one per worker process.
 type Activities struct {
 	Log *slog.Logger
+	// Enrichment holds the enrichment activities' dependencies (nil: they fail as not configured).
+	Enrichment *EnrichmentDeps
+
+	// Response workflow runs (workflow_run.go, notify.go).
+	WorkflowRuns WorkflowRunStore
+	RunSecrets   SecretOpener     // opens sealed workflow secrets and step state
+	StepClient   httpsteps.Doer   // SSRF-guarded client for workflow steps
+	Approvals    ApprovalNotifier // sends approval requests to the configured channel
+
+	// Pipeline is the alert pipeline's store (pipeline.go); nil: its activities fail as not configured.
+	Pipeline PipelineStore
 }

@@ -14,9 +14,13 @@ import (
 func Register(kind QueueKind, r Registrar, acts *activities.Activities) {
 	switch kind {
 	case QueuePipeline:
+		registerEnrichmentLocal(r, acts)
+		registerPipeline(r, acts)
 	case QueueEnrichment:
+		registerEnrichment(r, acts)
 	case QueueActions:
 		r.RegisterWorkflowWithOptions(workflows.Probe, workflow.RegisterOptions{})
 		r.RegisterActivityWithOptions(acts.Probe, activity.RegisterOptions{})
+		registerWorkflowRuns(r, acts)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"github.com/vigil-soc/vigil/approvals"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // config is every setting of every subcommand, read once from the environment. README.md's
@@ -25,10 +28,13 @@ type config struct {
 	MaxBodyMB          int
 	EncryptionKey      string
 	SSRFAllowedHosts   []string
+	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (Vigil's own settings hidden)
 	AlertDedupHours    int
 	Version            string
 	LogLevel           slog.Level
 	LogFormat          string
+	Approvals          approvals.Config // APPROVAL_NOTIFIER and its channel settings (PublicBaseURL filled from PUBLIC_BASE_URL)
+	SlackSigningSecret string           // verifies Slack approval callbacks
 }
 
 // setting describes one environment variable; the table drives parsing and `vigil help`.
@@ -57,6 +63,14 @@ func settings() []setting {
 		{"VIGIL_VERSION", "dev", "Version reported by /health and the OpenAPI document.", func(c *config, v string) error { c.Version = v; return nil }},
 		{"LOG_LEVEL", "info", "debug, info, warn or error.", func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"LOG_FORMAT", "json", "json or text.", enumSetting(func(c *config) *string { return &c.LogFormat }, "json", "text")},
+		{"APPROVAL_NOTIFIER", "none", "Where workflow approval requests are sent: none, slack, teams or webhook.", enumSetting(func(c *config) *string { return &c.Approvals.Type }, approvals.NotifierTypes()...)},
+		{"SLACK_BOT_TOKEN", "", "Slack bot token (chat:write) posting approval messages.", func(c *config, v string) error { c.Approvals.SlackBotToken = v; return nil }},
+		{"SLACK_APPROVAL_CHANNEL", "", "Default Slack channel id for approvals (a workflow's approval_channel overrides it).", func(c *config, v string) error { c.Approvals.SlackChannel = v; return nil }},
+		{"SLACK_SIGNING_SECRET", "", "Slack signing secret verifying POST /v1/approvals/callback/slack (v0, 5-minute window).", func(c *config, v string) error { c.SlackSigningSecret = v; return nil }},
+		{"SLACK_API_BASE_URL", "https://slack.com/api", "Slack Web API base URL.", func(c *config, v string) error { c.Approvals.SlackAPIBaseURL = strings.TrimRight(v, "/"); return nil }},
+		{"TEAMS_WEBHOOK_URL", "", "Teams incoming-webhook URL for approval cards (links to the decide page).", func(c *config, v string) error { c.Approvals.TeamsWebhookURL = v; return nil }},
+		{"APPROVAL_WEBHOOK_URL", "", "Generic webhook receiving signed approval.requested events.", func(c *config, v string) error { c.Approvals.WebhookURL = v; return nil }},
+		{"APPROVAL_WEBHOOK_SECRET", "", "HMAC secret of the approval webhook (X-Vigil-Signature: v1=...).", func(c *config, v string) error { c.Approvals.WebhookSecret = v; return nil }},
 	}
 }
 
@@ -73,6 +87,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", s.name, v, err))
 		}
 	}
+	c.ProviderEnv = providerEnv(getenv)
 	return c, errors.Join(errs...)
 }
 

@@ -45,7 +45,15 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	if cfg.RateLimitStore == "postgres" {
 		limiter = ratelimit.NewPostgres(st)
 	}
-	srv := api.New(api.Config{
+	box, err := openSecretBox(cfg)
+	if err != nil {
+		return err
+	}
+	if err := seedProviders(ctx, st); err != nil {
+		return err
+	}
+	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
+	apiCfg, apiDeps := api.Config{
 		Version:            cfg.Version,
 		MaxRequestBodyMB:   cfg.MaxBodyMB,
 		RateLimitPerMinute: cfg.RateLimitPerMinute,
@@ -58,12 +66,21 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Health: api.HealthChecks{
 			Database: st.Ping,
 			Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
+			Providers: func(ctx context.Context) (map[string]string, error) {
+				return st.ProviderHealth(ctx, cfg.ProviderEnv)
+			},
 		},
 		APIKeys: st,
 		// Detection rules and context documents (API.md §5, §6).
 		DetectionRules:   st,
 		ContextDocuments: st,
-	})
+		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
+			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
+	}
+	if err := wireWorkflowRunAPI(ctx, cfg, st, tc, &apiCfg, &apiDeps); err != nil {
+		return err
+	}
+	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		authn.Run(gctx, 10*time.Second)
@@ -105,7 +122,16 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	if err := temporal.RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
 		return err
 	}
+	box, err := openSecretBox(cfg)
+	if err != nil {
+		return err
+	}
+	if err := seedProviders(ctx, st); err != nil {
+		return err
+	}
 	acts := &activities.Activities{Log: log}
+	acts.Enrichment = enrichmentDeps(st, box, cfg)
+	wireWorkflowRunActivities(cfg, st, box, acts)
 	return ignoreCanceled(temporal.RunWorkers(ctx, tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts, log))
 }
 

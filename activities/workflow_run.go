@@ -1,0 +1,352 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	sdktemporal "go.temporal.io/sdk/temporal"
+
+	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// WorkflowRunStore is what the workflow-run activities need from the store.
+type WorkflowRunStore interface {
+	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
+	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
+	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
+	ExpireApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
+	MarkRunPendingApproval(ctx context.Context, id uuid.UUID) error
+	MarkApprovalNotified(ctx context.Context, id uuid.UUID, notifierType string, channel *string, tokenHash []byte) error
+	StartWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
+	RecordRunStep(ctx context.Context, id uuid.UUID, index int, record json.RawMessage, sealedState []byte) error
+	FinishWorkflowRun(ctx context.Context, id uuid.UUID, status string, result json.RawMessage, errText *string) (store.WorkflowRun, bool, error)
+	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
+	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
+}
+
+// SecretOpener seals and opens values at rest (secretbox.Box).
+type SecretOpener interface {
+	Seal(plaintext []byte) ([]byte, error)
+	Open(sealed []byte) ([]byte, error)
+}
+
+// Error types of workflow-run activities that retrying cannot fix.
+const (
+	ErrTypeWorkflowStepPermanent = "WorkflowStepPermanent"
+	ErrTypeRunBroken             = "WorkflowRunBroken"
+)
+
+// RunGateInput asks for the decision on a run's approval request; Expire says the run's durable
+// timer reached expires_at, so a still-pending request is expired first.
+type RunGateInput struct {
+	RunUUID uuid.UUID `json:"run_uuid"`
+	Expire  bool      `json:"expire"`
+}
+
+// RunGateResult is the approval status as committed in Postgres, and the run's status.
+type RunGateResult struct {
+	ApprovalStatus string `json:"approval_status"`
+	RunStatus      string `json:"run_status"`
+}
+
+// ResolveWorkflowRunGate re-reads the run's approval decision from Postgres (the source of truth:
+// signals only say "look again"), expiring a still-pending request when in.Expire is set.
+func (a *Activities) ResolveWorkflowRunGate(ctx context.Context, in RunGateInput) (RunGateResult, error) {
+	run, err := a.WorkflowRuns.GetWorkflowRun(ctx, in.RunUUID)
+	if err != nil {
+		return RunGateResult{}, notFoundPermanent(err, "load run")
+	}
+	if run.ApprovalRequestUUID == nil {
+		return RunGateResult{}, sdktemporal.NewNonRetryableApplicationError("run has no approval request", ErrTypeRunBroken, nil)
+	}
+	var ap store.ApprovalRequest
+	if in.Expire {
+		ap, err = a.WorkflowRuns.ExpireApproval(ctx, *run.ApprovalRequestUUID)
+	} else {
+		ap, err = a.WorkflowRuns.GetApproval(ctx, *run.ApprovalRequestUUID)
+	}
+	if err != nil {
+		return RunGateResult{}, notFoundPermanent(err, "load approval")
+	}
+	return RunGateResult{ApprovalStatus: ap.Status, RunStatus: run.Status}, nil
+}
+
+// RunPlan is what the workflow needs to schedule a run's steps: no secrets, no indicator values.
+type RunPlan struct {
+	RunStatus              string   `json:"run_status"`
+	StepNames              []string `json:"step_names"`
+	StepTimeoutSeconds     []int    `json:"step_timeout_seconds"`
+	TimeoutSeconds         int      `json:"timeout_seconds"`
+	MaxAttempts            int      `json:"max_attempts"`
+	InitialIntervalSeconds int      `json:"initial_interval_seconds"`
+}
+
+// StartWorkflowRunSteps moves the run to running (unless it already ended, e.g. cancelled) and
+// returns the plan of the workflow version it runs.
+func (a *Activities) StartWorkflowRunSteps(ctx context.Context, runID uuid.UUID) (RunPlan, error) {
+	run, err := a.WorkflowRuns.StartWorkflowRun(ctx, runID)
+	if err != nil {
+		return RunPlan{}, notFoundPermanent(err, "start run")
+	}
+	if run.Status != store.RunRunning {
+		return RunPlan{RunStatus: run.Status}, nil
+	}
+	def, cfg, err := a.runDefinition(ctx, run)
+	if err != nil {
+		return RunPlan{}, err
+	}
+	plan := RunPlan{RunStatus: run.Status, TimeoutSeconds: def.TimeoutSeconds, MaxAttempts: def.RetryMaxAttempts,
+		InitialIntervalSeconds: def.RetryInitialIntervalSeconds}
+	for _, st := range cfg.Steps {
+		plan.StepNames = append(plan.StepNames, st.Name)
+		plan.StepTimeoutSeconds = append(plan.StepTimeoutSeconds, st.TimeoutSeconds)
+	}
+	return plan, nil
+}
+
+func (a *Activities) runDefinition(ctx context.Context, run store.WorkflowRun) (store.WorkflowDefinition, httpsteps.Config, error) {
+	def, err := a.WorkflowRuns.GetWorkflowVersion(ctx, run.WorkflowUUID, run.WorkflowVersion)
+	if err != nil {
+		return def, httpsteps.Config{}, notFoundPermanent(err, "load workflow version")
+	}
+	cfg, err := ParseWorkflowSteps(def.Steps)
+	if err != nil {
+		return def, cfg, sdktemporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRunBroken, err)
+	}
+	return def, cfg, nil
+}
+
+// ParseWorkflowSteps parses a workflow's stored steps list with the HTTP engine.
+func ParseWorkflowSteps(steps json.RawMessage) (httpsteps.Config, error) {
+	raw, err := json.Marshal(map[string]json.RawMessage{"steps": steps})
+	if err != nil {
+		return httpsteps.Config{}, fmt.Errorf("encode steps: %w", err)
+	}
+	cfg, verrs := httpsteps.ParseConfig(raw)
+	if len(verrs) > 0 {
+		return httpsteps.Config{}, fmt.Errorf("parse workflow steps: %w", verrs)
+	}
+	return cfg, nil
+}
+
+// SecretNames returns the secrets cfg names ({{secrets.NAME}}), sorted.
+func SecretNames(cfg httpsteps.Config) []string {
+	var out []string
+	for _, v := range cfg.Variables() {
+		if name, ok := strings.CutPrefix(v, "secrets."); ok {
+			name, _, _ = strings.Cut(name, ".")
+			if len(out) == 0 || out[len(out)-1] != name {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// RunStepInput names one step of a run.
+type RunStepInput struct {
+	RunUUID uuid.UUID `json:"run_uuid"`
+	Index   int       `json:"index"`
+}
+
+// RunStepResult is what the workflow learns of a step: no response bodies, no secrets.
+type RunStepResult struct {
+	StepName  string `json:"step_name"`
+	Status    int    `json:"status"`
+	Skipped   bool   `json:"skipped"`
+	NotFound  bool   `json:"not_found"`
+	Cancelled bool   `json:"cancelled"` // the run was cancelled: the step was not sent
+	Replayed  bool   `json:"replayed"`  // already recorded by an earlier attempt: not sent again
+}
+
+// runStepState is the unmasked steps.<name>.* values of the steps done so far, sealed at rest.
+type runStepState map[string]any
+
+// RunWorkflowStep sends step in.Index of the run and records it (seed §2.7 shape, secrets masked).
+// A step already recorded as done is not sent again. The run's steps see only the secrets the
+// workflow names. Permanent failures (4xx, unexpected status, a step that cannot be rendered) are
+// non-retryable; 5xx, 429 and network errors are retried by the workflow's retry policy.
+func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunStepResult, error) {
+	run, err := a.WorkflowRuns.GetWorkflowRun(ctx, in.RunUUID)
+	if err != nil {
+		return RunStepResult{}, notFoundPermanent(err, "load run")
+	}
+	if run.Status != store.RunRunning {
+		return RunStepResult{Cancelled: true}, nil
+	}
+	if rec, ok := recordedStep(run.Steps, in.Index); ok && rec.Error == "" {
+		return RunStepResult{StepName: rec.StepName, Status: rec.ResponseStatusCode, Skipped: rec.Skipped, Replayed: true}, nil
+	}
+	_, cfg, err := a.runDefinition(ctx, run)
+	if err != nil {
+		return RunStepResult{}, err
+	}
+	if in.Index < 0 || in.Index >= len(cfg.Steps) {
+		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("step %d out of range", in.Index), ErrTypeRunBroken, nil)
+	}
+	state := runStepState{}
+	if len(run.StepState) > 0 {
+		plain, err := a.RunSecrets.Open(run.StepState)
+		if err != nil {
+			return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError("open step state: "+err.Error(), ErrTypeRunBroken, nil)
+		}
+		dec := json.NewDecoder(bytes.NewReader(plain))
+		dec.UseNumber()
+		if err := dec.Decode(&state); err != nil {
+			return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError("decode step state", ErrTypeRunBroken, nil)
+		}
+	}
+	vars, secretValues, err := a.runVars(ctx, run, cfg)
+	if err != nil {
+		return RunStepResult{}, err
+	}
+	vars["steps"] = map[string]any(state)
+	st := cfg.Steps[in.Index]
+	p, err := httpsteps.BuildRequest(cfg, in.Index, vars)
+	if err != nil {
+		rec := httpsteps.FailedRecord(cfg, in.Index, run.IndicatorValue, err)
+		rec.Error = httpsteps.NewMasker(secretValues).String(rec.Error)
+		if st.Optional {
+			rec.Skipped = true
+			return RunStepResult{StepName: st.Name, Skipped: true}, a.recordStep(ctx, run.UUID, in.Index, rec, nil)
+		}
+		if rerr := a.recordStep(ctx, run.UUID, in.Index, rec, nil); rerr != nil {
+			return RunStepResult{}, rerr
+		}
+		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, ErrTypeWorkflowStepPermanent, nil)
+	}
+	out, err := httpsteps.NewRunner(a.StepClient).Do(ctx, p, secretValues...)
+	if err != nil {
+		if st.Optional {
+			out.MarkSkipped(err)
+			return RunStepResult{StepName: st.Name, Status: out.Status, Skipped: true}, a.recordStep(ctx, run.UUID, in.Index, out.Record, nil)
+		}
+		if rerr := a.recordStep(ctx, run.UUID, in.Index, out.Record, nil); rerr != nil {
+			return RunStepResult{}, rerr
+		}
+		if httpsteps.IsRetryable(err) {
+			if d, ok := httpsteps.RetryAfter(err); ok {
+				return RunStepResult{}, sdktemporal.NewApplicationErrorWithOptions(out.Record.Error, "WorkflowStepRetryable",
+					sdktemporal.ApplicationErrorOptions{NextRetryDelay: d})
+			}
+			return RunStepResult{}, errors.New(out.Record.Error)
+		}
+		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(out.Record.Error, ErrTypeWorkflowStepPermanent, nil)
+	}
+	state[st.Name] = out.Vars()
+	plain, err := json.Marshal(state)
+	if err != nil {
+		return RunStepResult{}, fmt.Errorf("encode step state: %w", err)
+	}
+	sealed, err := a.RunSecrets.Seal(plain)
+	if err != nil {
+		return RunStepResult{}, fmt.Errorf("seal step state: %w", err)
+	}
+	if err := a.recordStep(ctx, run.UUID, in.Index, out.Record, sealed); err != nil {
+		return RunStepResult{}, err
+	}
+	return RunStepResult{StepName: st.Name, Status: out.Status, NotFound: out.NotFound}, nil
+}
+
+// runVars builds the template root: indicator, alert (when the run has one) and only the secrets
+// the workflow names. It also returns the secret values, to mask them in records.
+func (a *Activities) runVars(ctx context.Context, run store.WorkflowRun, cfg httpsteps.Config) (map[string]any, []string, error) {
+	vars := map[string]any{"indicator": map[string]any{"type": run.IndicatorType, "value": run.IndicatorValue}}
+	if run.AlertUUID != nil {
+		alert, err := a.WorkflowRuns.AlertTemplateValues(ctx, *run.AlertUUID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load alert: %w", err)
+		}
+		vars["alert"] = alert
+	}
+	sealed, err := a.WorkflowRuns.SealedWorkflowSecrets(ctx, SecretNames(cfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	secrets := map[string]any{}
+	var values []string
+	for name, s := range sealed {
+		plain, err := a.RunSecrets.Open(s)
+		if err != nil {
+			return nil, nil, sdktemporal.NewNonRetryableApplicationError("open secret "+name+": "+err.Error(), ErrTypeRunBroken, nil)
+		}
+		secrets[name] = string(plain)
+		values = append(values, string(plain))
+	}
+	vars["secrets"] = secrets
+	return vars, values, nil
+}
+
+func (a *Activities) recordStep(ctx context.Context, id uuid.UUID, index int, rec httpsteps.StepRecord, sealedState []byte) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode step record: %w", err)
+	}
+	if err := a.WorkflowRuns.RecordRunStep(ctx, id, index, raw, sealedState); err != nil {
+		return fmt.Errorf("record step %d: %w", index, err)
+	}
+	return nil
+}
+
+func recordedStep(steps json.RawMessage, index int) (httpsteps.StepRecord, bool) {
+	var list []*httpsteps.StepRecord
+	if err := json.Unmarshal(steps, &list); err != nil || index >= len(list) || list[index] == nil {
+		return httpsteps.StepRecord{}, false
+	}
+	return *list[index], true
+}
+
+// FinishRunInput ends a run.
+type FinishRunInput struct {
+	RunUUID uuid.UUID `json:"run_uuid"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// FinishWorkflowRun records the run's final status, result and workflow_run.completed once; a run
+// that already ended (cancelled meanwhile) keeps its status, which is returned.
+func (a *Activities) FinishWorkflowRun(ctx context.Context, in FinishRunInput) (string, error) {
+	run, err := a.WorkflowRuns.GetWorkflowRun(ctx, in.RunUUID)
+	if err != nil {
+		return "", notFoundPermanent(err, "load run")
+	}
+	var steps []*httpsteps.StepRecord
+	_ = json.Unmarshal(run.Steps, &steps)
+	done, skipped := 0, 0
+	for _, s := range steps {
+		switch {
+		case s == nil:
+		case s.Skipped:
+			skipped++
+		case s.Error == "":
+			done++
+		}
+	}
+	result, err := json.Marshal(map[string]any{"status": in.Status, "success": in.Status == store.RunSucceeded,
+		"steps_total": len(steps), "steps_succeeded": done, "steps_skipped": skipped})
+	if err != nil {
+		return "", fmt.Errorf("encode result: %w", err)
+	}
+	var errText *string
+	if in.Error != "" {
+		errText = &in.Error
+	}
+	stored, _, err := a.WorkflowRuns.FinishWorkflowRun(ctx, in.RunUUID, in.Status, result, errText)
+	if err != nil {
+		return "", err
+	}
+	return stored.Status, nil
+}
+
+func notFoundPermanent(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return sdktemporal.NewNonRetryableApplicationError(what+": not found", ErrTypeRunBroken, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

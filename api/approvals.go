@@ -1,0 +1,217 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/approvals"
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/store"
+)
+
+func (s *Server) approvalRoutes() {
+	scopes := []string{auth.ScopeApprovalsWrite}
+	const tag = "Workflow approvals"
+	s.add(route{Method: http.MethodGet, Path: "/v1/workflow-approvals", Tag: tag, Summary: "List approval requests",
+		Description: "Newest first.", Scopes: scopes, Query: listApprovalsQuery{}, Response: approvalResponse{}, List: true}, s.listApprovals)
+	s.add(route{Method: http.MethodGet, Path: "/v1/workflow-approvals/:uuid", Tag: tag, Summary: "Get an approval request",
+		Scopes: scopes, Response: approvalResponse{}}, s.getApproval)
+	s.add(route{Method: http.MethodPost, Path: "/v1/workflow-approvals/:uuid/approve", Tag: tag, Summary: "Approve a request",
+		Description: "Committed in Postgres, then signalled to the run. Only a pending, unexpired request: 409 APPROVAL_ALREADY_DECIDED / APPROVAL_EXPIRED. The key that triggered the run cannot approve it (403 SELF_APPROVAL_FORBIDDEN). Each key counts once toward required_approvals.",
+		Scopes:      scopes, Body: approveRequest{}, Response: approvalResponse{}, Errors: []int{http.StatusConflict}}, s.approve)
+	s.add(route{Method: http.MethodPost, Path: "/v1/workflow-approvals/:uuid/reject", Tag: tag, Summary: "Reject a request",
+		Description: "One rejection rejects the request; the run ends rejected without sending a step.",
+		Scopes:      scopes, Body: rejectRequest{}, Response: approvalResponse{}, Errors: []int{http.StatusConflict}}, s.reject)
+	s.add(route{Method: http.MethodPost, Path: "/v1/approvals/callback/slack", Tag: tag, Summary: "Slack interaction callback",
+		Description: "Public: authenticated by Slack's v0 request signature (SLACK_SIGNING_SECRET) within a 5-minute window. Decides as the Slack user.",
+		Public:      true, Response: slackCallbackResponse{}, Errors: []int{http.StatusUnauthorized}}, s.slackCallback)
+}
+
+type approvalDecisionResponse struct {
+	ResponderID string    `json:"responder_id"`
+	Decision    string    `json:"decision" enum:"approved,rejected"`
+	Comment     *string   `json:"comment"`
+	DecidedAt   time.Time `json:"decided_at"`
+}
+
+type approvalResponse struct {
+	UUID              uuid.UUID                  `json:"uuid"`
+	WorkflowUUID      uuid.UUID                  `json:"workflow_uuid"`
+	WorkflowName      string                     `json:"workflow_name"`
+	RunUUID           uuid.UUID                  `json:"run_uuid"`
+	TriggerSource     string                     `json:"trigger_source" enum:"human,agent"`
+	TriggerKeyPrefix  *string                    `json:"trigger_key_prefix"`
+	Reason            *string                    `json:"reason"`
+	Confidence        *float64                   `json:"confidence"`
+	IndicatorType     string                     `json:"indicator_type"`
+	IndicatorValue    string                     `json:"indicator_value"`
+	RiskLevel         string                     `json:"risk_level"`
+	Status            string                     `json:"status" enum:"pending,approved,rejected,expired,cancelled"`
+	RequiredApprovals int                        `json:"required_approvals"`
+	Decisions         []approvalDecisionResponse `json:"decisions"`
+	RejectionReason   *string                    `json:"rejection_reason"`
+	ExpiresAt         time.Time                  `json:"expires_at"`
+	NotifierType      string                     `json:"notifier_type" enum:"none,slack,teams,webhook"`
+	NotifierChannel   *string                    `json:"notifier_channel"`
+	CreatedAt         time.Time                  `json:"created_at"`
+	UpdatedAt         time.Time                  `json:"updated_at"`
+}
+
+func toApprovalResponse(a store.ApprovalRequest) approvalResponse {
+	ds := make([]approvalDecisionResponse, len(a.Decisions))
+	for i, d := range a.Decisions {
+		ds[i] = approvalDecisionResponse{ResponderID: d.ResponderID, Decision: d.Decision, Comment: d.Comment, DecidedAt: d.DecidedAt.UTC()}
+	}
+	return approvalResponse{UUID: a.UUID, WorkflowUUID: a.WorkflowUUID, WorkflowName: a.WorkflowName, RunUUID: a.RunUUID,
+		TriggerSource: a.TriggerSource, TriggerKeyPrefix: a.TriggerKeyPrefix, Reason: a.Reason, Confidence: a.Confidence,
+		IndicatorType: a.IndicatorType, IndicatorValue: a.IndicatorValue, RiskLevel: a.RiskLevel, Status: a.Status,
+		RequiredApprovals: a.RequiredApprovals, Decisions: ds, RejectionReason: a.RejectionReason, ExpiresAt: a.ExpiresAt.UTC(),
+		NotifierType: a.NotifierType, NotifierChannel: a.NotifierChannel, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+}
+
+type listApprovalsQuery struct {
+	PageQuery
+	Status       []string   `query:"status" enum:"pending,approved,rejected,expired,cancelled" doc:"Comma-separated."`
+	WorkflowUUID *uuid.UUID `query:"workflow_uuid"`
+}
+
+func (s *Server) listApprovals(c *fiber.Ctx) error {
+	var q listApprovalsQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	as, total, err := s.deps.Workflows.ListApprovals(c.UserContext(), store.ApprovalFilter{Statuses: q.Status, WorkflowUUID: q.WorkflowUUID, Page: q.storePage()})
+	if err != nil {
+		return err
+	}
+	out := make([]approvalResponse, len(as))
+	for i, a := range as {
+		out[i] = toApprovalResponse(a)
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+func (s *Server) getApproval(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	a, err := s.deps.Workflows.GetApproval(c.UserContext(), id)
+	if err != nil {
+		return notFoundAs(err, "Approval request")
+	}
+	return respond(c, http.StatusOK, toApprovalResponse(a))
+}
+
+type approveRequest struct {
+	ResponderID *string `json:"responder_id" minLength:"1" maxLength:"200" doc:"Shown in decisions; default the key prefix. The quorum counts keys, not this label."`
+	Comment     *string `json:"comment" maxLength:"5000"`
+}
+
+type rejectRequest struct {
+	ResponderID *string `json:"responder_id" minLength:"1" maxLength:"200"`
+	Reason      *string `json:"reason" maxLength:"5000" doc:"Stored as rejection_reason."`
+}
+
+func (s *Server) approve(c *fiber.Ctx) error {
+	var req approveRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	return s.decideByKey(c, true, req.ResponderID, req.Comment)
+}
+
+func (s *Server) reject(c *fiber.Ctx) error {
+	var req rejectRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	return s.decideByKey(c, false, req.ResponderID, req.Reason)
+}
+
+func (s *Server) decideByKey(c *fiber.Ctx, approve bool, responder, comment *string) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	p := principal(c)
+	label := p.KeyPrefix
+	if responder != nil {
+		label = *responder
+	}
+	key := p.KeyUUID
+	a, err := s.deps.Workflows.DecideApproval(c.UserContext(), id, store.Decision{Identity: "key:" + key.String(), ResponderID: label,
+		KeyUUID: &key, Approve: approve, Comment: comment})
+	if err != nil {
+		return decisionError(err)
+	}
+	s.signalRun(c, a.RunUUID)
+	return respond(c, http.StatusOK, toApprovalResponse(a))
+}
+
+// decisionError maps store decision errors to the contract's codes.
+func decisionError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return errNotFound("Approval request")
+	case errors.Is(err, store.ErrApprovalExpired):
+		return NewError(http.StatusConflict, "APPROVAL_EXPIRED", "The approval request has expired.")
+	case errors.Is(err, store.ErrApprovalDecided):
+		return NewError(http.StatusConflict, "APPROVAL_ALREADY_DECIDED", "The approval request has already been decided.")
+	case errors.Is(err, store.ErrResponderVoted):
+		return NewError(http.StatusConflict, "APPROVAL_ALREADY_DECIDED", "This responder has already decided this request.")
+	case errors.Is(err, store.ErrSelfApproval):
+		return NewError(http.StatusForbidden, "SELF_APPROVAL_FORBIDDEN", "A key may not decide a run it triggered.")
+	case errors.Is(err, store.ErrDecideToken):
+		return NewError(http.StatusForbidden, "INVALID_DECIDE_TOKEN", "This approval link is invalid or has already been used.")
+	}
+	return err
+}
+
+type slackCallbackResponse struct {
+	ResponseType    string `json:"response_type"`
+	ReplaceOriginal bool   `json:"replace_original"`
+	Text            string `json:"text"`
+}
+
+func (s *Server) slackCallback(c *fiber.Ctx) error {
+	if s.cfg.SlackSigningSecret == "" {
+		return NewError(http.StatusNotFound, "NOT_FOUND", "Slack approvals are not configured.")
+	}
+	body := c.Request().Body()
+	err := approvals.VerifySlack(s.cfg.SlackSigningSecret, c.Get(approvals.SlackTimestampHeader), c.Get(approvals.SlackSignatureHeader), body, time.Now())
+	if err != nil {
+		code := "INVALID_SIGNATURE"
+		if errors.Is(err, approvals.ErrSlackStale) {
+			code = "STALE_REQUEST"
+		}
+		return NewError(http.StatusUnauthorized, code, "Slack request verification failed: "+err.Error()+".")
+	}
+	act, err := approvals.ParseSlackCallback(body)
+	if err != nil {
+		return NewError(http.StatusBadRequest, "INVALID_PAYLOAD", "Not a Vigil approval action.")
+	}
+	name := act.UserName
+	if name == "" {
+		name = act.UserID
+	}
+	a, err := s.deps.Workflows.DecideApproval(c.UserContext(), act.ApprovalUUID, store.Decision{
+		Identity: "slack:" + act.TeamID + ":" + act.UserID, ResponderID: "slack:" + name, Approve: act.Approve})
+	text := ""
+	switch {
+	case err == nil:
+		s.signalRun(c, a.RunUUID)
+		text = "Recorded: " + map[bool]string{true: "approved", false: "rejected"}[act.Approve] + " by <@" + act.UserID + ">. Request is now " + a.Status + "."
+	default:
+		var apiErr *Error
+		if !errors.As(decisionError(err), &apiErr) {
+			return err
+		}
+		text = apiErr.Message
+	}
+	return c.Status(http.StatusOK).JSON(slackCallbackResponse{ResponseType: "ephemeral", Text: text})
+}
