@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/netguard"
+	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// providerCallTimeout bounds one provider request (each step also has its own timeout_seconds).
+const providerCallTimeout = 5 * time.Minute
+
+// openSecretBox parses ENCRYPTION_KEY. api and worker refuse to start without a valid key (vigil dev
+// generates one first).
+func openSecretBox(cfg config) (*secretbox.Box, error) {
+	if cfg.EncryptionKey == "" {
+		return nil, errors.New("ENCRYPTION_KEY is required: a 32-byte key as 64 hex characters or base64 (e.g. `openssl rand -base64 32`)")
+	}
+	key, err := secretbox.ParseKey(cfg.EncryptionKey)
+	if err != nil {
+		return nil, fmt.Errorf("ENCRYPTION_KEY is malformed: %w", err)
+	}
+	box, err := secretbox.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("ENCRYPTION_KEY: %w", err)
+	}
+	return box, nil
+}
+
+// providerEnv is the environment env_var_mapping may read: the process environment without Vigil's
+// own settings (a provider definition must not be able to send DATABASE_URL or ENCRYPTION_KEY to a
+// URL of its choosing).
+func providerEnv(getenv func(string) string) store.Env {
+	hidden := map[string]bool{}
+	for _, s := range settings() {
+		hidden[s.name] = true
+	}
+	return func(name string) string {
+		if hidden[name] || getenv == nil {
+			return ""
+		}
+		return getenv(name)
+	}
+}
+
+// enrichmentDeps builds the enrichment activities' dependencies: provider calls go through the SSRF
+// guard (SSRF_ALLOWED_HOSTS are its only exceptions).
+func enrichmentDeps(st *store.Store, box *secretbox.Box, cfg config) *activities.EnrichmentDeps {
+	guard := netguard.NewGuard(cfg.SSRFAllowedHosts)
+	return &activities.EnrichmentDeps{Store: st, Box: box, Env: cfg.ProviderEnv, HTTP: guard.HTTPClient(providerCallTimeout)}
+}
+
+// seedProviders seeds the builtin providers (idempotent; api and worker both call it at start).
+func seedProviders(ctx context.Context, st *store.Store) error {
+	if err := st.SeedBuiltinProviders(ctx); err != nil {
+		return fmt.Errorf("seed builtin providers: %w", err)
+	}
+	return nil
+}

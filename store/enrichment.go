@@ -1,0 +1,383 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// FieldExtraction copies one field of a provider's response into the extracted map of an
+// enrichment result, for one indicator type. System rows come with builtin providers: only is_active
+// may change.
+type FieldExtraction struct {
+	bun.BaseModel `bun:"table:enrichment_field_extractions"`
+
+	UUID          uuid.UUID `bun:"uuid,pk,type:uuid"`
+	ProviderName  string    `bun:"provider_name"`
+	IndicatorType string    `bun:"indicator_type"`
+	SourcePath    string    `bun:"source_path"`
+	TargetKey     string    `bun:"target_key"`
+	ValueType     string    `bun:"value_type"`
+	Description   string    `bun:"description"`
+	IsSystem      bool      `bun:"is_system"`
+	IsActive      bool      `bun:"is_active"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
+}
+
+// CreateFieldExtractions inserts every extraction in one transaction (all or nothing). A duplicate
+// (provider, type, target_key) is ErrConflict.
+func (s *Store) CreateFieldExtractions(ctx context.Context, exts []*FieldExtraction) error {
+	if len(exts) == 0 {
+		return nil
+	}
+	now := s.Now()
+	for _, e := range exts {
+		if e.UUID == uuid.Nil {
+			e.UUID = uuid.New()
+		}
+		e.CreatedAt, e.UpdatedAt = now, now
+	}
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, e := range exts {
+			if _, err := tx.NewInsert().Model(e).Exec(ctx); err != nil {
+				return fmt.Errorf("insert field extraction %s/%s/%s: %w", e.ProviderName, e.IndicatorType, e.TargetKey, mapErr(err))
+			}
+		}
+		return nil
+	})
+}
+
+// GetFieldExtraction loads one extraction by uuid.
+func (s *Store) GetFieldExtraction(ctx context.Context, id uuid.UUID) (FieldExtraction, error) {
+	var e FieldExtraction
+	if err := s.db.NewSelect().Model(&e).Where("uuid = ?", id).Scan(ctx); err != nil {
+		return FieldExtraction{}, fmt.Errorf("get field extraction %s: %w", id, mapErr(err))
+	}
+	return e, nil
+}
+
+// FieldExtractionFilter narrows ListFieldExtractions. A zero Page lists every match.
+type FieldExtractionFilter struct {
+	ProviderName  string
+	IndicatorType string
+	IsActive      *bool
+	IsSystem      *bool
+	Page          Page
+}
+
+// ListFieldExtractions returns extractions ordered by provider, type and target key, and the total.
+func (s *Store) ListFieldExtractions(ctx context.Context, f FieldExtractionFilter) ([]FieldExtraction, int, error) {
+	var exts []FieldExtraction
+	q := s.db.NewSelect().Model(&exts).OrderExpr("provider_name, indicator_type, target_key")
+	if f.ProviderName != "" {
+		q = q.Where("provider_name = ?", f.ProviderName)
+	}
+	if f.IndicatorType != "" {
+		q = q.Where("indicator_type = ?", f.IndicatorType)
+	}
+	if f.IsActive != nil {
+		q = q.Where("is_active = ?", *f.IsActive)
+	}
+	if f.IsSystem != nil {
+		q = q.Where("is_system = ?", *f.IsSystem)
+	}
+	if f.Page.Size > 0 {
+		q = q.Limit(f.Page.Limit()).Offset(f.Page.Offset())
+	}
+	total, err := q.ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list field extractions: %w", mapErr(err))
+	}
+	return exts, int(total), nil
+}
+
+// UpdateFieldExtraction writes the named columns of e (updated_at always).
+func (s *Store) UpdateFieldExtraction(ctx context.Context, e *FieldExtraction, columns ...string) error {
+	e.UpdatedAt = s.Now()
+	res, err := s.db.NewUpdate().Model(e).Column(append(columns, "updated_at")...).WherePK().Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("update field extraction %s: %w", e.UUID, mapErr(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("update field extraction %s: %w", e.UUID, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteFieldExtraction deletes a non-system extraction (ErrNotFound otherwise).
+func (s *Store) DeleteFieldExtraction(ctx context.Context, id uuid.UUID) error {
+	res, err := s.db.NewDelete().Model((*FieldExtraction)(nil)).Where("uuid = ? AND NOT is_system", id).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("delete field extraction %s: %w", id, mapErr(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("delete field extraction %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// CachedResult is one cached provider answer.
+type CachedResult struct {
+	Result    map[string]any
+	ExpiresAt time.Time
+}
+
+// GetCachedResult returns the unexpired cached result for (provider, type, value).
+func (s *Store) GetCachedResult(ctx context.Context, provider, typ, value string) (CachedResult, bool, error) {
+	var out CachedResult
+	err := s.db.NewSelect().Table("enrichment_cache").Column("result", "expires_at").
+		Where("provider_name = ? AND indicator_type = ? AND value = ? AND expires_at > now()", provider, typ, value).
+		Scan(ctx, &out.Result, &out.ExpiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return CachedResult{}, false, nil
+	}
+	if err != nil {
+		return CachedResult{}, false, fmt.Errorf("read cache %s/%s: %w", provider, typ, mapErr(err))
+	}
+	return out, true, nil
+}
+
+// PutCachedResult stores result for ttl (replacing any earlier entry). ttl ≤ 0 stores nothing.
+func (s *Store) PutCachedResult(ctx context.Context, provider, typ, value string, result map[string]any, ttl time.Duration) error {
+	if ttl <= 0 {
+		return nil
+	}
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return fmt.Errorf("encode cache entry %s/%s: %w", provider, typ, err)
+	}
+	_, err = s.db.NewRaw(`INSERT INTO enrichment_cache (provider_name, indicator_type, value, result, created_at, expires_at)
+VALUES (?, ?, ?, ?::jsonb, now(), now() + ? * interval '1 microsecond')
+ON CONFLICT (provider_name, indicator_type, value) DO UPDATE
+SET result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
+		provider, typ, value, string(raw), ttl.Microseconds()).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("write cache %s/%s: %w", provider, typ, mapErr(err))
+	}
+	return nil
+}
+
+// PurgeExpiredCache deletes expired cache entries and returns how many.
+func (s *Store) PurgeExpiredCache(ctx context.Context) (int, error) {
+	res, err := s.db.NewDelete().Table("enrichment_cache").Where("expires_at <= now()").Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("purge cache: %w", mapErr(err))
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// ErrQuotaExhausted is returned (wrapped) by ReserveProviderSlot when the daily quota is used up;
+// the slot returned is then the start of the next UTC day.
+var ErrQuotaExhausted = errors.New("daily quota exhausted")
+
+// ReserveProviderSlot reserves the next request slot of provider under limit, atomically across
+// processes, and returns the slot time (Postgres clock) and the database's now. Slots are spaced by
+// limit.Interval(); with a daily quota, a day whose quota is used pushes the slot to the next UTC day.
+// A zero limit returns now.
+func (s *Store) ReserveProviderSlot(ctx context.Context, provider string, limit RateLimit) (slot, now time.Time, err error) {
+	interval := limit.Interval()
+	quota := 0
+	if limit.DailyQuota != nil && *limit.DailyQuota > 0 {
+		quota = *limit.DailyQuota
+	}
+	if interval <= 0 && quota == 0 {
+		err = s.db.NewRaw("SELECT now(), now()").Scan(ctx, &slot, &now)
+		return slot.UTC(), now.UTC(), mapErr(err)
+	}
+	// The row is locked for the reservation, so concurrent reservations queue up on it. The slot is
+	// max(next_slot, now); when the day of that slot has used its quota, it moves to the start of the
+	// following UTC day. The row keeps the slot after the reserved one.
+	err = s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO enrichment_rate_state (provider_name, next_slot, day, day_count)
+VALUES (?, now(), (now() AT TIME ZONE 'UTC')::date, 0) ON CONFLICT (provider_name) DO NOTHING`, provider); err != nil {
+			return err
+		}
+		var next time.Time
+		var day time.Time
+		var count int
+		if err := tx.QueryRowContext(ctx, `SELECT next_slot, day::timestamp AT TIME ZONE 'UTC', day_count, now() FROM enrichment_rate_state
+WHERE provider_name = ? FOR UPDATE`, provider).Scan(&next, &day, &count, &now); err != nil {
+			return err
+		}
+		slot = next
+		if now.After(slot) {
+			slot = now
+		}
+		slotDay := utcDay(slot)
+		if !slotDay.Equal(utcDay(day)) {
+			count = 0
+		}
+		if quota > 0 && count >= quota {
+			slot, count = slotDay.AddDate(0, 0, 1), 0
+			slotDay = slot
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE enrichment_rate_state SET next_slot = ?, day = ?::date, day_count = ? WHERE provider_name = ?`,
+			slot.Add(interval), slotDay.Format("2006-01-02"), count+1, provider)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("reserve rate slot for %s: %w", provider, mapErr(err))
+	}
+	return slot.UTC(), now.UTC(), nil
+}
+
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// IndicatorEnrichment is the outcome of one enrichment pass over an indicator.
+type IndicatorEnrichment struct {
+	IndicatorUUID uuid.UUID
+	// Results are provider name → result object (status, success, extracted, malice, enriched_at,
+	// error_message, raw_response, ...), merged into enrichment_results over earlier ones.
+	Results map[string]any
+}
+
+// maliceRank orders verdicts: the worst wins.
+var maliceRank = map[string]int{"Pending": 0, "Benign": 1, "Suspicious": 2, "Malicious": 3}
+
+// WorstMalice returns the worst of verdicts (Pending when none).
+func WorstMalice(verdicts ...string) string {
+	worst := "Pending"
+	for _, v := range verdicts {
+		if maliceRank[v] > maliceRank[worst] {
+			worst = v
+		}
+	}
+	return worst
+}
+
+// RecordIndicatorEnrichment merges results into the indicator's enrichment_results under a row lock,
+// recomputes malice as the worst verdict over its successful provider results (unless an analyst
+// override holds: malice_overridden_at set), sets is_enriched and bumps last_seen. It returns the row.
+func (s *Store) RecordIndicatorEnrichment(ctx context.Context, e IndicatorEnrichment) (Indicator, error) {
+	var out Indicator
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var ind Indicator
+		if err := tx.NewSelect().Model(&ind).Where("uuid = ?", e.IndicatorUUID).For("UPDATE").Scan(ctx); err != nil {
+			return fmt.Errorf("lock indicator %s: %w", e.IndicatorUUID, mapErr(err))
+		}
+		merged := map[string]any{}
+		for k, v := range ind.EnrichmentResults {
+			merged[k] = v
+		}
+		for k, v := range e.Results {
+			merged[k] = v
+		}
+		var verdicts []string
+		for _, v := range merged {
+			r, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			if success, _ := r["success"].(bool); !success {
+				continue
+			}
+			if m, ok := r["malice"].(string); ok {
+				verdicts = append(verdicts, m)
+			}
+		}
+		now := s.Now()
+		ind.EnrichmentResults = merged
+		ind.IsEnriched = true
+		ind.UpdatedAt = now
+		if now.After(ind.LastSeen) {
+			ind.LastSeen = now
+		}
+		cols := []string{"enrichment_results", "is_enriched", "updated_at", "last_seen"}
+		if ind.MaliceOverriddenAt == nil {
+			ind.Malice = WorstMalice(verdicts...)
+			src := "enrichment"
+			ind.MaliceSource = &src
+			cols = append(cols, "malice", "malice_source")
+		}
+		if _, err := tx.NewUpdate().Model(&ind).Column(cols...).WherePK().Exec(ctx); err != nil {
+			return fmt.Errorf("update indicator %s: %w", ind.UUID, mapErr(err))
+		}
+		out = ind
+		return nil
+	})
+	return out, err
+}
+
+// GetIndicators loads indicators by uuid (missing ones are left out), in the order given.
+func (s *Store) GetIndicators(ctx context.Context, ids []uuid.UUID) ([]Indicator, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []Indicator
+	if err := s.db.NewSelect().Model(&rows).Where("uuid IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("get %d indicators: %w", len(ids), mapErr(err))
+	}
+	byID := make(map[uuid.UUID]Indicator, len(rows))
+	for _, r := range rows {
+		byID[r.UUID] = r
+	}
+	out := make([]Indicator, 0, len(rows))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, r)
+			delete(byID, id)
+		}
+	}
+	return out, nil
+}
+
+// Enrichment result statuses.
+const (
+	EnrichSuccess = "success"
+	EnrichFailed  = "failed"
+	EnrichSkipped = "skipped"
+)
+
+// EnrichmentResult is one provider's answer for one indicator: what POST /v1/enrichments returns per
+// provider, what the cache keeps, and what an indicator's enrichment_results holds under the
+// provider's name.
+type EnrichmentResult struct {
+	Provider     string         `json:"provider"`
+	Status       string         `json:"status"` // success, failed or skipped
+	Success      bool           `json:"success"`
+	NotFound     bool           `json:"not_found"`
+	Extracted    map[string]any `json:"extracted"`
+	Malice       string         `json:"malice"`
+	EnrichedAt   *time.Time     `json:"enriched_at"`
+	ErrorMessage string         `json:"error_message"`
+	CacheHit     bool           `json:"cache_hit"`
+	RawResponse  any            `json:"raw_response,omitempty"` // masked, cut at 50 KB
+	DurationMS   int64          `json:"duration_ms"`
+}
+
+// Map is the JSON object form of r (for jsonb columns).
+func (r EnrichmentResult) Map() map[string]any {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return map[string]any{"provider": r.Provider, "status": r.Status, "success": r.Success}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return map[string]any{"provider": r.Provider, "status": r.Status, "success": r.Success}
+	}
+	return m
+}
+
+// EnrichmentResultFromMap decodes the JSON object form (a cache entry).
+func EnrichmentResultFromMap(m map[string]any) (EnrichmentResult, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return EnrichmentResult{}, fmt.Errorf("encode enrichment result: %w", err)
+	}
+	var r EnrichmentResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return EnrichmentResult{}, fmt.Errorf("decode enrichment result: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,273 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// Enrichment limits.
+const (
+	// MaxRateLimitedRetries bounds how often one step is retried after a 429.
+	MaxRateLimitedRetries = 5
+	// MaxRetryAfter caps a provider's Retry-After hint.
+	MaxRetryAfter = 10 * time.Minute
+	// stepAttempts is how often a step failing with a retryable error is tried in all.
+	stepAttempts = 3
+)
+
+// EnrichIndicatorsInput says what EnrichIndicators enriches: stored indicators by uuid and/or one
+// ad-hoc value, with every configured provider supporting each type (only Providers when set).
+type EnrichIndicatorsInput struct {
+	IndicatorUUIDs []string                 `json:"indicator_uuids,omitempty"`
+	AdHoc          *activities.EnrichTarget `json:"ad_hoc,omitempty"`
+	Providers      []string                 `json:"providers,omitempty"`
+	// Test: the provider test endpoint (no cache, no indicator updates, one attempt per step, step
+	// records kept with their response bodies).
+	Test      bool `json:"test,omitempty"`
+	SkipCache bool `json:"skip_cache,omitempty"`
+	// StepQueue is the task queue of the HTTP step activities (the enrichment queue); "" means the
+	// calling workflow's own queue. The alert pipeline passes Queues.Enrichment.
+	StepQueue string `json:"step_queue,omitempty"`
+}
+
+// EnrichIndicatorsResult holds the targets and one outcome per (target, provider) that ran, was
+// served from the cache or was skipped (unconfigured providers are left out).
+type EnrichIndicatorsResult struct {
+	Targets  []activities.EnrichTarget `json:"targets"`
+	Outcomes []activities.Outcome      `json:"outcomes"`
+	// Steps are the step records of each call, by provider name (test mode only).
+	Steps map[string][]httpsteps.StepRecord `json:"steps,omitempty"`
+}
+
+// EnrichIndicators enriches indicators with every configured provider, in parallel, and records
+// the results. It is a workflow-side function, not a workflow: the alert pipeline calls it inline,
+// and ProviderCall and EnrichIndicator wrap it. Cost per call: the plan and the record are local
+// activities (cache lookups, rate-limit bookkeeping and indicator updates never cost a workflow
+// task of their own); each HTTP step is one activity on the step queue.
+func EnrichIndicators(ctx workflow.Context, in EnrichIndicatorsInput) (EnrichIndicatorsResult, error) {
+	var a *activities.Activities
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &sdktemporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumAttempts: 5, NonRetryableErrorTypes: []string{"EnrichNotConfigured", "EnrichBadInput"}},
+	})
+	var plan activities.EnrichPlan
+	planIn := activities.EnrichPlanInput{IndicatorUUIDs: in.IndicatorUUIDs, AdHoc: in.AdHoc, Providers: in.Providers, Test: in.Test, SkipCache: in.SkipCache}
+	if err := workflow.ExecuteLocalActivity(lctx, a.EnrichPlan, planIn).Get(lctx, &plan); err != nil {
+		return EnrichIndicatorsResult{}, fmt.Errorf("enrichment plan: %w", err)
+	}
+	if len(plan.Targets) == 0 {
+		return EnrichIndicatorsResult{Targets: []activities.EnrichTarget{}, Outcomes: []activities.Outcome{}}, nil
+	}
+
+	calls := make([]activities.CallOutcome, len(plan.Calls))
+	wg := workflow.NewWaitGroup(ctx)
+	for i := range plan.Calls {
+		wg.Add(1)
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			defer wg.Done()
+			calls[i] = runProviderCall(gctx, in, plan.Targets[plan.Calls[i].Target], plan.Calls[i])
+			calls[i].Call = i
+		})
+	}
+	wg.Wait(ctx)
+
+	res := EnrichIndicatorsResult{Targets: plan.Targets}
+	if in.Test {
+		res.Steps = map[string][]httpsteps.StepRecord{}
+		for i, c := range calls {
+			res.Steps[plan.Calls[i].Provider] = c.Steps
+		}
+	}
+	recIn := activities.EnrichRecordInput{Plan: plan, Calls: calls, Test: in.Test}
+	if !in.Test {
+		for i := range recIn.Calls {
+			recIn.Calls[i].Steps = nil // records stay in history through the step activities
+		}
+	}
+	var rec activities.EnrichRecordResult
+	if err := workflow.ExecuteLocalActivity(lctx, a.EnrichRecord, recIn).Get(lctx, &rec); err != nil {
+		return EnrichIndicatorsResult{}, fmt.Errorf("record enrichment: %w", err)
+	}
+	res.Outcomes = rec.Outcomes
+	return res, nil
+}
+
+// runProviderCall runs the steps of one planned call in order, honouring rate-limit slots and
+// Retry-After with durable timers. It never fails: a failure is reported in the outcome.
+func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target activities.EnrichTarget, call activities.PlannedCall) activities.CallOutcome {
+	var a *activities.Activities
+	start := workflow.Now(ctx)
+	out := activities.CallOutcome{}
+	finish := func() activities.CallOutcome {
+		out.DurationMS = workflow.Now(ctx).Sub(start).Milliseconds()
+		return out
+	}
+	attempts := int32(stepAttempts)
+	if in.Test {
+		attempts = 1
+	}
+	var state []byte
+	var slot time.Time
+	rateLimited := 0
+	for i := 0; i < len(call.Steps); {
+		st := call.Steps[i]
+		timeout := time.Duration(st.TimeoutSeconds) * time.Second
+		if timeout <= 0 {
+			timeout = httpsteps.DefaultTimeoutSeconds * time.Second
+		}
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:           in.StepQueue,
+			StartToCloseTimeout: timeout + activities.InlineSlotWait + 10*time.Second,
+			RetryPolicy: &sdktemporal.RetryPolicy{
+				InitialInterval:        time.Second,
+				BackoffCoefficient:     2,
+				MaximumInterval:        10 * time.Second,
+				MaximumAttempts:        attempts,
+				NonRetryableErrorTypes: []string{activities.ErrTypeStepPermanent, "EnrichNotConfigured"},
+			},
+		})
+		var res activities.EnrichStepResult
+		err := workflow.ExecuteActivity(actx, a.EnrichStep, activities.EnrichStepInput{
+			Provider: call.Provider, Target: target, StepIndex: i, State: state, Slot: slot, KeepRecords: in.Test,
+		}).Get(ctx, &res)
+		slot = time.Time{}
+		if err != nil {
+			rec := stepRecordFromError(err, st.Name, i, target.Value)
+			if st.Optional {
+				rec.Skipped = true
+				out.Steps = append(out.Steps, rec)
+				i++
+				continue
+			}
+			out.Steps = append(out.Steps, rec)
+			out.Error = rec.Error
+			return finish()
+		}
+		switch {
+		case !res.WaitUntil.IsZero():
+			// A rate-limit slot is reserved: sleep durably until just before it, then send on it.
+			if d := res.WaitUntil.Sub(workflow.Now(ctx)) - activities.InlineSlotWait/2; d > 0 {
+				if err := workflow.Sleep(ctx, d); err != nil {
+					out.Error = "cancelled while waiting for the provider's rate limit"
+					return finish()
+				}
+			}
+			slot = res.WaitUntil
+			continue
+		case res.RetryAfter > 0:
+			rateLimited++
+			if rateLimited > MaxRateLimitedRetries {
+				out.Steps = append(out.Steps, res.Record)
+				out.Error = fmt.Sprintf("step %d (%s): still rate limited after %d retries", i, st.Name, MaxRateLimitedRetries)
+				return finish()
+			}
+			if err := workflow.Sleep(ctx, min(res.RetryAfter, MaxRetryAfter)); err != nil {
+				out.Error = "cancelled while honouring Retry-After"
+				return finish()
+			}
+			continue
+		}
+		out.Steps = append(out.Steps, res.Record)
+		if res.Skipped {
+			i++
+			continue
+		}
+		state = res.State
+		if res.NotFound {
+			out.Success, out.NotFound, out.State = true, true, state
+			return finish()
+		}
+		i++
+	}
+	out.Success, out.State = true, state
+	return finish()
+}
+
+// stepRecordFromError recovers the masked step record an activity attached to its error, or builds
+// a minimal one from the error message.
+func stepRecordFromError(err error, name string, index int, value string) httpsteps.StepRecord {
+	var appErr *sdktemporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.HasDetails() {
+		var rec httpsteps.StepRecord
+		if derr := appErr.Details(&rec); derr == nil && rec.StepName != "" {
+			return rec
+		}
+	}
+	msg := err.Error()
+	if errors.As(err, &appErr) {
+		msg = appErr.Message()
+	}
+	var timeoutErr *sdktemporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		msg = "step timed out"
+	}
+	return httpsteps.StepRecord{StepName: name, StepIndex: index, IndicatorValue: value, RequestHeaders: map[string]string{},
+		RequestQueryParams: map[string]string{}, ResponseHeaders: map[string]string{}, Error: msg}
+}
+
+// ProviderCallInput is one provider for one indicator (stored: IndicatorUUID; ad-hoc: Type and
+// Value).
+type ProviderCallInput struct {
+	Provider      string `json:"provider"`
+	IndicatorUUID string `json:"indicator_uuid,omitempty"`
+	Type          string `json:"type,omitempty"`
+	Value         string `json:"value,omitempty"`
+	Test          bool   `json:"test,omitempty"`
+	SkipCache     bool   `json:"skip_cache,omitempty"`
+}
+
+// ProviderCallResult is the provider's result and, in test mode, every step record.
+type ProviderCallResult struct {
+	Target activities.EnrichTarget `json:"target"`
+	Result store.EnrichmentResult  `json:"result"`
+	Found  bool                    `json:"found"` // false when the provider was not run (unconfigured, wrong type)
+	Steps  []httpsteps.StepRecord  `json:"steps,omitempty"`
+}
+
+// ProviderCall is the standalone multi-step call of one provider (workflow id
+// enrich-<provider>-<indicator uuid>, or enrich-<provider>-adhoc-<uuid> for a value that is not
+// stored): POST /v1/enrichments and the provider test endpoint run it, through the same code as the
+// alert pipeline (EnrichIndicators).
+func ProviderCall(ctx workflow.Context, in ProviderCallInput) (ProviderCallResult, error) {
+	ein := EnrichIndicatorsInput{Providers: []string{in.Provider}, Test: in.Test, SkipCache: in.SkipCache}
+	if in.IndicatorUUID != "" {
+		ein.IndicatorUUIDs = []string{in.IndicatorUUID}
+	} else {
+		ein.AdHoc = &activities.EnrichTarget{Type: in.Type, Value: in.Value}
+	}
+	res, err := EnrichIndicators(ctx, ein)
+	if err != nil {
+		return ProviderCallResult{}, err
+	}
+	out := ProviderCallResult{}
+	if len(res.Targets) > 0 {
+		out.Target = res.Targets[0]
+	}
+	for _, o := range res.Outcomes {
+		if o.Result.Provider == in.Provider {
+			out.Result, out.Found = o.Result, true
+		}
+	}
+	out.Steps = res.Steps[in.Provider]
+	return out, nil
+}
+
+// EnrichIndicatorInput names one stored indicator.
+type EnrichIndicatorInput struct {
+	IndicatorUUID string `json:"indicator_uuid"`
+	StepQueue     string `json:"step_queue,omitempty"`
+}
+
+// EnrichIndicator enriches one stored indicator with every configured provider and records the
+// results on it (used when indicators are added to an alert with enrich=true).
+func EnrichIndicator(ctx workflow.Context, in EnrichIndicatorInput) (EnrichIndicatorsResult, error) {
+	return EnrichIndicators(ctx, EnrichIndicatorsInput{IndicatorUUIDs: []string{in.IndicatorUUID}, StepQueue: in.StepQueue})
+}
