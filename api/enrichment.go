@@ -1,0 +1,761 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/validate"
+)
+
+// EnrichmentStore is what the provider and field-extraction routes need.
+type EnrichmentStore interface {
+	CreateProvider(ctx context.Context, p *store.EnrichmentProvider) error
+	GetProvider(ctx context.Context, id uuid.UUID) (store.EnrichmentProvider, error)
+	ListProviders(ctx context.Context, f store.ProviderFilter) ([]store.EnrichmentProvider, int, error)
+	UpdateProvider(ctx context.Context, p *store.EnrichmentProvider, columns ...string) error
+	DeleteProvider(ctx context.Context, id uuid.UUID) error
+	CreateFieldExtractions(ctx context.Context, exts []*store.FieldExtraction) error
+	GetFieldExtraction(ctx context.Context, id uuid.UUID) (store.FieldExtraction, error)
+	ListFieldExtractions(ctx context.Context, f store.FieldExtractionFilter) ([]store.FieldExtraction, int, error)
+	UpdateFieldExtraction(ctx context.Context, e *store.FieldExtraction, columns ...string) error
+	DeleteFieldExtraction(ctx context.Context, id uuid.UUID) error
+}
+
+// Enricher runs enrichments through Temporal (implemented by temporal.Enricher).
+type Enricher interface {
+	// Enrich enriches a value with every configured provider for its type, cache first, within ctx.
+	Enrich(ctx context.Context, typ, value string) ([]store.EnrichmentResult, error)
+	// TestProvider runs one provider's real multi-step call and returns its result and step records.
+	TestProvider(ctx context.Context, provider, typ, value string) (store.EnrichmentResult, []httpsteps.StepRecord, error)
+}
+
+// CredentialSealer seals provider credentials at rest (secretbox.Box).
+type CredentialSealer interface {
+	SealJSON(v any) ([]byte, error)
+}
+
+// EnrichmentDeps groups the enrichment routes' collaborators.
+type EnrichmentDeps struct {
+	Store    EnrichmentStore
+	Enricher Enricher     // nil: enrichment routes answer 503
+	Sealer   CredentialSealer // nil: auth_config cannot be set (503)
+	// Env looks up the environment variables env_var_mapping names, for has_credentials.
+	Env store.Env
+}
+
+const enrichTypeEnum = "ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"
+
+var envVarNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Provider names that would make workflow ids ambiguous.
+var reservedProviderNames = []string{"indicator"}
+
+func (s *Server) enrichmentRoutes() {
+	read := []string{auth.ScopeEnrichmentsRead}
+	admin := []string{auth.ScopeAdmin}
+	const tag = "Enrichment"
+	s.add(route{Method: http.MethodPost, Path: "/v1/enrichments", Tag: tag, Summary: "Enrich a value now",
+		Description: "Synchronous and cache-first: every configured provider supporting the type runs in parallel (as ProviderCall workflows) and the answer comes within the request's bound. Non-routable values are skipped with a reason.",
+		Scopes:      read, Body: enrichmentRequest{}, Response: enrichmentResponse{}, Errors: []int{http.StatusServiceUnavailable}}, s.enrichNow)
+	s.add(route{Method: http.MethodGet, Path: "/v1/enrichments/providers", Tag: tag, Summary: "Active providers",
+		Scopes: read, Response: enrichmentProviderSummary{}, List: true}, s.listActiveProviders)
+
+	s.add(route{Method: http.MethodGet, Path: "/v1/enrichment-providers", Tag: tag, Summary: "List enrichment providers",
+		Description: "Ordered by provider_name. auth_config is never returned.", Scopes: read, Query: listProvidersQuery{},
+		Response: providerResponse{}, List: true}, s.listProviders)
+	s.add(route{Method: http.MethodPost, Path: "/v1/enrichment-providers", Tag: tag, Summary: "Create a provider",
+		Description: "auth_config is write-only and stored encrypted (AES-256-GCM). Duplicate name: 409 DUPLICATE_PROVIDER.",
+		Scopes:      admin, Body: createProviderRequest{}, Response: providerResponse{}, Status: http.StatusCreated, Errors: []int{http.StatusConflict}}, s.createProvider)
+	s.add(route{Method: http.MethodGet, Path: "/v1/enrichment-providers/:uuid", Tag: tag, Summary: "Get a provider",
+		Scopes: read, Response: providerResponse{}}, s.getProvider)
+	s.add(route{Method: http.MethodPatch, Path: "/v1/enrichment-providers/:uuid", Tag: tag, Summary: "Update a provider",
+		Description: "Builtins: only is_active, auth_config, description, malice_rules, TTLs and rate_limit may change (400 BUILTIN_RESTRICTED). auth_config null removes the stored credentials.",
+		Scopes:      admin, Body: updateProviderRequest{}, Response: providerResponse{}, Errors: []int{http.StatusBadRequest}}, s.updateProvider)
+	s.add(route{Method: http.MethodDelete, Path: "/v1/enrichment-providers/:uuid", Tag: tag, Summary: "Delete a custom provider",
+		Description: "Deletes its field extractions and cached results too. Builtins cannot be deleted (400 BUILTIN_RESTRICTED).",
+		Scopes:      admin, Status: http.StatusNoContent, Errors: []int{http.StatusBadRequest}}, s.deleteProvider)
+	s.add(route{Method: http.MethodPost, Path: "/v1/enrichment-providers/:uuid/activate", Tag: tag, Summary: "Activate a provider",
+		Scopes: admin, Response: providerResponse{}}, s.setProviderActive(true))
+	s.add(route{Method: http.MethodPost, Path: "/v1/enrichment-providers/:uuid/deactivate", Tag: tag, Summary: "Deactivate a provider",
+		Scopes: admin, Response: providerResponse{}}, s.setProviderActive(false))
+	s.add(route{Method: http.MethodPost, Path: "/v1/enrichment-providers/:uuid/test", Tag: tag, Summary: "Test a provider against one value",
+		Description: "Runs the real ProviderCall workflow (no cache, one attempt per step) and returns every step record with secrets masked and bodies cut at 50 KB. A failing provider is reported inside the result with HTTP 200.",
+		Scopes:      read, Body: testProviderRequest{}, Response: providerTestResponse{}, Errors: []int{http.StatusServiceUnavailable}}, s.testProvider)
+
+	s.add(route{Method: http.MethodGet, Path: "/v1/enrichment-field-extractions", Tag: tag, Summary: "List field extractions",
+		Scopes: read, Query: listExtractionsQuery{}, Response: extractionResponse{}, List: true}, s.listExtractions)
+	s.add(route{Method: http.MethodPost, Path: "/v1/enrichment-field-extractions", Tag: tag, Summary: "Create a field extraction",
+		Description: "Duplicate (provider_name, indicator_type, target_key): 409 DUPLICATE_EXTRACTION.",
+		Scopes:      admin, Body: extractionRequest{}, Response: extractionResponse{}, Status: http.StatusCreated, Errors: []int{http.StatusConflict}}, s.createExtraction)
+	s.add(route{Method: http.MethodPost, Path: "/v1/enrichment-field-extractions/bulk", Tag: tag, Summary: "Create field extractions in bulk",
+		Description: "All or nothing: one invalid or duplicate item rejects the whole batch.",
+		Scopes:      admin, Body: bulkExtractionRequest{}, Response: extractionResponse{}, List: true, Status: http.StatusCreated, Errors: []int{http.StatusConflict}}, s.bulkCreateExtractions)
+	s.add(route{Method: http.MethodGet, Path: "/v1/enrichment-field-extractions/:uuid", Tag: tag, Summary: "Get a field extraction",
+		Scopes: read, Response: extractionResponse{}}, s.getExtraction)
+	s.add(route{Method: http.MethodPatch, Path: "/v1/enrichment-field-extractions/:uuid", Tag: tag, Summary: "Update a field extraction",
+		Description: "System rows only toggle is_active (403 SYSTEM_EXTRACTION_RESTRICTED).",
+		Scopes:      admin, Body: updateExtractionRequest{}, Response: extractionResponse{}, Errors: []int{http.StatusForbidden, http.StatusConflict}}, s.updateExtraction)
+	s.add(route{Method: http.MethodDelete, Path: "/v1/enrichment-field-extractions/:uuid", Tag: tag, Summary: "Delete a field extraction",
+		Description: "System rows cannot be deleted (403 SYSTEM_EXTRACTION_RESTRICTED).",
+		Scopes:      admin, Status: http.StatusNoContent, Errors: []int{http.StatusForbidden}}, s.deleteExtraction)
+}
+
+func (s *Server) enrichStore() (EnrichmentStore, error) {
+	if s.deps.Enrichment.Store == nil {
+		return nil, NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Enrichment is not configured.")
+	}
+	return s.deps.Enrichment.Store, nil
+}
+
+// --- providers -------------------------------------------------------------------------------
+
+type providerResponse struct {
+	UUID                    uuid.UUID         `json:"uuid"`
+	ProviderName            string            `json:"provider_name"`
+	DisplayName             string            `json:"display_name"`
+	Description             string            `json:"description"`
+	IsBuiltin               bool              `json:"is_builtin"`
+	IsActive                bool              `json:"is_active"`
+	SupportedIndicatorTypes []string          `json:"supported_indicator_types"`
+	HTTPConfig              map[string]any    `json:"http_config"`
+	AuthType                string            `json:"auth_type"`
+	HasCredentials          bool              `json:"has_credentials" doc:"auth_config stored, or every variable of env_var_mapping set."`
+	IsConfigured            bool              `json:"is_configured" doc:"Active and (auth_type none or has_credentials); unconfigured providers are skipped without error."`
+	EnvVarMapping           map[string]string `json:"env_var_mapping"`
+	DefaultCacheTTLSeconds  int               `json:"default_cache_ttl_seconds"`
+	CacheTTLByType          map[string]int    `json:"cache_ttl_by_type"`
+	MaliceRules             map[string]any    `json:"malice_rules"`
+	RateLimit               *store.RateLimit  `json:"rate_limit"`
+	CreatedAt               time.Time         `json:"created_at"`
+	UpdatedAt               time.Time         `json:"updated_at"`
+}
+
+func (s *Server) toProviderResponse(p store.EnrichmentProvider) providerResponse {
+	env := s.deps.Enrichment.Env
+	types := p.SupportedIndicatorTypes
+	if types == nil {
+		types = []string{}
+	}
+	return providerResponse{UUID: p.UUID, ProviderName: p.ProviderName, DisplayName: p.DisplayName, Description: p.Description,
+		IsBuiltin: p.IsBuiltin, IsActive: p.IsActive, SupportedIndicatorTypes: types, HTTPConfig: enrichOrEmpty(p.HTTPConfig),
+		AuthType: p.AuthType, HasCredentials: p.HasCredentials(env), IsConfigured: p.IsConfigured(env),
+		EnvVarMapping: enrichOrEmptyStrings(p.EnvVarMapping), DefaultCacheTTLSeconds: p.DefaultCacheTTLSeconds,
+		CacheTTLByType: enrichOrEmptyInts(p.CacheTTLByType), MaliceRules: enrichOrEmpty(p.MaliceRules), RateLimit: p.RateLimit,
+		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC()}
+}
+
+func enrichOrEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func enrichOrEmptyStrings(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func enrichOrEmptyInts(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
+}
+
+type listProvidersQuery struct {
+	PageQuery
+	IsActive  *bool `query:"is_active"`
+	IsBuiltin *bool `query:"is_builtin"`
+}
+
+func (s *Server) listProviders(c *fiber.Ctx) error {
+	st, err := s.enrichStore()
+	if err != nil {
+		return err
+	}
+	var q listProvidersQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	ps, total, err := st.ListProviders(c.UserContext(), store.ProviderFilter{IsActive: q.IsActive, IsBuiltin: q.IsBuiltin, Page: q.storePage()})
+	if err != nil {
+		return err
+	}
+	out := make([]providerResponse, len(ps))
+	for i, p := range ps {
+		out[i] = s.toProviderResponse(p)
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+type rateLimitBody struct {
+	Requests   int  `json:"requests" required:"true" minimum:"1" maximum:"100000"`
+	PerSeconds int  `json:"per_seconds" required:"true" minimum:"1" maximum:"86400"`
+	DailyQuota *int `json:"daily_quota" minimum:"1" maximum:"100000000"`
+}
+
+func (r *rateLimitBody) toStore() *store.RateLimit {
+	if r == nil {
+		return nil
+	}
+	return &store.RateLimit{Requests: r.Requests, PerSeconds: r.PerSeconds, DailyQuota: r.DailyQuota}
+}
+
+type createProviderRequest struct {
+	ProviderName            string            `json:"provider_name" required:"true" minLength:"1" maxLength:"100" pattern:"^[a-z0-9_]+$"`
+	DisplayName             string            `json:"display_name" required:"true" minLength:"1" maxLength:"200"`
+	Description             *string           `json:"description" maxLength:"4000"`
+	SupportedIndicatorTypes []string          `json:"supported_indicator_types" required:"true" minItems:"1" maxItems:"8" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	HTTPConfig              enrichRaw         `json:"http_config" required:"true" doc:"{steps: [...], url_templates_by_type?}; see API.md §7."`
+	AuthType                string            `json:"auth_type" required:"true" enum:"none,api_key,bearer,basic,oauth2_client_credentials,custom"`
+	AuthConfig              map[string]string `json:"auth_config" doc:"Write-only credentials (string values), stored encrypted; templates read them as {{auth.<field>}}."`
+	EnvVarMapping           map[string]string `json:"env_var_mapping" doc:"auth field → environment variable name, the fallback when auth_config is not set."`
+	DefaultCacheTTLSeconds  *int              `json:"default_cache_ttl_seconds" minimum:"0" maximum:"86400" doc:"Default 3600."`
+	CacheTTLByType          map[string]int    `json:"cache_ttl_by_type"`
+	MaliceRules             enrichRaw         `json:"malice_rules"`
+	RateLimit               *rateLimitBody    `json:"rate_limit"`
+}
+
+func (r createProviderRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	if slices.Contains(reservedProviderNames, r.ProviderName) {
+		errs.Add([]any{"provider_name"}, validate.TypeValue, fmt.Sprintf("%q is reserved.", r.ProviderName), r.ProviderName)
+	}
+	validateProviderParts(&errs, r.HTTPConfig, r.MaliceRules, r.AuthConfig, r.EnvVarMapping, r.CacheTTLByType, true)
+	return errs
+}
+
+// enrichRaw is a raw JSON body field (kept as given, validated by a domain parser).
+type enrichRaw = json.RawMessage
+
+func validateProviderParts(errs *validate.Errors, httpConfig, maliceRules enrichRaw, authConfig, envMap map[string]string, ttls map[string]int, httpConfigRequired bool) {
+	if len(httpConfig) > 0 || httpConfigRequired {
+		if _, perrs := httpsteps.ParseConfig([]byte(httpConfig)); perrs != nil {
+			errs.Merge([]any{"http_config"}, perrs)
+		}
+	}
+	if len(maliceRules) > 0 {
+		if _, merrs := httpsteps.ParseMaliceRules([]byte(maliceRules)); merrs != nil {
+			errs.Merge([]any{"malice_rules"}, merrs)
+		}
+	}
+	if len(authConfig) > 50 {
+		errs.Add([]any{"auth_config"}, validate.TypeTooLong, "auth_config has at most 50 fields.", nil)
+	}
+	for _, k := range enrichSortedKeys(authConfig) {
+		if k == "" || len(k) > 100 || len(authConfig[k]) > 8192 {
+			errs.Add([]any{"auth_config", k}, validate.TypeValue, "auth_config fields are named (≤ 100 characters) with values of at most 8192 characters.", nil)
+		}
+	}
+	if len(envMap) > 50 {
+		errs.Add([]any{"env_var_mapping"}, validate.TypeTooLong, "env_var_mapping has at most 50 fields.", nil)
+	}
+	for _, k := range enrichSortedKeys(envMap) {
+		if k == "" || len(k) > 100 {
+			errs.Add([]any{"env_var_mapping", k}, validate.TypeValue, "auth field names are 1..100 characters.", k)
+		}
+		if !envVarNameRE.MatchString(envMap[k]) {
+			errs.AddCtx([]any{"env_var_mapping", k}, validate.TypePattern, "Environment variable names match ^[A-Za-z_][A-Za-z0-9_]*$.", envMap[k],
+				map[string]any{"pattern": envVarNameRE.String()})
+		}
+	}
+	types := strings.Split(enrichTypeEnum, ",")
+	for _, k := range enrichSortedKeys(ttls) {
+		if !slices.Contains(types, k) {
+			errs.AddCtx([]any{"cache_ttl_by_type", k}, validate.TypeEnum, "Unknown indicator type.", k, map[string]any{"expected": enrichTypeEnum})
+			continue
+		}
+		if v := ttls[k]; v < 0 || v > 86400 {
+			errs.AddCtx([]any{"cache_ttl_by_type", k}, validate.TypeLessThanEqual, "TTL must be between 0 and 86400 seconds.", v, map[string]any{"ge": 0, "le": 86400})
+		}
+	}
+}
+
+func enrichSortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func enrichDecodeObject(raw enrichRaw) map[string]any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil
+	}
+	return m
+}
+
+func (s *Server) sealAuth(cfg map[string]string) ([]byte, error) {
+	if s.deps.Enrichment.Sealer == nil {
+		return nil, NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Credentials cannot be stored: no encryption key is configured.")
+	}
+	sealed, err := s.deps.Enrichment.Sealer.SealJSON(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("seal auth_config: %w", err)
+	}
+	return sealed, nil
+}
+
+func (s *Server) createProvider(c *fiber.Ctx) error {
+	st, err := s.enrichStore()
+	if err != nil {
+		return err
+	}
+	var req createProviderRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	p := store.EnrichmentProvider{ProviderName: req.ProviderName, DisplayName: req.DisplayName, IsActive: true,
+		SupportedIndicatorTypes: enrichDedup(req.SupportedIndicatorTypes), HTTPConfig: enrichDecodeObject(req.HTTPConfig),
+		AuthType: req.AuthType, EnvVarMapping: req.EnvVarMapping, DefaultCacheTTLSeconds: 3600, CacheTTLByType: req.CacheTTLByType,
+		MaliceRules: enrichDecodeObject(req.MaliceRules), RateLimit: req.RateLimit.toStore()}
+	if req.Description != nil {
+		p.Description = *req.Description
+	}
+	if req.DefaultCacheTTLSeconds != nil {
+		p.DefaultCacheTTLSeconds = *req.DefaultCacheTTLSeconds
+	}
+	if req.AuthConfig != nil {
+		if p.AuthConfigSealed, err = s.sealAuth(req.AuthConfig); err != nil {
+			return err
+		}
+	}
+	if err := st.CreateProvider(c.UserContext(), &p); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return NewError(http.StatusConflict, "DUPLICATE_PROVIDER", "A provider named "+p.ProviderName+" already exists.").
+				WithDetails(map[string]any{"provider_name": p.ProviderName})
+		}
+		return err
+	}
+	return respond(c, http.StatusCreated, s.toProviderResponse(p))
+}
+
+func enrichDedup(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, v := range in {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (s *Server) loadProvider(c *fiber.Ctx) (EnrichmentStore, store.EnrichmentProvider, error) {
+	st, err := s.enrichStore()
+	if err != nil {
+		return nil, store.EnrichmentProvider{}, err
+	}
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return nil, store.EnrichmentProvider{}, err
+	}
+	p, err := st.GetProvider(c.UserContext(), id)
+	if err != nil {
+		return nil, store.EnrichmentProvider{}, notFoundAs(err, "Enrichment provider")
+	}
+	return st, p, nil
+}
+
+func (s *Server) getProvider(c *fiber.Ctx) error {
+	_, p, err := s.loadProvider(c)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, s.toProviderResponse(p))
+}
+
+type updateProviderRequest struct {
+	DisplayName             *string                     `json:"display_name" minLength:"1" maxLength:"200"`
+	Description             *string                     `json:"description" maxLength:"4000"`
+	IsActive                *bool                       `json:"is_active"`
+	SupportedIndicatorTypes []string                    `json:"supported_indicator_types" minItems:"1" maxItems:"8" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	HTTPConfig              enrichRaw                   `json:"http_config"`
+	AuthType                *string                     `json:"auth_type" enum:"none,api_key,bearer,basic,oauth2_client_credentials,custom"`
+	AuthConfig              Optional[map[string]string] `json:"auth_config" doc:"Write-only; null removes the stored credentials."`
+	EnvVarMapping           map[string]string           `json:"env_var_mapping"`
+	DefaultCacheTTLSeconds  *int                        `json:"default_cache_ttl_seconds" minimum:"0" maximum:"86400"`
+	CacheTTLByType          map[string]int              `json:"cache_ttl_by_type"`
+	MaliceRules             enrichRaw                   `json:"malice_rules"`
+	RateLimit               Optional[rateLimitBody]     `json:"rate_limit" doc:"null removes the limit."`
+}
+
+func (r updateProviderRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	if enrichIsNull(r.HTTPConfig) {
+		errs.Add([]any{"http_config"}, validate.TypeNullForbidden, "http_config cannot be null.", nil)
+		return errs
+	}
+	validateProviderParts(&errs, r.HTTPConfig, r.MaliceRules, r.AuthConfig.Value, r.EnvVarMapping, r.CacheTTLByType, false)
+	return errs
+}
+
+func enrichIsNull(raw enrichRaw) bool { return strings.TrimSpace(string(raw)) == "null" }
+
+// restrictedFields lists the fields of r a builtin provider does not let change.
+func (r updateProviderRequest) restrictedFields() []string {
+	var out []string
+	if r.DisplayName != nil {
+		out = append(out, "display_name")
+	}
+	if r.SupportedIndicatorTypes != nil {
+		out = append(out, "supported_indicator_types")
+	}
+	if len(r.HTTPConfig) > 0 {
+		out = append(out, "http_config")
+	}
+	if r.AuthType != nil {
+		out = append(out, "auth_type")
+	}
+	if r.EnvVarMapping != nil {
+		out = append(out, "env_var_mapping")
+	}
+	return out
+}
+
+func (s *Server) updateProvider(c *fiber.Ctx) error {
+	st, p, err := s.loadProvider(c)
+	if err != nil {
+		return err
+	}
+	var req updateProviderRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	if p.IsBuiltin {
+		if fields := req.restrictedFields(); len(fields) > 0 {
+			return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED",
+				"Builtin providers only accept changes to is_active, auth_config, description, malice_rules, TTLs and rate_limit.").
+				WithDetails(map[string]any{"fields": fields})
+		}
+	}
+	var cols []string
+	set := func(col string) { cols = append(cols, col) }
+	if req.DisplayName != nil {
+		p.DisplayName = *req.DisplayName
+		set("display_name")
+	}
+	if req.Description != nil {
+		p.Description = *req.Description
+		set("description")
+	}
+	if req.IsActive != nil {
+		p.IsActive = *req.IsActive
+		set("is_active")
+	}
+	if req.SupportedIndicatorTypes != nil {
+		p.SupportedIndicatorTypes = enrichDedup(req.SupportedIndicatorTypes)
+		set("supported_indicator_types")
+	}
+	if len(req.HTTPConfig) > 0 {
+		p.HTTPConfig = enrichDecodeObject(req.HTTPConfig)
+		set("http_config")
+	}
+	if req.AuthType != nil {
+		p.AuthType = *req.AuthType
+		set("auth_type")
+	}
+	if req.AuthConfig.Set {
+		p.AuthConfigSealed = nil
+		if !req.AuthConfig.Null {
+			if p.AuthConfigSealed, err = s.sealAuth(req.AuthConfig.Value); err != nil {
+				return err
+			}
+		}
+		set("auth_config_sealed")
+	}
+	if req.EnvVarMapping != nil {
+		p.EnvVarMapping = req.EnvVarMapping
+		set("env_var_mapping")
+	}
+	if req.DefaultCacheTTLSeconds != nil {
+		p.DefaultCacheTTLSeconds = *req.DefaultCacheTTLSeconds
+		set("default_cache_ttl_seconds")
+	}
+	if req.CacheTTLByType != nil {
+		p.CacheTTLByType = req.CacheTTLByType
+		set("cache_ttl_by_type")
+	}
+	if len(req.MaliceRules) > 0 {
+		p.MaliceRules = enrichDecodeObject(req.MaliceRules)
+		if enrichIsNull(req.MaliceRules) {
+			p.MaliceRules = map[string]any{}
+		}
+		set("malice_rules")
+	}
+	if req.RateLimit.Set {
+		p.RateLimit = nil
+		if !req.RateLimit.Null {
+			p.RateLimit = req.RateLimit.Value.toStore()
+		}
+		set("rate_limit")
+	}
+	if len(cols) > 0 {
+		if err := st.UpdateProvider(c.UserContext(), &p, cols...); err != nil {
+			return notFoundAs(err, "Enrichment provider")
+		}
+	}
+	return respond(c, http.StatusOK, s.toProviderResponse(p))
+}
+
+func (s *Server) deleteProvider(c *fiber.Ctx) error {
+	st, p, err := s.loadProvider(c)
+	if err != nil {
+		return err
+	}
+	if p.IsBuiltin {
+		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED", "Builtin providers cannot be deleted; deactivate them instead.")
+	}
+	if err := st.DeleteProvider(c.UserContext(), p.UUID); err != nil {
+		return notFoundAs(err, "Enrichment provider")
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (s *Server) setProviderActive(active bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		st, p, err := s.loadProvider(c)
+		if err != nil {
+			return err
+		}
+		if p.IsActive != active {
+			p.IsActive = active
+			if err := st.UpdateProvider(c.UserContext(), &p, "is_active"); err != nil {
+				return notFoundAs(err, "Enrichment provider")
+			}
+		}
+		return respond(c, http.StatusOK, s.toProviderResponse(p))
+	}
+}
+
+// --- provider test and on-demand enrichment ---------------------------------------------------
+
+type testProviderRequest struct {
+	IndicatorType  string `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorValue string `json:"indicator_value" required:"true" minLength:"1" maxLength:"2048"`
+}
+
+type providerTestResponse struct {
+	Success        bool                   `json:"success"`
+	ProviderName   string                 `json:"provider_name"`
+	IndicatorType  string                 `json:"indicator_type"`
+	IndicatorValue string                 `json:"indicator_value"`
+	Extracted      map[string]any         `json:"extracted"`
+	RawResponse    any                    `json:"raw_response" doc:"The final response, masked and cut at 50 KB."`
+	ErrorMessage   string                 `json:"error_message"`
+	DurationMS     int64                  `json:"duration_ms"`
+	Steps          []httpsteps.StepRecord `json:"steps"`
+}
+
+// normalizeIndicator normalizes value for typ, reporting a 422 at loc when it is invalid.
+func normalizeIndicator(typ, value string, loc []any) (string, error) {
+	t, err := indicators.ParseType(typ)
+	if err != nil {
+		var errs validate.Errors
+		errs.AddCtx(validate.Join([]any{"body"}, loc[0]), validate.TypeEnum, "Unknown indicator type.", typ, map[string]any{"expected": enrichTypeEnum})
+		return "", errs
+	}
+	norm, err := indicators.Normalize(t, value)
+	if err != nil {
+		var errs validate.Errors
+		errs.Add(validate.Join([]any{"body"}, loc[1]), validate.TypeValue, "Invalid "+typ+" value: "+err.Error(), truncateInput(value))
+		return "", errs
+	}
+	return norm, nil
+}
+
+func (s *Server) enricher() (Enricher, error) {
+	if s.deps.Enrichment.Enricher == nil {
+		return nil, NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Enrichment workflows are not available.")
+	}
+	return s.deps.Enrichment.Enricher, nil
+}
+
+func (s *Server) enricherFailed(c *fiber.Ctx, err error) error {
+	s.log.ErrorContext(c.UserContext(), "enrichment through temporal failed", "err", err)
+	return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Enrichment workflows are unavailable; try again later.")
+}
+
+func (s *Server) testProvider(c *fiber.Ctx) error {
+	_, p, err := s.loadProvider(c)
+	if err != nil {
+		return err
+	}
+	var req testProviderRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	value, err := normalizeIndicator(req.IndicatorType, req.IndicatorValue, []any{"indicator_type", "indicator_value"})
+	if err != nil {
+		return err
+	}
+	if !p.Supports(req.IndicatorType) {
+		var errs validate.Errors
+		errs.AddCtx([]any{"body", "indicator_type"}, validate.TypeEnum, "The provider does not support this indicator type.", req.IndicatorType,
+			map[string]any{"expected": strings.Join(p.SupportedIndicatorTypes, ",")})
+		return errs
+	}
+	en, err := s.enricher()
+	if err != nil {
+		return err
+	}
+	res, steps, err := en.TestProvider(c.UserContext(), p.ProviderName, req.IndicatorType, value)
+	if err != nil {
+		return s.enricherFailed(c, err)
+	}
+	if steps == nil {
+		steps = []httpsteps.StepRecord{}
+	}
+	out := providerTestResponse{Success: res.Success, ProviderName: p.ProviderName, IndicatorType: req.IndicatorType,
+		IndicatorValue: value, Extracted: enrichOrEmpty(res.Extracted), RawResponse: res.RawResponse, ErrorMessage: res.ErrorMessage,
+		DurationMS: res.DurationMS, Steps: steps}
+	if out.RawResponse == nil {
+		out.RawResponse = map[string]any{}
+	}
+	return respond(c, http.StatusOK, out)
+}
+
+type enrichmentRequest struct {
+	Type           *string `json:"type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	Value          *string `json:"value" minLength:"1" maxLength:"2048"`
+	IndicatorType  *string `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account" doc:"Alias of type."`
+	IndicatorValue *string `json:"indicator_value" minLength:"1" maxLength:"2048" doc:"Alias of value."`
+}
+
+func (r enrichmentRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	pair := func(a, b *string, an, bn string) {
+		switch {
+		case a == nil && b == nil:
+			errs.Add([]any{an}, validate.TypeMissing, "Field required ("+an+" or "+bn+").", nil)
+		case a != nil && b != nil && *a != *b:
+			errs.Add([]any{bn}, validate.TypeValue, bn+" is an alias of "+an+"; give one of them.", *b)
+		}
+	}
+	pair(r.Type, r.IndicatorType, "type", "indicator_type")
+	pair(r.Value, r.IndicatorValue, "value", "indicator_value")
+	return errs
+}
+
+func enrichFirstOf(a, b *string) string {
+	if a != nil {
+		return *a
+	}
+	if b != nil {
+		return *b
+	}
+	return ""
+}
+
+type enrichmentProviderResult struct {
+	Status       string         `json:"status" enum:"success,failed,skipped"`
+	Success      bool           `json:"success"`
+	Extracted    map[string]any `json:"extracted"`
+	Malice       string         `json:"malice" enum:"Pending,Benign,Suspicious,Malicious"`
+	EnrichedAt   *time.Time     `json:"enriched_at"`
+	ErrorMessage string         `json:"error_message"`
+	CacheHit     bool           `json:"cache_hit"`
+}
+
+type enrichmentResponse struct {
+	Type       string                              `json:"type"`
+	Value      string                              `json:"value"`
+	Results    map[string]enrichmentProviderResult `json:"results"`
+	Malice     string                              `json:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"Worst verdict over the successful providers."`
+	EnrichedAt time.Time                           `json:"enriched_at"`
+}
+
+func (s *Server) enrichNow(c *fiber.Ctx) error {
+	var req enrichmentRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	typ := enrichFirstOf(req.Type, req.IndicatorType)
+	typeField, valueField := "type", "value"
+	if req.Type == nil {
+		typeField = "indicator_type"
+	}
+	if req.Value == nil {
+		valueField = "indicator_value"
+	}
+	value, err := normalizeIndicator(typ, enrichFirstOf(req.Value, req.IndicatorValue), []any{typeField, valueField})
+	if err != nil {
+		return err
+	}
+	en, err := s.enricher()
+	if err != nil {
+		return err
+	}
+	results, err := en.Enrich(c.UserContext(), typ, value)
+	if err != nil {
+		return s.enricherFailed(c, err)
+	}
+	out := enrichmentResponse{Type: typ, Value: value, Results: map[string]enrichmentProviderResult{}, EnrichedAt: time.Now().UTC()}
+	var verdicts []string
+	for _, r := range results {
+		out.Results[r.Provider] = enrichmentProviderResult{Status: r.Status, Success: r.Success, Extracted: enrichOrEmpty(r.Extracted),
+			Malice: enrichOrPending(r.Malice), EnrichedAt: utcPtr(r.EnrichedAt), ErrorMessage: r.ErrorMessage, CacheHit: r.CacheHit}
+		if r.Success {
+			verdicts = append(verdicts, r.Malice)
+		}
+	}
+	out.Malice = store.WorstMalice(verdicts...)
+	return respond(c, http.StatusOK, out)
+}
+
+func enrichOrPending(v string) string {
+	if v == "" {
+		return "Pending"
+	}
+	return v
+}
+
+type enrichmentProviderSummary struct {
+	ProviderName            string         `json:"provider_name"`
+	DisplayName             string         `json:"display_name"`
+	SupportedIndicatorTypes []string       `json:"supported_indicator_types"`
+	IsConfigured            bool           `json:"is_configured"`
+	DefaultCacheTTLSeconds  int            `json:"default_cache_ttl_seconds"`
+	CacheTTLByType          map[string]int `json:"cache_ttl_by_type"`
+}
+
+func (s *Server) listActiveProviders(c *fiber.Ctx) error {
+	st, err := s.enrichStore()
+	if err != nil {
+		return err
+	}
+	active := true
+	ps, total, err := st.ListProviders(c.UserContext(), store.ProviderFilter{IsActive: &active})
+	if err != nil {
+		return err
+	}
+	out := make([]enrichmentProviderSummary, len(ps))
+	for i, p := range ps {
+		out[i] = enrichmentProviderSummary{ProviderName: p.ProviderName, DisplayName: p.DisplayName,
+			SupportedIndicatorTypes: p.SupportedIndicatorTypes, IsConfigured: p.IsConfigured(s.deps.Enrichment.Env),
+			DefaultCacheTTLSeconds: p.DefaultCacheTTLSeconds, CacheTTLByType: enrichOrEmptyInts(p.CacheTTLByType)}
+	}
+	return respondList(c, out, total, PageQuery{Page: 1, PageSize: max(total, 1)})
+}

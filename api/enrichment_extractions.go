@@ -1,0 +1,288 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/fieldpath"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/validate"
+)
+
+type extractionResponse struct {
+	UUID          uuid.UUID `json:"uuid"`
+	ProviderName  string    `json:"provider_name"`
+	IndicatorType string    `json:"indicator_type"`
+	SourcePath    string    `json:"source_path"`
+	TargetKey     string    `json:"target_key"`
+	ValueType     string    `json:"value_type" enum:"string,int,float,bool,list,dict,any"`
+	Description   string    `json:"description"`
+	IsSystem      bool      `json:"is_system"`
+	IsActive      bool      `json:"is_active"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+func toExtractionResponse(e store.FieldExtraction) extractionResponse {
+	return extractionResponse{UUID: e.UUID, ProviderName: e.ProviderName, IndicatorType: e.IndicatorType, SourcePath: e.SourcePath,
+		TargetKey: e.TargetKey, ValueType: e.ValueType, Description: e.Description, IsSystem: e.IsSystem, IsActive: e.IsActive,
+		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
+}
+
+type listExtractionsQuery struct {
+	PageQuery
+	ProviderName  string `query:"provider_name" maxLength:"100"`
+	IndicatorType string `query:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IsActive      *bool  `query:"is_active"`
+	IsSystem      *bool  `query:"is_system"`
+}
+
+func (s *Server) listExtractions(c *fiber.Ctx) error {
+	st, err := s.enrichStore()
+	if err != nil {
+		return err
+	}
+	var q listExtractionsQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	exts, total, err := st.ListFieldExtractions(c.UserContext(), store.FieldExtractionFilter{ProviderName: q.ProviderName,
+		IndicatorType: q.IndicatorType, IsActive: q.IsActive, IsSystem: q.IsSystem, Page: q.storePage()})
+	if err != nil {
+		return err
+	}
+	out := make([]extractionResponse, len(exts))
+	for i, e := range exts {
+		out[i] = toExtractionResponse(e)
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+type extractionRequest struct {
+	ProviderName  string  `json:"provider_name" required:"true" minLength:"1" maxLength:"100" pattern:"^[a-z0-9_]+$"`
+	IndicatorType string  `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	SourcePath    string  `json:"source_path" required:"true" minLength:"1" maxLength:"500" doc:"Dot path into the provider's final response; * fans out over lists."`
+	TargetKey     string  `json:"target_key" required:"true" minLength:"1" maxLength:"200"`
+	ValueType     string  `json:"value_type" required:"true" enum:"string,int,float,bool,list,dict,any"`
+	Description   *string `json:"description" maxLength:"2000"`
+	IsActive      *bool   `json:"is_active" doc:"Default true."`
+}
+
+func (r extractionRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	if err := fieldpath.Validate(r.SourcePath); err != nil {
+		errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), truncateInput(r.SourcePath))
+	}
+	return errs
+}
+
+func (r extractionRequest) toStore() *store.FieldExtraction {
+	e := &store.FieldExtraction{ProviderName: r.ProviderName, IndicatorType: r.IndicatorType, SourcePath: r.SourcePath,
+		TargetKey: r.TargetKey, ValueType: r.ValueType, IsActive: true}
+	if r.Description != nil {
+		e.Description = *r.Description
+	}
+	if r.IsActive != nil {
+		e.IsActive = *r.IsActive
+	}
+	return e
+}
+
+type bulkExtractionRequest struct {
+	Extractions []extractionRequest `json:"extractions" required:"true" minItems:"1" maxItems:"500"`
+}
+
+func (r bulkExtractionRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	for i, e := range r.Extractions {
+		errs.Merge([]any{"extractions", i}, e.Validate())
+	}
+	return errs
+}
+
+func errDuplicateExtraction() *Error {
+	return NewError(http.StatusConflict, "DUPLICATE_EXTRACTION", "An extraction with this provider_name, indicator_type and target_key already exists.")
+}
+
+// checkProvidersExist reports unknown provider names at loc(i).
+func (s *Server) checkProvidersExist(c *fiber.Ctx, st EnrichmentStore, names []string, loc func(i int) []any) error {
+	ps, _, err := st.ListProviders(c.UserContext(), store.ProviderFilter{Names: enrichDedup(names)})
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, p := range ps {
+		known[p.ProviderName] = true
+	}
+	var errs validate.Errors
+	for i, n := range names {
+		if !known[n] {
+			errs.Add(loc(i), validate.TypeValue, "Unknown provider "+n+".", n)
+		}
+	}
+	return errs.Err()
+}
+
+func (s *Server) createExtraction(c *fiber.Ctx) error {
+	st, err := s.enrichStore()
+	if err != nil {
+		return err
+	}
+	var req extractionRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	if err := s.checkProvidersExist(c, st, []string{req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
+		return err
+	}
+	e := req.toStore()
+	if err := st.CreateFieldExtractions(c.UserContext(), []*store.FieldExtraction{e}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return errDuplicateExtraction()
+		}
+		return err
+	}
+	return respond(c, http.StatusCreated, toExtractionResponse(*e))
+}
+
+func (s *Server) bulkCreateExtractions(c *fiber.Ctx) error {
+	st, err := s.enrichStore()
+	if err != nil {
+		return err
+	}
+	var req bulkExtractionRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	names := make([]string, len(req.Extractions))
+	exts := make([]*store.FieldExtraction, len(req.Extractions))
+	for i, r := range req.Extractions {
+		names[i], exts[i] = r.ProviderName, r.toStore()
+	}
+	if err := s.checkProvidersExist(c, st, names, func(i int) []any { return []any{"body", "extractions", i, "provider_name"} }); err != nil {
+		return err
+	}
+	if err := st.CreateFieldExtractions(c.UserContext(), exts); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return errDuplicateExtraction()
+		}
+		return err
+	}
+	out := make([]extractionResponse, len(exts))
+	for i, e := range exts {
+		out[i] = toExtractionResponse(*e)
+	}
+	return respondMeta(c, http.StatusCreated, out, ListMeta{Total: len(out), Page: 1, PageSize: len(out), TotalPages: 1})
+}
+
+func (s *Server) loadExtraction(c *fiber.Ctx) (EnrichmentStore, store.FieldExtraction, error) {
+	st, err := s.enrichStore()
+	if err != nil {
+		return nil, store.FieldExtraction{}, err
+	}
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return nil, store.FieldExtraction{}, err
+	}
+	e, err := st.GetFieldExtraction(c.UserContext(), id)
+	if err != nil {
+		return nil, store.FieldExtraction{}, notFoundAs(err, "Field extraction")
+	}
+	return st, e, nil
+}
+
+func (s *Server) getExtraction(c *fiber.Ctx) error {
+	_, e, err := s.loadExtraction(c)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, toExtractionResponse(e))
+}
+
+type updateExtractionRequest struct {
+	ProviderName  *string `json:"provider_name" minLength:"1" maxLength:"100" pattern:"^[a-z0-9_]+$"`
+	IndicatorType *string `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	SourcePath    *string `json:"source_path" minLength:"1" maxLength:"500"`
+	TargetKey     *string `json:"target_key" minLength:"1" maxLength:"200"`
+	ValueType     *string `json:"value_type" enum:"string,int,float,bool,list,dict,any"`
+	Description   *string `json:"description" maxLength:"2000"`
+	IsActive      *bool   `json:"is_active"`
+}
+
+func (r updateExtractionRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	if r.SourcePath != nil {
+		if err := fieldpath.Validate(*r.SourcePath); err != nil {
+			errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), truncateInput(*r.SourcePath))
+		}
+	}
+	return errs
+}
+
+func errSystemExtraction() *Error {
+	return NewError(http.StatusForbidden, "SYSTEM_EXTRACTION_RESTRICTED", "System extractions can only be activated or deactivated.")
+}
+
+func (s *Server) updateExtraction(c *fiber.Ctx) error {
+	st, e, err := s.loadExtraction(c)
+	if err != nil {
+		return err
+	}
+	var req updateExtractionRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	if e.IsSystem && (req.ProviderName != nil || req.IndicatorType != nil || req.SourcePath != nil || req.TargetKey != nil ||
+		req.ValueType != nil || req.Description != nil) {
+		return errSystemExtraction()
+	}
+	var cols []string
+	str := func(v *string, dst *string, col string) {
+		if v != nil {
+			*dst = *v
+			cols = append(cols, col)
+		}
+	}
+	str(req.ProviderName, &e.ProviderName, "provider_name")
+	str(req.IndicatorType, &e.IndicatorType, "indicator_type")
+	str(req.SourcePath, &e.SourcePath, "source_path")
+	str(req.TargetKey, &e.TargetKey, "target_key")
+	str(req.ValueType, &e.ValueType, "value_type")
+	str(req.Description, &e.Description, "description")
+	if req.IsActive != nil {
+		e.IsActive = *req.IsActive
+		cols = append(cols, "is_active")
+	}
+	if req.ProviderName != nil {
+		if err := s.checkProvidersExist(c, st, []string{*req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
+			return err
+		}
+	}
+	if len(cols) > 0 {
+		if err := st.UpdateFieldExtraction(c.UserContext(), &e, cols...); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return errDuplicateExtraction()
+			}
+			return notFoundAs(err, "Field extraction")
+		}
+	}
+	return respond(c, http.StatusOK, toExtractionResponse(e))
+}
+
+func (s *Server) deleteExtraction(c *fiber.Ctx) error {
+	st, e, err := s.loadExtraction(c)
+	if err != nil {
+		return err
+	}
+	if e.IsSystem {
+		return errSystemExtraction()
+	}
+	if err := st.DeleteFieldExtraction(c.UserContext(), e.UUID); err != nil {
+		return notFoundAs(err, "Field extraction")
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
