@@ -684,10 +684,9 @@ func (s *Server) addAlertIndicators(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	p := principal(c)
-	if q.Enrich {
-		if err := s.deps.Alerts.EnqueueRerun(ctx, id, store.ActorAPI, p.KeyPrefix); err != nil {
-			return notFoundAs(err, "Alert")
+	if q.Enrich && len(inds) > 0 {
+		if err := s.enrichAdded(ctx, id, inds, principal(c).KeyPrefix); err != nil {
+			return err
 		}
 	}
 	out := addIndicatorsResponse{AddedCount: added, Indicators: make([]indicatorResponse, len(inds)), EnrichRequested: q.Enrich}
@@ -695,6 +694,32 @@ func (s *Server) addAlertIndicators(c *fiber.Ctx) error {
 		out.Indicators[i] = toIndicatorResponse(ind, false)
 	}
 	return respond(c, http.StatusCreated, out)
+}
+
+// IndicatorEnricher starts enrichment of stored indicators (EnrichIndicator workflows; implemented
+// by temporal.IndicatorEnrichmentStarter).
+type IndicatorEnricher interface {
+	StartIndicatorEnrichment(ctx context.Context, ids []uuid.UUID) ([]string, error)
+}
+
+// enrichAdded starts enrichment of indicators added to an alert. When Temporal cannot take the
+// starts (or none is wired), the alert's pipeline re-run is queued through the outbox instead, so the
+// request never depends on Temporal being up; the re-run enriches every indicator of the alert.
+func (s *Server) enrichAdded(ctx context.Context, alertID uuid.UUID, inds []store.Indicator, keyPrefix string) error {
+	if s.deps.IndicatorEnricher != nil {
+		ids := make([]uuid.UUID, len(inds))
+		for i, ind := range inds {
+			ids[i] = ind.UUID
+		}
+		startCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := s.deps.IndicatorEnricher.StartIndicatorEnrichment(startCtx, ids)
+		if err == nil {
+			return nil
+		}
+		s.log.WarnContext(ctx, "start indicator enrichment failed; queueing the alert's pipeline instead", "alert_uuid", alertID.String(), "err", err)
+	}
+	return notFoundAs(s.deps.Alerts.EnqueueRerun(ctx, alertID, store.ActorAPI, keyPrefix), "Alert")
 }
 
 // Activity.

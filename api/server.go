@@ -49,6 +49,8 @@ type Deps struct {
 	Alerts         AlertStore
 	Indicators     IndicatorStore
 	Mappings       IndicatorMappingStore
+	// IndicatorEnricher starts enrichment of indicators added to an alert; nil queues a pipeline re-run.
+	IndicatorEnricher IndicatorEnricher
 
 	Enrichment EnrichmentDeps // providers, field extractions, on-demand enrichment
 

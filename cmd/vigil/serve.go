@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 )
@@ -52,6 +53,9 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	if err := seedProviders(ctx, st); err != nil {
 		return err
 	}
+	if err := api.SeedBuiltins(ctx, st, sources.NewRegistry()); err != nil {
+		return err
+	}
 	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	apiCfg, apiDeps := api.Config{
 		Version:            cfg.Version,
@@ -59,6 +63,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		RateLimitPerMinute: cfg.RateLimitPerMinute,
 		TrustedProxyCount:  cfg.TrustedProxyCount,
 		PublicBaseURL:      cfg.PublicBaseURL,
+		AlertDedupWindow:   time.Duration(cfg.AlertDedupHours) * time.Hour,
 	}, api.Deps{
 		Log:     log,
 		Auth:    authn,
@@ -74,6 +79,10 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		// Detection rules and context documents (API.md §5, §6).
 		DetectionRules:   st,
 		ContextDocuments: st,
+		// Ingestion, sources, alerts, indicators and mappings (API.md §2-§4).
+		SourceRegistry: sources.NewRegistry(), Secrets: box,
+		Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
+		IndicatorEnricher: temporal.NewIndicatorEnrichmentStarter(tc, temporal.NewQueues(cfg.TaskQueuePrefix)),
 		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
 			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
 	}
@@ -129,10 +138,21 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	if err := seedProviders(ctx, st); err != nil {
 		return err
 	}
+	if err := api.SeedBuiltins(ctx, st, sources.NewRegistry()); err != nil {
+		return err
+	}
 	acts := &activities.Activities{Log: log}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
+	acts.Pipeline = st
 	wireWorkflowRunActivities(cfg, st, box, acts)
-	return ignoreCanceled(temporal.RunWorkers(ctx, tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts, log))
+	queues := temporal.NewQueues(cfg.TaskQueuePrefix)
+	// The outbox dispatcher runs beside the workers: ingested alerts reach their pipeline from here.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{}).Run(gctx)
+	})
+	g.Go(func() error { return temporal.RunWorkers(gctx, tc, queues, acts, log) })
+	return ignoreCanceled(g.Wait())
 }
 
 func temporalConfig(cfg config) temporal.Config {

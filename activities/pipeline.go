@@ -1,0 +1,254 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/activity"
+	sdktemporal "go.temporal.io/sdk/temporal"
+
+	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// PipelineStore is what the alert pipeline's activities need.
+type PipelineStore interface {
+	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
+	ActiveMappings(ctx context.Context, sourceName string) ([]store.IndicatorMapping, error)
+	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
+	AssociateRule(ctx context.Context, alertID uuid.UUID, sourceName, sourceRuleID, name string) (uuid.UUID, bool, error)
+	AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]store.Indicator, error)
+	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event store.ActivityEvent) error
+}
+
+// Error types of the pipeline activities (non-retryable).
+const (
+	ErrTypeAlertNotFound         = "AlertNotFound"
+	ErrTypePipelineNotConfigured = "PipelineNotConfigured"
+	ErrTypePipelineBadInput      = "PipelineBadInput"
+)
+
+// PipelineInput names the alert a pipeline step works on.
+type PipelineInput struct {
+	AlertUUID string `json:"alert_uuid"`
+}
+
+// PipelineExtraction is what extraction found: the alert's routing fields and the merged,
+// normalized indicators of the three passes.
+type PipelineExtraction struct {
+	SourceName string                 `json:"source_name"`
+	Severity   string                 `json:"severity"`
+	RuleRef    *store.RuleReference   `json:"rule_ref,omitempty"`
+	Indicators []indicators.Indicator `json:"indicators"`
+	PassCounts [3]int                 `json:"pass_counts"`
+	Skipped    int                    `json:"skipped"`
+	Truncated  bool                   `json:"truncated,omitempty"`
+}
+
+// PipelineLinkInput links extracted indicators to the alert.
+type PipelineLinkInput struct {
+	AlertUUID  string                 `json:"alert_uuid"`
+	Indicators []indicators.Indicator `json:"indicators"`
+}
+
+// PipelineLinkResult lists the linked indicators' uuids (input order) and how many links are new.
+type PipelineLinkResult struct {
+	IndicatorUUIDs []string `json:"indicator_uuids"`
+	NewLinks       int      `json:"new_links"`
+}
+
+// PipelineRuleInput associates the alert with its source rule.
+type PipelineRuleInput struct {
+	AlertUUID  string              `json:"alert_uuid"`
+	SourceName string              `json:"source_name"`
+	RuleRef    store.RuleReference `json:"rule_ref"`
+}
+
+// PipelineFinishInput records the pipeline's outcome.
+type PipelineFinishInput struct {
+	AlertUUID string   `json:"alert_uuid"`
+	RunID     string   `json:"run_id"`
+	Status    string   `json:"status"` // Enriched or Failed
+	Succeeded []string `json:"succeeded,omitempty"`
+	Failed    []string `json:"failed,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// PipelineFinishResult is the alert's effective malice after enrichment.
+type PipelineFinishResult struct {
+	Malice string `json:"malice"`
+}
+
+func (a *Activities) pipeline() (PipelineStore, error) {
+	if a.Pipeline == nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError("the alert pipeline is not configured on this worker", ErrTypePipelineNotConfigured, nil)
+	}
+	return a.Pipeline, nil
+}
+
+func parseAlertUUID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, sdktemporal.NewNonRetryableApplicationError("invalid alert uuid "+s, ErrTypePipelineBadInput, err)
+	}
+	return id, nil
+}
+
+func alertErr(id uuid.UUID, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return sdktemporal.NewNonRetryableApplicationError("alert "+id.String()+" not found", ErrTypeAlertNotFound, err)
+	}
+	return err
+}
+
+func pipelineMappings(rows []store.IndicatorMapping) []indicators.Mapping {
+	out := make([]indicators.Mapping, 0, len(rows))
+	for _, r := range rows {
+		m := indicators.Mapping{FieldPath: r.FieldPath, Type: indicators.Type(r.IndicatorType), Target: indicators.Target(r.ExtractionTarget)}
+		if r.SourceName != nil {
+			m.SourceName = *r.SourceName
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// PipelineExtract (local activity) runs the three extraction passes over the stored alert: pass 1
+// from the plugin output kept at ingest, pass 2 (mappings over the normalized fields) and pass 3
+// (mappings over the raw payload, with array fan-out). Pure reads: safe to retry.
+func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (PipelineExtraction, error) {
+	st, err := a.pipeline()
+	if err != nil {
+		return PipelineExtraction{}, err
+	}
+	id, err := parseAlertUUID(in.AlertUUID)
+	if err != nil {
+		return PipelineExtraction{}, err
+	}
+	alert, err := st.GetAlert(ctx, id)
+	if err != nil {
+		return PipelineExtraction{}, alertErr(id, fmt.Errorf("load alert: %w", err))
+	}
+	rows, err := st.ActiveMappings(ctx, alert.SourceName)
+	if err != nil {
+		return PipelineExtraction{}, fmt.Errorf("load indicator mappings: %w", err)
+	}
+	pass1 := make([]indicators.Indicator, len(alert.Normalized.Indicators))
+	for i, p := range alert.Normalized.Indicators {
+		pass1[i] = indicators.Indicator{Type: indicators.Type(p.Type), Value: p.Value}
+	}
+	res := indicators.Extract(alert.Normalized.Fields, alert.RawPayload, alert.SourceName, pass1, pipelineMappings(rows))
+	if len(res.Skipped) > 0 {
+		activity.GetLogger(ctx).Info("extraction skipped values", "alert_uuid", id.String(), "skipped", len(res.Skipped)+res.SkippedOmitted)
+	}
+	return PipelineExtraction{SourceName: alert.SourceName, Severity: alert.Severity, RuleRef: alert.Normalized.RuleRef,
+		Indicators: res.Indicators, PassCounts: [3]int{len(res.Pass1), len(res.Pass2), len(res.Pass3)},
+		Skipped: len(res.Skipped) + res.SkippedOmitted, Truncated: res.Truncated}, nil
+}
+
+// PipelineLink (local activity) upserts the indicators globally on (type, value) and links them to
+// the alert in one transaction. Idempotent: a retry or a re-run adds nothing twice.
+func (a *Activities) PipelineLink(ctx context.Context, in PipelineLinkInput) (PipelineLinkResult, error) {
+	st, err := a.pipeline()
+	if err != nil {
+		return PipelineLinkResult{}, err
+	}
+	id, err := parseAlertUUID(in.AlertUUID)
+	if err != nil {
+		return PipelineLinkResult{}, err
+	}
+	keys := make([]store.IndicatorKey, len(in.Indicators))
+	for i, ind := range in.Indicators {
+		keys[i] = store.IndicatorKey{Type: string(ind.Type), Value: ind.Value}
+	}
+	inds, added, err := st.LinkIndicators(ctx, id, keys, "extraction")
+	if err != nil {
+		return PipelineLinkResult{}, alertErr(id, err)
+	}
+	out := PipelineLinkResult{IndicatorUUIDs: make([]string, len(inds)), NewLinks: added}
+	for i, ind := range inds {
+		out.IndicatorUUIDs[i] = ind.UUID.String()
+	}
+	return out, nil
+}
+
+// PipelineRule (local activity) links the alert to the detection rule matching (source_name,
+// source_rule_id), creating a stub rule when there is none. Idempotent under concurrency (the
+// unique index on the source reference). It returns the rule's uuid.
+func (a *Activities) PipelineRule(ctx context.Context, in PipelineRuleInput) (string, error) {
+	st, err := a.pipeline()
+	if err != nil {
+		return "", err
+	}
+	id, err := parseAlertUUID(in.AlertUUID)
+	if err != nil {
+		return "", err
+	}
+	ruleID, _, err := st.AssociateRule(ctx, id, in.SourceName, in.RuleRef.SourceRuleID, in.RuleRef.Name)
+	if err != nil {
+		return "", alertErr(id, err)
+	}
+	return ruleID.String(), nil
+}
+
+// PipelineFinish (local activity) marks the alert Enriched or Failed with enriched_at, records the
+// alert_enriched / alert_enrichment_failed event once per run, and returns the alert's malice.
+func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput) (PipelineFinishResult, error) {
+	st, err := a.pipeline()
+	if err != nil {
+		return PipelineFinishResult{}, err
+	}
+	id, err := parseAlertUUID(in.AlertUUID)
+	if err != nil {
+		return PipelineFinishResult{}, err
+	}
+	if in.Status != store.EnrichmentEnriched && in.Status != store.EnrichmentFailed {
+		return PipelineFinishResult{}, sdktemporal.NewNonRetryableApplicationError("invalid enrichment status "+in.Status, ErrTypePipelineBadInput, nil)
+	}
+	alert, err := st.GetAlert(ctx, id)
+	if err != nil {
+		return PipelineFinishResult{}, alertErr(id, err)
+	}
+	inds, err := st.AlertIndicators(ctx, id)
+	if err != nil {
+		return PipelineFinishResult{}, fmt.Errorf("load indicators: %w", err)
+	}
+	malice := indicators.MalicePending
+	if alert.MaliceOverride != nil {
+		malice = indicators.MaliceLevel(*alert.MaliceOverride)
+	} else {
+		for _, ind := range inds {
+			malice = indicators.Worst(malice, indicators.MaliceLevel(ind.Malice))
+		}
+	}
+	event := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{
+		"workflow_id": "alert-" + id.String(), "indicator_count": len(inds), "malice": string(malice),
+		"providers_succeeded": pipelineList(in.Succeeded), "providers_failed": pipelineList(in.Failed),
+	}}
+	if in.Status == store.EnrichmentFailed {
+		event.EventType = "alert_enrichment_failed"
+		if in.Error != "" {
+			event.References["error"] = pipelineTruncate(in.Error, 1000)
+		}
+	}
+	if err := st.FinishEnrichment(ctx, id, in.Status, in.RunID, event); err != nil {
+		return PipelineFinishResult{}, alertErr(id, err)
+	}
+	return PipelineFinishResult{Malice: string(malice)}, nil
+}
+
+func pipelineList(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func pipelineTruncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,164 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	sdktemporal "go.temporal.io/sdk/temporal"
+
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/workflows"
+)
+
+// OutboxStore is what the dispatcher needs from the store.
+type OutboxStore interface {
+	DispatchOutbox(ctx context.Context, limit int, start func(ctx context.Context, entries []store.OutboxEntry) []error) (int, error)
+	DB() *bun.DB
+}
+
+// DispatcherOptions tune the dispatcher; zero values take the defaults.
+type DispatcherOptions struct {
+	Poll        time.Duration // also the retry tick for entries backed off; default 1 s
+	Batch       int           // entries claimed per transaction; default 64
+	Concurrency int           // concurrent StartWorkflow calls; default 16
+	StartLimit  time.Duration // bound of one StartWorkflow call; default 10 s
+}
+
+// Dispatcher turns committed outbox rows into AlertPipeline workflows (DESIGN.md "Ingest path"). It
+// runs in the worker, woken by LISTEN/NOTIFY and a short poll, claims rows FOR UPDATE SKIP LOCKED
+// (several workers never take the same row), starts alert-<uuid> and deletes the row in the same
+// transaction. A start that fails leaves the row with attempts, last_error and a backed-off
+// not_before; nothing is lost. Starts are idempotent: a first run uses reuse policy
+// REJECT_DUPLICATE (an already finished pipeline is not run again when a row is replayed after a
+// crash), a re-run (POST /v1/alerts/{uuid}/enrich) ALLOW_DUPLICATE, and both conflict policy
+// USE_EXISTING (a running pipeline is never started twice).
+type Dispatcher struct {
+	st     OutboxStore
+	c      client.Client
+	queues Queues
+	log    *slog.Logger
+	opts   DispatcherOptions
+}
+
+// NewDispatcher returns a dispatcher starting pipelines through c on queues.Pipeline.
+func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Logger, opts DispatcherOptions) *Dispatcher {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 64
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	if opts.StartLimit <= 0 {
+		opts.StartLimit = 10 * time.Second
+	}
+	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts}
+}
+
+// Run dispatches until ctx ends (then it returns nil). A broken LISTEN connection only slows it to
+// the poll interval; the listener reconnects by itself.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	ln := pgdriver.NewListener(d.st.DB())
+	defer ln.Close()
+	var wake <-chan pgdriver.Notification
+	if err := ln.Listen(ctx, store.OutboxChannel); err != nil {
+		d.log.Warn("listen for outbox notifications failed; polling only", "err", err)
+	} else {
+		wake = ln.Channel(pgdriver.WithChannelSize(1024))
+	}
+	tick := time.NewTicker(d.opts.Poll)
+	defer tick.Stop()
+	for {
+		if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error("dispatch outbox", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case _, ok := <-wake:
+			if !ok {
+				wake = nil
+			}
+		}
+	}
+}
+
+// Drain dispatches due rows until none is left (rows backed off are left for later) and returns
+// how many it claimed.
+func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, d.startAll)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < d.opts.Batch {
+			return total, nil
+		}
+	}
+}
+
+// startAll starts one pipeline per entry, concurrently, and reports each outcome.
+func (d *Dispatcher) startAll(ctx context.Context, entries []store.OutboxEntry) []error {
+	errs := make([]error, len(entries))
+	sem := make(chan struct{}, d.opts.Concurrency)
+	var wg sync.WaitGroup
+	for i, e := range entries {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = d.start(ctx, e)
+			if errs[i] != nil {
+				d.log.Warn("start alert pipeline failed; will retry", "alert_uuid", e.AlertUUID.String(),
+					"attempts", e.Attempts+1, "err", errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.StartLimit)
+	defer cancel()
+	id := AlertWorkflowID(e.AlertUUID)
+	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	if e.Kind == store.OutboxRerun {
+		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	}
+	_, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                d.queues.Pipeline,
+		WorkflowIDReusePolicy:    reuse,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowExecutionTimeout: 24 * time.Hour,
+		TypedSearchAttributes:    sdktemporal.NewSearchAttributes(SearchAttrAlertUUID.ValueSet(e.AlertUUID.String())),
+	}, workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: e.AlertUUID.String(), StepQueue: d.queues.Enrichment})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		// A first-run row replayed after its pipeline finished: done.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// Search attributes the pipeline sets (the same names temporal.SearchAttr* registers; a test in
+// package temporal keeps them equal). Only ids and enum values: never indicator values.
+var (
+	pipelineAttrAlertUUID = sdktemporal.NewSearchAttributeKeyKeyword("VigilAlertUUID")
+	pipelineAttrSource    = sdktemporal.NewSearchAttributeKeyKeyword("VigilSource")
+	pipelineAttrSeverity  = sdktemporal.NewSearchAttributeKeyKeyword("VigilSeverity")
+)
+
+// PipelineSearchAttributeNames lists the search attributes AlertPipeline upserts.
+func PipelineSearchAttributeNames() []string {
+	return []string{pipelineAttrAlertUUID.GetName(), pipelineAttrSource.GetName(), pipelineAttrSeverity.GetName()}
+}
+
+// AlertPipelineInput starts AlertPipeline (workflow id alert-<AlertUUID>).
+type AlertPipelineInput struct {
+	AlertUUID string `json:"alert_uuid"`
+	// StepQueue is the task queue of the provider HTTP step activities (the enrichment queue); ""
+	// runs them on the pipeline's own queue.
+	StepQueue string `json:"step_queue,omitempty"`
+}
+
+// AlertPipelineResult is what one pipeline run did.
+type AlertPipelineResult struct {
+	AlertUUID        string   `json:"alert_uuid"`
+	Gone             bool     `json:"gone,omitempty"` // the alert was deleted before or during the run
+	IndicatorCount   int      `json:"indicator_count"`
+	NewLinks         int      `json:"new_links"`
+	RuleUUID         string   `json:"rule_uuid,omitempty"`
+	EnrichmentStatus string   `json:"enrichment_status"`
+	Succeeded        []string `json:"providers_succeeded"`
+	Failed           []string `json:"providers_failed"`
+	Malice           string   `json:"malice"`
+}
+
+// pipelineLocalOptions: short database steps run as local activities (no workflow task, no
+// history round trip of their own), retried with backoff, never on a typed non-retryable error.
+func pipelineLocalOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &sdktemporal.RetryPolicy{
+			InitialInterval:    500 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+			MaximumAttempts:    10,
+			NonRetryableErrorTypes: []string{activities.ErrTypeAlertNotFound, activities.ErrTypePipelineNotConfigured,
+				activities.ErrTypePipelineBadInput},
+		},
+	}
+}
+
+func alertGone(err error) bool {
+	var appErr *sdktemporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeAlertNotFound
+}
+
+// AlertPipeline takes one ingested alert to Enriched (or Failed): extract indicators (3 passes) →
+// upsert and link them → associate the detection rule (stub when unknown) → enrich every indicator
+// with every configured provider in parallel (EnrichIndicators) → compute malice → mark the alert
+// and record the event. Every step is idempotent, so a re-run (POST /v1/alerts/{uuid}/enrich) or a
+// worker restart mid-run never duplicates indicators, links or events.
+func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineResult, error) {
+	var a *activities.Activities
+	res := AlertPipelineResult{AlertUUID: in.AlertUUID, Succeeded: []string{}, Failed: []string{}}
+	lctx := workflow.WithLocalActivityOptions(ctx, pipelineLocalOptions())
+
+	var ext activities.PipelineExtraction
+	if err := workflow.ExecuteLocalActivity(lctx, a.PipelineExtract, activities.PipelineInput{AlertUUID: in.AlertUUID}).Get(lctx, &ext); err != nil {
+		if alertGone(err) {
+			res.Gone = true
+			return res, nil
+		}
+		return res, fmt.Errorf("extract indicators: %w", err)
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, pipelineAttrAlertUUID.ValueSet(in.AlertUUID),
+		pipelineAttrSource.ValueSet(ext.SourceName), pipelineAttrSeverity.ValueSet(ext.Severity)); err != nil {
+		return res, fmt.Errorf("upsert search attributes: %w", err)
+	}
+
+	var link activities.PipelineLinkResult
+	if err := workflow.ExecuteLocalActivity(lctx, a.PipelineLink, activities.PipelineLinkInput{AlertUUID: in.AlertUUID, Indicators: ext.Indicators}).Get(lctx, &link); err != nil {
+		if alertGone(err) {
+			res.Gone = true
+			return res, nil
+		}
+		return res, fmt.Errorf("link indicators: %w", err)
+	}
+	res.IndicatorCount, res.NewLinks = len(link.IndicatorUUIDs), link.NewLinks
+
+	if ext.RuleRef != nil && ext.RuleRef.SourceRuleID != "" {
+		in := activities.PipelineRuleInput{AlertUUID: in.AlertUUID, SourceName: ext.SourceName, RuleRef: *ext.RuleRef}
+		if err := workflow.ExecuteLocalActivity(lctx, a.PipelineRule, in).Get(lctx, &res.RuleUUID); err != nil {
+			if alertGone(err) {
+				res.Gone = true
+				return res, nil
+			}
+			return res, fmt.Errorf("associate detection rule: %w", err)
+		}
+	}
+
+	status, enrichErr := store.EnrichmentEnriched, ""
+	if len(link.IndicatorUUIDs) > 0 {
+		er, err := EnrichIndicators(ctx, EnrichIndicatorsInput{IndicatorUUIDs: link.IndicatorUUIDs, StepQueue: in.StepQueue})
+		if err != nil {
+			status, enrichErr = store.EnrichmentFailed, err.Error()
+		} else {
+			res.Succeeded, res.Failed = providerOutcomes(er.Outcomes)
+			if len(res.Failed) > 0 && len(res.Succeeded) == 0 {
+				status, enrichErr = store.EnrichmentFailed, "every provider call failed"
+			}
+		}
+	}
+
+	var fin activities.PipelineFinishResult
+	finIn := activities.PipelineFinishInput{AlertUUID: in.AlertUUID, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
+		Status: status, Succeeded: res.Succeeded, Failed: res.Failed, Error: enrichErr}
+	if err := workflow.ExecuteLocalActivity(lctx, a.PipelineFinish, finIn).Get(lctx, &fin); err != nil {
+		if alertGone(err) {
+			res.Gone = true
+			return res, nil
+		}
+		return res, fmt.Errorf("finish pipeline: %w", err)
+	}
+	res.EnrichmentStatus, res.Malice = status, fin.Malice
+	return res, nil
+}
+
+// providerOutcomes returns the sorted, distinct providers that succeeded (or were served from the
+// cache) and those that failed; skipped calls count as neither.
+func providerOutcomes(outcomes []activities.Outcome) (succeeded, failed []string) {
+	succeeded, failed = []string{}, []string{}
+	for _, o := range outcomes {
+		switch o.Result.Status {
+		case store.EnrichSuccess:
+			if !slices.Contains(succeeded, o.Result.Provider) {
+				succeeded = append(succeeded, o.Result.Provider)
+			}
+		case store.EnrichFailed:
+			if !slices.Contains(failed, o.Result.Provider) {
+				failed = append(failed, o.Result.Provider)
+			}
+		}
+	}
+	slices.Sort(succeeded)
+	slices.Sort(failed)
+	return succeeded, failed
+}
