@@ -172,49 +172,41 @@ func (s *Store) DeleteContextDocument(ctx context.Context, id uuid.UUID) error {
 // ApplicableContextDocuments returns the full documents that apply to an alert described by subj:
 // every global document, then every non-global one whose targeting rules match (a non-global
 // document without rules applies to none). Each group is ordered by title, then uuid. Rules are
-// evaluated on summaries; content is loaded only for the documents that apply.
+// evaluated on a narrow read (uuid, is_global, rules); the documents that apply are loaded whole.
 func (s *Store) ApplicableContextDocuments(ctx context.Context, subj targeting.Subject) ([]ContextDocument, error) {
-	var candidates []ContextDocument
-	err := s.db.NewSelect().Model(&candidates).ExcludeColumn("content").
+	var candidates []struct {
+		UUID           uuid.UUID        `bun:"uuid"`
+		IsGlobal       bool             `bun:"is_global"`
+		TargetingRules *targeting.Rules `bun:"targeting_rules,type:jsonb"`
+	}
+	err := s.db.NewSelect().Model((*ContextDocument)(nil)).Column("uuid", "is_global").
+		ColumnExpr("CASE WHEN is_global THEN NULL ELSE targeting_rules END AS targeting_rules").
 		Where("is_global OR targeting_rules IS NOT NULL").
-		OrderExpr("is_global DESC, lower(title), uuid").Scan(ctx)
+		OrderExpr("is_global DESC, lower(title), uuid").Scan(ctx, &candidates)
 	if err != nil {
 		return nil, fmt.Errorf("load context document candidates: %w", mapErr(err))
 	}
-	out := make([]ContextDocument, 0, len(candidates))
+	rank := make(map[uuid.UUID]int, len(candidates))
 	ids := make([]uuid.UUID, 0, len(candidates))
-	for _, d := range candidates {
-		if targeting.Applies(d.IsGlobal, d.TargetingRules, subj) {
-			d.normalize()
-			out = append(out, d)
-			ids = append(ids, d.UUID)
+	for _, c := range candidates {
+		if targeting.Applies(c.IsGlobal, c.TargetingRules, subj) {
+			rank[c.UUID] = len(ids)
+			ids = append(ids, c.UUID)
 		}
 	}
+	out := []ContextDocument{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var contents []struct {
-		UUID    uuid.UUID `bun:"uuid"`
-		Content string    `bun:"content"`
+	if err := s.db.NewSelect().Model(&out).Where("uuid IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("load applicable context documents: %w", mapErr(err))
 	}
-	err = s.db.NewSelect().Model((*ContextDocument)(nil)).Column("uuid", "content").
-		Where("uuid IN (?)", bun.In(ids)).Scan(ctx, &contents)
-	if err != nil {
-		return nil, fmt.Errorf("load context document contents: %w", mapErr(err))
+	// A document changed between the two reads keeps the order of the first; one deleted is dropped.
+	slices.SortFunc(out, func(a, b ContextDocument) int { return rank[a.UUID] - rank[b.UUID] })
+	for i := range out {
+		out[i].normalize()
 	}
-	byID := make(map[uuid.UUID]string, len(contents))
-	for _, c := range contents {
-		byID[c.UUID] = c.Content
-	}
-	// A document deleted between the two reads is dropped.
-	kept := out[:0]
-	for _, d := range out {
-		if c, ok := byID[d.UUID]; ok {
-			d.Content = c
-			kept = append(kept, d)
-		}
-	}
-	return kept, nil
+	return out, nil
 }
 
 // AlertSubject builds the targeting subject of an alert from its row and its detection rule, for
