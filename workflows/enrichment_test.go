@@ -1,0 +1,226 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/workflows"
+)
+
+// enrichFake replaces the three enrichment activities with scripted ones.
+type enrichFake struct {
+	mu      sync.Mutex
+	plan    activities.EnrichPlan
+	step    func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error)
+	inputs  []activities.EnrichStepInput
+	record  activities.EnrichRecordInput
+	outcome []activities.Outcome
+}
+
+func (f *enrichFake) register(env *testsuite.TestWorkflowEnvironment) {
+	var a *activities.Activities
+	env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.EnrichPlanInput) (activities.EnrichPlan, error) {
+		return f.plan, nil
+	})
+	env.OnActivity(a.EnrichStep, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EnrichStepInput) (activities.EnrichStepResult, error) {
+		f.mu.Lock()
+		f.inputs = append(f.inputs, in)
+		n := len(f.inputs)
+		f.mu.Unlock()
+		return f.step(in, n)
+	})
+	env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EnrichRecordInput) (activities.EnrichRecordResult, error) {
+		f.record = in
+		out := append([]activities.Outcome(nil), in.Plan.Done...)
+		for _, c := range in.Calls {
+			r := store.EnrichmentResult{Provider: in.Plan.Calls[c.Call].Provider, Success: c.Success, NotFound: c.NotFound, ErrorMessage: c.Error}
+			out = append(out, activities.Outcome{Target: in.Plan.Calls[c.Call].Target, Result: r})
+		}
+		f.outcome = out
+		return activities.EnrichRecordResult{Outcomes: out}, nil
+	})
+}
+
+func onePlan(provider string, steps ...activities.PlannedStep) activities.EnrichPlan {
+	return activities.EnrichPlan{
+		Targets: []activities.EnrichTarget{{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01", Type: "domain", Value: "x.example.com"}},
+		Calls:   []activities.PlannedCall{{Target: 0, Provider: provider, Steps: steps}},
+	}
+}
+
+func ok(name string, i int, state string) activities.EnrichStepResult {
+	return activities.EnrichStepResult{Record: httpsteps.StepRecord{StepName: name, StepIndex: i, ResponseStatusCode: 200}, State: []byte(state)}
+}
+
+func runEnrich(t *testing.T, f *enrichFake, in workflows.EnrichIndicatorsInput) (workflows.EnrichIndicatorsResult, *testsuite.TestWorkflowEnvironment) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.EnrichIndicator)
+	f.register(env)
+	env.ExecuteWorkflow(workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.EnrichIndicatorsResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res, env
+}
+
+func TestEnrichIndicators_StepsPassState(t *testing.T) {
+	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5}, activities.PlannedStep{Name: "b", TimeoutSeconds: 5})}
+	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+		if in.StepIndex == 0 {
+			return ok("a", 0, "state-a"), nil
+		}
+		return ok("b", 1, string(in.State)+"+b"), nil
+	}
+	res, _ := runEnrich(t, f, workflows.EnrichIndicatorsInput{})
+	require.Len(t, f.inputs, 2)
+	require.Empty(t, f.inputs[0].State)
+	require.Equal(t, "state-a", string(f.inputs[1].State), "step b sees step a's sealed state")
+	require.Len(t, f.record.Calls, 1)
+	require.True(t, f.record.Calls[0].Success)
+	require.Equal(t, "state-a+b", string(f.record.Calls[0].State))
+	require.Nil(t, f.record.Calls[0].Steps, "outside test mode step records stay out of the record input")
+	require.Len(t, res.Outcomes, 1)
+	require.True(t, res.Outcomes[0].Result.Success)
+}
+
+func TestEnrichIndicators_WaitsForReservedSlotDurably(t *testing.T) {
+	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	var slot time.Time
+	f.step = func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error) {
+		if n == 1 {
+			slot = time.Now().Add(time.Hour)
+			return activities.EnrichStepResult{WaitUntil: slot}, nil
+		}
+		return ok("a", 0, "s"), nil
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f.register(env)
+	start := env.Now()
+	env.ExecuteWorkflow(workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01"})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, f.inputs, 2)
+	require.True(t, f.inputs[0].Slot.IsZero())
+	require.True(t, f.inputs[1].Slot.Equal(slot), "the second attempt sends on the reserved slot")
+	require.GreaterOrEqual(t, env.Now().Sub(start), 59*time.Minute, "the workflow slept on a timer")
+	require.True(t, f.record.Calls[0].Success)
+}
+
+func TestEnrichIndicators_RetryAfterThenSuccess(t *testing.T) {
+	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	f.step = func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error) {
+		if n == 1 {
+			return activities.EnrichStepResult{RetryAfter: 90 * time.Second, Record: httpsteps.StepRecord{ResponseStatusCode: 429}}, nil
+		}
+		return ok("a", 0, "s"), nil
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f.register(env)
+	start := env.Now()
+	env.ExecuteWorkflow(workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01"})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, f.inputs, 2)
+	require.GreaterOrEqual(t, env.Now().Sub(start), 90*time.Second)
+	require.True(t, f.record.Calls[0].Success)
+}
+
+func TestEnrichIndicators_RateLimitedTooOftenFails(t *testing.T) {
+	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	f.step = func(activities.EnrichStepInput, int) (activities.EnrichStepResult, error) {
+		return activities.EnrichStepResult{RetryAfter: time.Second, Record: httpsteps.StepRecord{StepName: "a", ResponseStatusCode: 429, Error: "HTTP 429"}}, nil
+	}
+	runEnrich(t, f, workflows.EnrichIndicatorsInput{})
+	require.Len(t, f.inputs, workflows.MaxRateLimitedRetries+1)
+	require.False(t, f.record.Calls[0].Success)
+	require.Contains(t, f.record.Calls[0].Error, "still rate limited")
+}
+
+func TestEnrichIndicators_PermanentFailureIsRecordedNotRetried(t *testing.T) {
+	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5}, activities.PlannedStep{Name: "b", TimeoutSeconds: 5})}
+	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+		rec := httpsteps.StepRecord{StepName: "a", StepIndex: 0, ResponseStatusCode: 403, Error: "step 0 (a): HTTP 403: client error"}
+		return activities.EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, activities.ErrTypeStepPermanent, nil, rec)
+	}
+	res, _ := runEnrich(t, f, workflows.EnrichIndicatorsInput{})
+	require.Len(t, f.inputs, 1, "a permanent error is not retried and later steps do not run")
+	require.False(t, f.record.Calls[0].Success)
+	require.Equal(t, "step 0 (a): HTTP 403: client error", f.record.Calls[0].Error)
+	require.False(t, res.Outcomes[0].Result.Success, "the enrichment itself still finishes")
+}
+
+func TestEnrichIndicators_RetryableFailureRetriedThenOptionalSkipped(t *testing.T) {
+	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5}, activities.PlannedStep{Name: "b", Optional: true, TimeoutSeconds: 5})}
+	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+		if in.StepIndex == 0 {
+			return ok("a", 0, "sa"), nil
+		}
+		rec := httpsteps.StepRecord{StepName: "b", StepIndex: 1, ResponseStatusCode: 502, Error: "HTTP 502"}
+		return activities.EnrichStepResult{}, sdktemporal.NewApplicationError(rec.Error, activities.ErrTypeStepRetryable, rec)
+	}
+	runEnrich(t, f, workflows.EnrichIndicatorsInput{})
+	require.Len(t, f.inputs, 1+3, "step b tried 3 times")
+	call := f.record.Calls[0]
+	require.True(t, call.Success, "a failing optional step does not fail the call")
+	require.Equal(t, "sa", string(call.State), "the state is the last successful step's")
+}
+
+func TestEnrichIndicators_ParallelCallsAndDoneOutcomes(t *testing.T) {
+	plan := onePlan("p1", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})
+	plan.Calls = append(plan.Calls, activities.PlannedCall{Target: 0, Provider: "p2", Steps: []activities.PlannedStep{{Name: "a", TimeoutSeconds: 5}}})
+	plan.Done = []activities.Outcome{{Target: 0, Result: store.EnrichmentResult{Provider: "cached", Success: true, CacheHit: true}}}
+	f := &enrichFake{plan: plan}
+	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+		if in.Provider == "p2" {
+			return activities.EnrichStepResult{}, errors.New("boom")
+		}
+		return ok("a", 0, "s1"), nil
+	}
+	res, _ := runEnrich(t, f, workflows.EnrichIndicatorsInput{})
+	require.Len(t, res.Outcomes, 3)
+	byProvider := map[string]store.EnrichmentResult{}
+	for _, o := range res.Outcomes {
+		byProvider[o.Result.Provider] = o.Result
+	}
+	require.True(t, byProvider["cached"].CacheHit)
+	require.True(t, byProvider["p1"].Success)
+	require.False(t, byProvider["p2"].Success)
+	require.Contains(t, byProvider["p2"].ErrorMessage, "boom")
+}
+
+func TestProviderCall_TestModeKeepsStepsAndTriesOnce(t *testing.T) {
+	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	f.plan.Targets[0].IndicatorUUID = ""
+	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+		rec := httpsteps.StepRecord{StepName: "a", ResponseStatusCode: 500, Error: "HTTP 500"}
+		return activities.EnrichStepResult{}, sdktemporal.NewApplicationError(rec.Error, activities.ErrTypeStepRetryable, rec)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f.register(env)
+	env.ExecuteWorkflow(workflows.ProviderCall, workflows.ProviderCallInput{Provider: "p", Type: "domain", Value: "x.example.com", Test: true})
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.ProviderCallResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, f.inputs, 1, "test mode tries each step once")
+	require.True(t, f.inputs[0].KeepRecords)
+	require.True(t, res.Found)
+	require.False(t, res.Result.Success)
+	require.Len(t, res.Steps, 1)
+	require.Equal(t, "HTTP 500", res.Steps[0].Error)
+	require.True(t, f.record.Test)
+}
