@@ -203,6 +203,24 @@ type testWorkflowRequest struct {
 	LiveHTTP          bool                        `json:"live_http" doc:"Send real requests (through the SSRF guard) instead of mocks."`
 }
 
+// Validate checks the mock responses (map values are not covered by the struct tags).
+func (r testWorkflowRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	if len(r.MockHTTPResponses) > httpsteps.MaxSteps {
+		errs.Add([]any{"mock_http_responses"}, validate.TypeTooLong, "At most one mock per step.", len(r.MockHTTPResponses))
+	}
+	for name, m := range r.MockHTTPResponses {
+		if m.StatusCode != nil && (*m.StatusCode < 100 || *m.StatusCode > 599) {
+			errs.AddCtx([]any{"mock_http_responses", name, "status_code"}, validate.TypeValue, "status_code must be 100..599.", *m.StatusCode,
+				map[string]any{"ge": 100, "le": 599})
+		}
+		if len(m.Headers) > httpsteps.MaxHeaders {
+			errs.Add([]any{"mock_http_responses", name, "headers"}, validate.TypeTooLong, "Too many headers.", nil)
+		}
+	}
+	return errs
+}
+
 type testWorkflowResponse struct {
 	Success        bool                   `json:"success"`
 	WorkflowName   string                 `json:"workflow_name"`
