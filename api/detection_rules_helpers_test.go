@@ -72,19 +72,18 @@ func insertAlert(t *testing.T, st *store.Store, a testAlertRow) testAlertRow {
 	return a
 }
 
-// linkIndicator inserts the indicator if new (plain SQL, independent of the pipeline's upsert) and
-// links it to the alert.
+// linkIndicator upserts the indicator (store.UpsertIndicators, as the pipeline does) and links it to
+// the alert.
 func linkIndicator(t *testing.T, st *store.Store, alert uuid.UUID, typ, value string) store.Indicator {
 	t.Helper()
 	ctx := context.Background()
-	_, err := st.DB().ExecContext(ctx, `INSERT INTO indicators (type, value) VALUES (?, ?) ON CONFLICT (type, value) DO NOTHING`, typ, value)
+	rows, err := st.UpsertIndicators(ctx, nil, []store.IndicatorKey{{Type: typ, Value: value}})
 	require.NoError(t, err)
-	var ind store.Indicator
-	require.NoError(t, st.DB().NewSelect().Model(&ind).Where("type = ? AND value = ?", typ, value).Scan(ctx))
+	require.Len(t, rows, 1)
 	_, err = st.DB().ExecContext(ctx, `INSERT INTO alert_indicators (alert_uuid, indicator_uuid) VALUES (?, ?) ON CONFLICT DO NOTHING`,
-		alert, ind.UUID)
+		alert, rows[0].UUID)
 	require.NoError(t, err)
-	return ind
+	return rows[0]
 }
 
 // createRule POSTs a rule and returns its data object.

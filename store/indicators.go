@@ -61,7 +61,8 @@ func (s *Store) UpsertIndicators(ctx context.Context, db bun.IDB, keys []Indicat
 	_, err := db.NewInsert().Model(&rows).
 		Column("uuid", "type", "value", "first_seen", "last_seen", "malice", "created_at", "updated_at").
 		On("CONFLICT (type, value) DO UPDATE").
-		Set("last_seen = GREATEST(indicators.last_seen, EXCLUDED.last_seen)").
+		// bun aliases the table as "indicator" in INSERT ... AS.
+		Set("last_seen = GREATEST(indicator.last_seen, EXCLUDED.last_seen)").
 		Returning("*").
 		Exec(ctx)
 	if err != nil {
