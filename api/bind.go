@@ -204,8 +204,10 @@ func decodeStruct(raw json.RawMessage, v reflect.Value, loc []any, errs *validat
 		before := len(*errs)
 		decodeInto(item, fv, floc, errs)
 		if !hasErrorAt(*errs, before, floc) {
-			// Element errors do not hide a list-level problem (too many items).
-			checkTags(fv, f.tag, floc, errs)
+			// Element errors do not hide a list-level problem (too many items); elements that
+			// failed to decode are not checked again.
+			failed := erroredLocs(*errs, before)
+			checkTags(fv, f.tag, floc, errs, failed)
 		}
 	}
 	for k := range obj {
@@ -213,6 +215,15 @@ func decodeStruct(raw json.RawMessage, v reflect.Value, loc []any, errs *validat
 			errs.Add(validate.Join(loc, k), validate.TypeExtraForbidden, "Extra inputs are not permitted.", nil)
 		}
 	}
+}
+
+// erroredLocs returns the locations of errs[from:].
+func erroredLocs(errs validate.Errors, from int) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range errs[from:] {
+		out[validate.LocString(e.Loc)] = true
+	}
+	return out
 }
 
 // hasErrorAt reports whether errs[from:] holds an error located exactly at loc.
@@ -261,7 +272,7 @@ func bodyFields(t reflect.Type) []fieldInfo {
 }
 
 // checkTags applies the enum/length/range/pattern tags to a decoded value.
-func checkTags(v reflect.Value, tag reflect.StructTag, loc []any, errs *validate.Errors) {
+func checkTags(v reflect.Value, tag reflect.StructTag, loc []any, errs *validate.Errors, skip map[string]bool) {
 	if opt, ok := v.Addr().Interface().(optionalValue); ok {
 		inner, set := opt.optionalInner()
 		if !set {
@@ -299,7 +310,9 @@ func checkTags(v reflect.Value, tag reflect.StructTag, loc []any, errs *validate
 		}
 		if v.Type().Elem().Kind() == reflect.String {
 			for i := range n {
-				checkString(v.Index(i).String(), tag, validate.Join(loc, i), errs)
+				if eloc := validate.Join(loc, i); !skip[validate.LocString(eloc)] {
+					checkString(v.Index(i).String(), tag, eloc, errs)
+				}
 			}
 		}
 	}
@@ -473,7 +486,7 @@ func decodeQueryStruct(v reflect.Value, values func(string) []string, errs *vali
 		before := len(*errs)
 		setQueryValue(fv, raw, loc, errs)
 		if len(*errs) == before {
-			checkTags(fv, sf.Tag, loc, errs)
+			checkTags(fv, sf.Tag, loc, errs, nil)
 		}
 	}
 }

@@ -60,6 +60,7 @@ func TestBindNested(t *testing.T) {
 	require.Equal(t, []string{"body.items:list_type"}, bindErrs(t, `{"name":"a","items":{"0":1}}`))
 	require.Equal(t, []string{"body.items[0]:dict_type"}, bindErrs(t, `{"name":"a","items":[5]}`))
 	require.Equal(t, []string{"body:dict_type"}, bindErrs(t, `null`))
+	require.Equal(t, []string{"body.tags[1]:string_type"}, bindErrs(t, `{"name":"a","tags":["ab",5]}`), "reported once")
 	require.Equal(t, []string{"body.when:datetime_parsing"}, bindErrs(t, `{"name":"a","when":"2026-11-22T10:00:00"}`), "no offset")
 
 	var s bindSample
