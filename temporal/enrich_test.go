@@ -65,7 +65,7 @@ var (
 
 const testKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
-func enrichHarness(t *testing.T) *enrichEnv {
+func enrichHarness(t testing.TB) *enrichEnv {
 	t.Helper()
 	dsn := testenv.DatabaseURL(t)
 	addr := testenv.TemporalAddress(t)
@@ -143,7 +143,7 @@ type providerSpec struct {
 	extract    map[string]string // target_key → source_path (type any)
 }
 
-func (e *enrichEnv) provider(t *testing.T, spec providerSpec) string {
+func (e *enrichEnv) provider(t testing.TB, spec providerSpec) string {
 	t.Helper()
 	ctx := context.Background()
 	name := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
@@ -180,7 +180,7 @@ func (e *enrichEnv) provider(t *testing.T, spec providerSpec) string {
 	return name
 }
 
-func resultFor(t *testing.T, results []store.EnrichmentResult, provider string) store.EnrichmentResult {
+func resultFor(t testing.TB, results []store.EnrichmentResult, provider string) store.EnrichmentResult {
 	t.Helper()
 	for _, r := range results {
 		if r.Provider == provider {
@@ -197,7 +197,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
+func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
