@@ -186,6 +186,17 @@ func TestProviders_Validation(t *testing.T) {
 		}), []string{"body.http_config.steps.0.name", "body.malice_rules.rules"}},
 		{"bad rate limit", mutate(func(b map[string]any) { b["rate_limit"] = map[string]any{"requests": 0} }), []string{"body.rate_limit.requests", "body.rate_limit.per_seconds"}},
 		{"bad env var", mutate(func(b map[string]any) { b["env_var_mapping"] = map[string]any{"api_key": "BAD-NAME=1"} }), []string{"body.env_var_mapping.api_key"}},
+		{"too many steps", mutate(func(b map[string]any) {
+			steps := []any{}
+			for i := range 21 {
+				steps = append(steps, map[string]any{"name": "s" + strings.Repeat("x", i), "url": "https://x.example.com/"})
+			}
+			b["http_config"] = map[string]any{"steps": steps}
+		}), []string{"body.http_config.steps"}},
+		{"hostile header", mutate(func(b map[string]any) {
+			b["http_config"] = map[string]any{"steps": []any{map[string]any{"name": "a", "url": "https://x.example.com/", "headers": map[string]any{"Bad Header\r\n": "x"}}}}
+		}), []string{"body.http_config.steps.0.headers.Bad Header\r\n"}},
+		{"auth_config list", mutate(func(b map[string]any) { b["auth_config"] = []any{"a"} }), []string{"body.auth_config"}},
 		{"auth_config wrong type", mutate(func(b map[string]any) { b["auth_config"] = map[string]any{"k": 5} }), []string{"body.auth_config"}},
 		{"unknown field", mutate(func(b map[string]any) { b["auth_config_sealed"] = "x" }), []string{"body.auth_config_sealed"}},
 		{"wrong types", mutate(func(b map[string]any) {
@@ -205,6 +216,28 @@ func TestProviders_Validation(t *testing.T) {
 	huge := validProviderBody(uniqueName("huge"))
 	huge["display_name"] = strings.Repeat("x", 201)
 	require.Contains(t, locs(requireValidation(t, e.do(t, http.MethodPost, "/v1/enrichment-providers", e.admin, huge))), "body.display_name")
+}
+
+func TestProviders_PatchValidation(t *testing.T) {
+	e := newEnrichServer(t, nil)
+	p := e.createProvider(t, validProviderBody(uniqueName("pv")))
+	path := "/v1/enrichment-providers/" + p["uuid"].(string)
+	d := requireValidation(t, e.do(t, http.MethodPatch, path, e.admin, map[string]any{"http_config": map[string]any{"steps": []any{
+		map[string]any{"name": "ok", "url": "https://x.example.com/"}, map[string]any{"name": "bad", "url": "https://x.example.com/{{nope.x}}"}}}}))
+	require.Equal(t, []string{"body.http_config.steps.1.url"}, locs(d))
+	require.Equal(t, []string{"body.http_config"}, locs(requireValidation(t, e.do(t, http.MethodPatch, path, e.admin, map[string]any{"http_config": nil}))))
+	require.Equal(t, []string{"body.rate_limit.per_seconds"}, locs(requireValidation(t, e.do(t, http.MethodPatch, path, e.admin,
+		map[string]any{"rate_limit": map[string]any{"requests": 1, "per_seconds": 0}}))))
+	require.Equal(t, []string{"body.bogus"}, locs(requireValidation(t, e.do(t, http.MethodPatch, path, e.admin, map[string]any{"bogus": 1}))))
+	// rate_limit null removes it; malice_rules null resets it.
+	r := e.do(t, http.MethodPatch, path, e.admin, map[string]any{"rate_limit": nil, "malice_rules": nil, "display_name": "Renamed"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	data := r.JSON(t)["data"].(map[string]any)
+	require.Nil(t, data["rate_limit"])
+	require.Equal(t, map[string]any{}, data["malice_rules"])
+	require.Equal(t, "Renamed", data["display_name"])
+	r = e.do(t, http.MethodGet, path, e.reader, nil)
+	require.Equal(t, "Renamed", r.JSON(t)["data"].(map[string]any)["display_name"])
 }
 
 func TestProviders_ScopesAndNotFound(t *testing.T) {

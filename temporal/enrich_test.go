@@ -645,3 +645,65 @@ func TestSeedBuiltinProviders_IdempotentAndKeepsUserChanges(t *testing.T) {
 	vt.IsActive = true
 	require.NoError(t, e.st.UpdateProvider(ctx, &vt, "is_active"))
 }
+
+func TestReserveProviderSlot_SpacingAndDailyQuota(t *testing.T) {
+	e := enrichHarness(t)
+	ctx := context.Background()
+	name := "slot_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
+	quota := 3
+	limit := store.RateLimit{Requests: 10, PerSeconds: 1, DailyQuota: &quota}
+	var slots []time.Time
+	var now time.Time
+	for range 4 {
+		s, n, err := e.st.ReserveProviderSlot(ctx, name, limit)
+		require.NoError(t, err)
+		slots = append(slots, s)
+		now = n
+	}
+	require.False(t, slots[0].Before(now.Add(-time.Second)))
+	require.Equal(t, 100*time.Millisecond, slots[1].Sub(slots[0]))
+	require.Equal(t, 100*time.Millisecond, slots[2].Sub(slots[1]))
+	y, m, d := slots[2].UTC().Date()
+	require.Equal(t, time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), slots[3], "the 4th request of the day waits for the next UTC day")
+
+	// No limit: now. Concurrent reservations never share a slot.
+	s, n, err := e.st.ReserveProviderSlot(ctx, name+"_free", store.RateLimit{})
+	require.NoError(t, err)
+	require.Equal(t, n, s)
+	var mu sync.Mutex
+	seen := map[time.Time]bool{}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			s, _, err := e.st.ReserveProviderSlot(ctx, name+"_conc", store.RateLimit{Requests: 100, PerSeconds: 1})
+			require.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			require.False(t, seen[s], "slot %v handed out twice", s)
+			seen[s] = true
+		})
+	}
+	wg.Wait()
+}
+
+func TestRegister_EnrichmentQueues(t *testing.T) {
+	acts := &activities.Activities{}
+	enrich, pipeline := &recorder{}, &recorder{}
+	temporal.Register(temporal.QueueEnrichment, enrich, acts)
+	temporal.Register(temporal.QueuePipeline, pipeline, acts)
+	require.Subset(t, enrich.workflows, []string{"ProviderCall", "EnrichIndicator"})
+	require.Subset(t, enrich.activities, []string{"EnrichPlan", "EnrichStep", "EnrichRecord"})
+	// The pipeline calls EnrichIndicators inline: its worker runs the local activities, never the
+	// HTTP steps (those go to the enrichment queue).
+	require.Subset(t, pipeline.activities, []string{"EnrichPlan", "EnrichRecord"})
+	require.NotContains(t, pipeline.activities, "EnrichStep")
+}
+
+func TestWorkflowIDs(t *testing.T) {
+	id := uuid.MustParse("6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001")
+	require.Equal(t, "enrich-virustotal-6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001", temporal.ProviderCallWorkflowID("virustotal", id))
+	require.Equal(t, "enrich-indicator-6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001", temporal.EnrichIndicatorWorkflowID(id))
+	a, b := temporal.AdHocProviderCallWorkflowID("okta"), temporal.AdHocProviderCallWorkflowID("okta")
+	require.NotEqual(t, a, b)
+	require.True(t, strings.HasPrefix(a, "enrich-okta-adhoc-"))
+}
