@@ -1,0 +1,105 @@
+package temporal_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal"
+)
+
+// startSecondTemporal starts another dev server on port (the test's "Temporal comes back").
+func startSecondTemporal(t *testing.T, port int) *devstack.TemporalServer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	root, err := devstack.FindRepoRoot(wd)
+	require.NoError(t, err)
+	bin, err := devstack.EnsureTemporalCLI(ctx, root, nil)
+	require.NoError(t, err)
+	srv, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{Binary: bin, Headless: true, Port: port})
+	require.NoError(t, err)
+	return srv
+}
+
+// runsOf counts the executions (runs) of a workflow id on the server.
+func runsOf(t *testing.T, e *pipeEnv, id string) int {
+	t.Helper()
+	resp, err := e.c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowId = '%s'", id)})
+	require.NoError(t, err)
+	return len(resp.GetExecutions())
+}
+
+func TestDispatcher_ConcurrentDispatchersStartEachPipelineOnce(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	ctx := context.Background()
+
+	// Alerts ingested while no dispatcher runs, plus a second (replayed) row for one of them.
+	var ids []uuid.UUID
+	for i := range 30 {
+		ids = append(ids, e.ingest(t, "generic", fmt.Sprintf(`{"title":"dispatch %d %s"}`, i, uuid.NewString())))
+	}
+	_, err := e.st.DB().NewRaw("INSERT INTO alert_outbox (alert_uuid, kind) VALUES (?, 'pipeline')", ids[0]).Exec(ctx)
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{Batch: 4, Concurrency: 4})
+			_, err := d.Drain(ctx)
+			require.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id))
+		e.waitEnriched(t, id, 60*time.Second)
+	}
+	// Visibility is eventually consistent: wait for the first alert's run to be listed.
+	deadline := time.Now().Add(10 * time.Second)
+	for runsOf(t, e, temporal.AlertWorkflowID(ids[0])) == 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, id := range ids {
+		require.Equal(t, 1, runsOf(t, e, temporal.AlertWorkflowID(id)), "alert %s piped once", id)
+		require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id))
+	}
+
+	// A replayed first-run row after the pipeline finished starts nothing.
+	_, err = e.st.DB().NewRaw("INSERT INTO alert_outbox (alert_uuid, kind) VALUES (?, 'pipeline')", ids[1]).Exec(ctx)
+	require.NoError(t, err)
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{})
+	n, err := d.Drain(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 1)
+	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", ids[1]))
+	time.Sleep(time.Second)
+	require.Equal(t, 1, runsOf(t, e, temporal.AlertWorkflowID(ids[1])))
+	// A re-run row does start a new run.
+	require.NoError(t, e.st.EnqueueRerun(ctx, ids[1], store.ActorAPI, ""))
+	_, err = d.Drain(ctx)
+	require.NoError(t, err)
+	e.waitEvents(t, ids[1], "alert_enriched", 2, 60*time.Second)
+}
+
+func TestOutboxBackoff(t *testing.T) {
+	for attempts, want := range map[int]time.Duration{0: time.Second, 1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 10: 5 * time.Minute, 1000: 5 * time.Minute} {
+		require.Equal(t, want, store.OutboxBackoff(attempts), "attempts %d", attempts)
+	}
+}
