@@ -303,7 +303,9 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	ruleID := "rule-" + uuid.NewString()[:8]
 	m := &store.IndicatorMapping{SourceName: ptr("generic"), FieldPath: "extra.hosts.*.addr", IndicatorType: "ip", ExtractionTarget: "raw_payload", IsActive: true}
 	require.NoError(t, e.st.CreateIndicatorMapping(context.Background(), m))
-	t.Cleanup(func() { _, _ = e.st.DB().NewRaw("DELETE FROM indicator_mappings WHERE uuid = ?", m.UUID).Exec(context.Background()) })
+	t.Cleanup(func() {
+		_, _ = e.st.DB().NewRaw("DELETE FROM indicator_mappings WHERE uuid = ?", m.UUID).Exec(context.Background())
+	})
 
 	title := "pipeline " + uuid.NewString()
 	body := fmt.Sprintf(`{"title":%q,"severity":"High","rule_id":%q,"src_ip":"185.220.101.66","domain":"Evil-Pipe.COM",
