@@ -44,7 +44,7 @@ func BenchmarkEngineStep(b *testing.B) {
 	}
 	body, err := json.Marshal(map[string]any{"data": map[string]any{"attributes": map[string]any{
 		"last_analysis_stats": map[string]any{"malicious": 2, "suspicious": 1, "harmless": 70},
-		"reputation": -3, "registrar": "Example Registrar", "categories": map[string]any{"a": "b"}, "last_analysis_results": engines}}})
+		"reputation":          -3, "registrar": "Example Registrar", "categories": map[string]any{"a": "b"}, "last_analysis_results": engines}}})
 	require.NoError(b, err)
 	exts := []httpsteps.Extraction{
 		{SourcePath: "data.attributes.last_analysis_stats.malicious", TargetKey: "malicious", ValueType: "int"},

@@ -51,7 +51,7 @@ type CredentialSealer interface {
 // EnrichmentDeps groups the enrichment routes' collaborators.
 type EnrichmentDeps struct {
 	Store    EnrichmentStore
-	Enricher Enricher     // nil: enrichment routes answer 503
+	Enricher Enricher         // nil: enrichment routes answer 503
 	Sealer   CredentialSealer // nil: auth_config cannot be set (503)
 	// Env looks up the environment variables env_var_mapping names, for has_credentials.
 	Env store.Env
