@@ -146,7 +146,7 @@ type runHarness struct {
 
 const slackTestSecret = "slack-signing-secret"
 
-func newRunHarness(t *testing.T, queueSuffix string) *runHarness {
+func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 	t.Helper()
 	st := testStore(t)
 	key := make([]byte, 32)
@@ -178,7 +178,7 @@ func newRunHarness(t *testing.T, queueSuffix string) *runHarness {
 }
 
 // startWorkers runs the workers until stop is called (which waits for them to end).
-func (h *runHarness) startWorkers(t *testing.T) {
+func (h *runHarness) startWorkers(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- temporal.RunWorkers(ctx, h.client, h.queues, h.acts, slog.New(slog.DiscardHandler)) }()
@@ -194,7 +194,7 @@ func (h *runHarness) startWorkers(t *testing.T) {
 	}
 }
 
-func (h *runHarness) keys(t *testing.T) (human, agent, approver, approver2 string) {
+func (h *runHarness) keys(t testing.TB) (human, agent, approver, approver2 string) {
 	st := h.ts.Store
 	human = mustKey(t, st, auth.ScopeWorkflowsRead, auth.ScopeWorkflowsWrite, auth.ScopeWorkflowsExecute, auth.ScopeApprovalsWrite)
 	agent = mustKeyWith(t, st, func(k *store.APIKey) { k.KeyType = auth.KeyTypeAgent }, auth.ScopeWorkflowsRead, auth.ScopeWorkflowsExecute)
@@ -218,7 +218,7 @@ func (h *runHarness) workflowBody(path string, edit func(map[string]any)) map[st
 	return body
 }
 
-func (h *runHarness) createWorkflow(t *testing.T, key string, body map[string]any) string {
+func (h *runHarness) createWorkflow(t testing.TB, key string, body map[string]any) string {
 	t.Helper()
 	r := h.ts.do(t, http.MethodPost, "/v1/workflows", key, body)
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
@@ -234,7 +234,7 @@ type executed struct {
 	WorkflowID          string     `json:"workflow_id"`
 }
 
-func (h *runHarness) execute(t *testing.T, key, wf string, body map[string]any, headers ...string) executed {
+func (h *runHarness) execute(t testing.TB, key, wf string, body map[string]any, headers ...string) executed {
 	t.Helper()
 	if body == nil {
 		body = map[string]any{"indicator_type": "ip", "indicator_value": "203.0.113.7", "reason": "c2 beacon", "confidence": 0.9}
@@ -252,7 +252,7 @@ func (h *runHarness) execute(t *testing.T, key, wf string, body map[string]any, 
 }
 
 // waitRun waits until the run has status and returns it.
-func (h *runHarness) waitRun(t *testing.T, id uuid.UUID, status string) store.WorkflowRun {
+func (h *runHarness) waitRun(t testing.TB, id uuid.UUID, status string) store.WorkflowRun {
 	t.Helper()
 	var run store.WorkflowRun
 	require.Eventually(t, func() bool {
@@ -264,7 +264,7 @@ func (h *runHarness) waitRun(t *testing.T, id uuid.UUID, status string) store.Wo
 	return run
 }
 
-func (h *runHarness) decide(t *testing.T, key string, approval uuid.UUID, verb string, body any) response {
+func (h *runHarness) decide(t testing.TB, key string, approval uuid.UUID, verb string, body any) response {
 	t.Helper()
 	if body == nil {
 		body = map[string]any{}
@@ -273,7 +273,7 @@ func (h *runHarness) decide(t *testing.T, key string, approval uuid.UUID, verb s
 }
 
 // workflowResult waits for the Temporal workflow of a run to close and returns its result.
-func (h *runHarness) workflowResult(t *testing.T, run uuid.UUID) string {
+func (h *runHarness) workflowResult(t testing.TB, run uuid.UUID) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -44,9 +44,12 @@ type WorkflowRunResult struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// Bookkeeping activities (database reads and writes) retry briefly; steps use the workflow's policy.
-var bookkeeping = workflow.ActivityOptions{
-	StartToCloseTimeout: 30 * time.Second,
+// Bookkeeping (database reads and writes: the gate re-read, starting and finishing the run) runs as
+// local activities in the workflow's worker: no task-queue round trip between an approval and the
+// first step. They retry briefly; steps are regular activities under the workflow's policy.
+var bookkeeping = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    15 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
 	RetryPolicy: &sdktemporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 		MaximumAttempts: 10, NonRetryableErrorTypes: []string{activities.ErrTypeRunBroken}},
 }
@@ -59,7 +62,7 @@ var bookkeeping = workflow.ActivityOptions{
 // with workflow_run.completed.
 func WorkflowRun(ctx workflow.Context, in WorkflowRunInput) (WorkflowRunResult, error) {
 	var a *activities.Activities
-	bctx := workflow.WithActivityOptions(ctx, bookkeeping)
+	bctx := workflow.WithLocalActivityOptions(ctx, bookkeeping)
 	logger := workflow.GetLogger(ctx)
 	setStatus := func(status string) {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, searchAttrRunStatus.ValueSet(status)); err != nil {
@@ -70,7 +73,7 @@ func WorkflowRun(ctx workflow.Context, in WorkflowRunInput) (WorkflowRunResult, 
 		var stored string
 		// A cancelled workflow context must not stop the final bookkeeping.
 		fctx, _ := workflow.NewDisconnectedContext(bctx)
-		if err := workflow.ExecuteActivity(fctx, a.FinishWorkflowRun, activities.FinishRunInput{RunUUID: in.RunUUID, Status: status, Error: msg}).Get(fctx, &stored); err != nil {
+		if err := workflow.ExecuteLocalActivity(fctx, a.FinishWorkflowRun, activities.FinishRunInput{RunUUID: in.RunUUID, Status: status, Error: msg}).Get(fctx, &stored); err != nil {
 			return WorkflowRunResult{}, err
 		}
 		setStatus(stored)
@@ -94,7 +97,7 @@ func WorkflowRun(ctx workflow.Context, in WorkflowRunInput) (WorkflowRunResult, 
 	}
 
 	var plan activities.RunPlan
-	if err := workflow.ExecuteActivity(bctx, a.StartWorkflowRunSteps, in.RunUUID).Get(bctx, &plan); err != nil {
+	if err := workflow.ExecuteLocalActivity(bctx, a.StartWorkflowRunSteps, in.RunUUID).Get(bctx, &plan); err != nil {
 		return finish(store.RunFailed, "start run: "+err.Error())
 	}
 	if plan.RunStatus != store.RunRunning {
@@ -169,7 +172,7 @@ func waitForApproval(ctx, bctx workflow.Context, in WorkflowRunInput) (string, e
 		for signals.ReceiveAsync(nil) {
 		}
 		var gate activities.RunGateResult
-		if err := workflow.ExecuteActivity(bctx, a.ResolveWorkflowRunGate, activities.RunGateInput{RunUUID: in.RunUUID, Expire: expired}).Get(bctx, &gate); err != nil {
+		if err := workflow.ExecuteLocalActivity(bctx, a.ResolveWorkflowRunGate, activities.RunGateInput{RunUUID: in.RunUUID, Expire: expired}).Get(bctx, &gate); err != nil {
 			return "", err
 		}
 		if store.RunFinal(gate.RunStatus) {
