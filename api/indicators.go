@@ -151,7 +151,7 @@ func (s *Server) getIndicator(c *fiber.Ctx) error {
 }
 
 type patchIndicatorRequest struct {
-	Malice Optional[string] `json:"malice" required:"true" enum:"Pending,Benign,Suspicious,Malicious" doc:"A level (sticky override) or null (recompute from enrichment)."`
+	Malice Optional[string] `json:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"A level (sticky override) or null (recompute from enrichment)."`
 }
 
 // recomputeMalice is the worst verdict over the successful provider results.
