@@ -164,9 +164,15 @@ SET result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXC
 	return nil
 }
 
-// PurgeExpiredCache deletes expired cache entries and returns how many.
-func (s *Store) PurgeExpiredCache(ctx context.Context) (int, error) {
-	res, err := s.db.NewDelete().Table("enrichment_cache").Where("expires_at <= now()").Exec(ctx)
+// PurgeExpiredCache deletes up to limit expired cache entries (oldest expiry first; limit ≤ 0 means
+// 10 000) and returns how many. Reads already ignore expired entries; this only reclaims space.
+func (s *Store) PurgeExpiredCache(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		limit = 10_000
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM enrichment_cache WHERE (provider_name, indicator_type, value) IN (
+  SELECT provider_name, indicator_type, value FROM enrichment_cache WHERE expires_at <= now()
+  ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)`, limit)
 	if err != nil {
 		return 0, fmt.Errorf("purge cache: %w", mapErr(err))
 	}

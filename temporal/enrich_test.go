@@ -708,3 +708,33 @@ func TestWorkflowIDs(t *testing.T) {
 	require.NotEqual(t, a, b)
 	require.True(t, strings.HasPrefix(a, "enrich-okta-adhoc-"))
 }
+
+func TestEnrichmentCache_TTLAndPurge(t *testing.T) {
+	e := enrichHarness(t)
+	ctx := context.Background()
+	name := "cache_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
+	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "1.1.1.1", map[string]any{"success": true}, time.Hour))
+	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "2.2.2.2", map[string]any{"success": true}, time.Millisecond))
+	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "3.3.3.3", map[string]any{"success": true}, 0), "ttl 0 stores nothing")
+	time.Sleep(5 * time.Millisecond)
+	hit, ok, err := e.st.GetCachedResult(ctx, name, "ip", "1.1.1.1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, true, hit.Result["success"])
+	for _, v := range []string{"2.2.2.2", "3.3.3.3", "4.4.4.4"} {
+		_, ok, err := e.st.GetCachedResult(ctx, name, "ip", v)
+		require.NoError(t, err)
+		require.False(t, ok, v)
+	}
+	// Overwrite refreshes the entry.
+	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "1.1.1.1", map[string]any{"success": false}, time.Hour))
+	hit, _, err = e.st.GetCachedResult(ctx, name, "ip", "1.1.1.1")
+	require.NoError(t, err)
+	require.Equal(t, false, hit.Result["success"])
+	n, err := e.st.PurgeExpiredCache(ctx, 0)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 1)
+	var left int
+	require.NoError(t, e.st.DB().NewSelect().Table("enrichment_cache").ColumnExpr("count(*)").Where("provider_name = ?", name).Scan(ctx, &left))
+	require.Equal(t, 1, left)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/vigil-soc/vigil/activities"
@@ -61,4 +62,30 @@ func seedProviders(ctx context.Context, st *store.Store) error {
 		return fmt.Errorf("seed builtin providers: %w", err)
 	}
 	return nil
+}
+
+// purgeEnrichmentCache reclaims expired enrichment cache rows every interval until ctx ends (the
+// worker runs it; several workers purging at once skip each other's rows).
+func purgeEnrichmentCache(ctx context.Context, st *store.Store, log *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			n, err := st.PurgeExpiredCache(ctx, 10_000)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("purge enrichment cache", "err", err)
+				}
+				break
+			}
+			if n < 10_000 {
+				break
+			}
+		}
+	}
 }

@@ -143,6 +143,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	}
 	acts := &activities.Activities{Log: log}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
+	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
 	acts.Pipeline = st
 	wireWorkflowRunActivities(cfg, st, box, acts)
 	queues := temporal.NewQueues(cfg.TaskQueuePrefix)
