@@ -47,16 +47,21 @@ type AlertPipelineResult struct {
 	Malice           string   `json:"malice"`
 }
 
+// pipelineLocalAttempts bounds the attempts of each pipeline step (about 10 minutes of backoff).
+const pipelineLocalAttempts = 25
+
 // pipelineLocalOptions: short database steps run as local activities (no workflow task, no
 // history round trip of their own), retried with backoff, never on a typed non-retryable error.
 func pipelineLocalOptions() workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		// A database restart of a few minutes delays the pipeline; it does not fail it.
+		ScheduleToCloseTimeout: 15 * time.Minute,
+		StartToCloseTimeout:    30 * time.Second,
 		RetryPolicy: &sdktemporal.RetryPolicy{
 			InitialInterval:    500 * time.Millisecond,
 			BackoffCoefficient: 2,
-			MaximumInterval:    10 * time.Second,
-			MaximumAttempts:    10,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    pipelineLocalAttempts,
 			NonRetryableErrorTypes: []string{activities.ErrTypeAlertNotFound, activities.ErrTypePipelineNotConfigured,
 				activities.ErrTypePipelineBadInput},
 		},

@@ -1,0 +1,182 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/workflows"
+)
+
+const pipeAlert = "0b6f3b36-5f53-4d57-9a55-6d1b5a0f6f0e"
+
+type pipelineMocks struct {
+	env      *testsuite.TestWorkflowEnvironment
+	finished *activities.PipelineFinishInput
+}
+
+// pipelineEnv mocks the pipeline's local activities; extract/link/rule succeed with two indicators.
+func pipelineEnv(t *testing.T) *pipelineMocks {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	m := &pipelineMocks{env: env}
+	var a *activities.Activities
+	env.RegisterWorkflow(workflows.AlertPipeline)
+	env.RegisterActivity(a.PipelineExtract)
+	env.RegisterActivity(a.PipelineLink)
+	env.RegisterActivity(a.PipelineRule)
+	env.RegisterActivity(a.PipelineFinish)
+	env.RegisterActivity(a.EnrichPlan)
+	env.RegisterActivity(a.EnrichRecord)
+	env.OnActivity(a.PipelineLink, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PipelineLinkInput) (activities.PipelineLinkResult, error) {
+		out := activities.PipelineLinkResult{NewLinks: len(in.Indicators)}
+		for i := range in.Indicators {
+			out.IndicatorUUIDs = append(out.IndicatorUUIDs, []string{"11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"}[i])
+		}
+		return out, nil
+	})
+	env.OnActivity(a.PipelineRule, mock.Anything, mock.Anything).Return("33333333-3333-3333-3333-333333333333", nil)
+	env.OnActivity(a.PipelineFinish, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PipelineFinishInput) (activities.PipelineFinishResult, error) {
+		m.finished = &in
+		return activities.PipelineFinishResult{Malice: "Malicious"}, nil
+	})
+	return m
+}
+
+func extraction(n int) activities.PipelineExtraction {
+	inds := []indicators.Indicator{{Type: indicators.TypeIP, Value: "45.33.32.156"}, {Type: indicators.TypeDomain, Value: "evil.com"}}[:n]
+	return activities.PipelineExtraction{SourceName: "generic", Severity: "High", Indicators: inds,
+		RuleRef: &store.RuleReference{SourceRuleID: "r-1"}}
+}
+
+func run(t *testing.T, m *pipelineMocks) workflows.AlertPipelineResult {
+	t.Helper()
+	m.env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert, StepQueue: "q"})
+	require.True(t, m.env.IsWorkflowCompleted())
+	require.NoError(t, m.env.GetWorkflowError())
+	var res workflows.AlertPipelineResult
+	require.NoError(t, m.env.GetWorkflowResult(&res))
+	return res
+}
+
+func TestAlertPipeline_Enriched(t *testing.T) {
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(2), nil)
+	plan := activities.EnrichPlan{Targets: []activities.EnrichTarget{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}, {IndicatorUUID: "2", Type: "domain", Value: "evil.com"}}}
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.MatchedBy(func(in activities.EnrichPlanInput) bool { return len(in.IndicatorUUIDs) == 2 })).Return(plan, nil).Once()
+	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(activities.EnrichRecordResult{Outcomes: []activities.Outcome{
+		{Target: 0, Result: store.EnrichmentResult{Provider: "vt", Status: store.EnrichSuccess}},
+		{Target: 1, Result: store.EnrichmentResult{Provider: "vt", Status: store.EnrichSuccess}},
+		{Target: 1, Result: store.EnrichmentResult{Provider: "abuse", Status: store.EnrichFailed}},
+		{Target: 0, Result: store.EnrichmentResult{Provider: "skipper", Status: store.EnrichSkipped}},
+	}}, nil).Once()
+	res := run(t, m)
+	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
+	require.Equal(t, 2, res.IndicatorCount)
+	require.Equal(t, "33333333-3333-3333-3333-333333333333", res.RuleUUID)
+	require.Equal(t, []string{"vt"}, res.Succeeded)
+	require.Equal(t, []string{"abuse"}, res.Failed)
+	require.Equal(t, "Malicious", res.Malice)
+	require.NotNil(t, m.finished)
+	require.Equal(t, store.EnrichmentEnriched, m.finished.Status)
+	require.NotEmpty(t, m.finished.RunID)
+	m.env.AssertExpectations(t)
+}
+
+func TestAlertPipeline_AllProvidersFailed(t *testing.T) {
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(1), nil)
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(activities.EnrichPlan{Targets: []activities.EnrichTarget{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}}}, nil)
+	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(activities.EnrichRecordResult{Outcomes: []activities.Outcome{
+		{Result: store.EnrichmentResult{Provider: "vt", Status: store.EnrichFailed}}}}, nil)
+	res := run(t, m)
+	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)
+	require.Equal(t, store.EnrichmentFailed, m.finished.Status)
+	require.Equal(t, "every provider call failed", m.finished.Error)
+}
+
+func TestAlertPipeline_EnrichmentErrorMarksFailed(t *testing.T) {
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(2), nil)
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(activities.EnrichPlan{},
+		sdktemporal.NewNonRetryableApplicationError("not configured", "EnrichNotConfigured", nil))
+	res := run(t, m)
+	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)
+	require.Contains(t, m.finished.Error, "not configured")
+}
+
+func TestAlertPipeline_NoIndicatorsSkipsEnrichment(t *testing.T) {
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	ext := extraction(0)
+	ext.RuleRef = nil
+	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(ext, nil)
+	res := run(t, m)
+	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
+	require.Empty(t, res.RuleUUID)
+	m.env.AssertNotCalled(t, "EnrichPlan", mock.Anything, mock.Anything)
+	m.env.AssertNotCalled(t, "PipelineRule", mock.Anything, mock.Anything)
+}
+
+func TestAlertPipeline_AlertGone(t *testing.T) {
+	for _, step := range []string{"extract", "link", "finish"} {
+		t.Run(step, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			var a *activities.Activities
+			gone := sdktemporal.NewNonRetryableApplicationError("alert not found", activities.ErrTypeAlertNotFound, nil)
+			calls := 0
+			env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.PipelineInput) (activities.PipelineExtraction, error) {
+				calls++
+				if step == "extract" {
+					return activities.PipelineExtraction{}, gone
+				}
+				ext := extraction(1)
+				ext.RuleRef = nil
+				return ext, nil
+			})
+			env.OnActivity(a.PipelineLink, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.PipelineLinkInput) (activities.PipelineLinkResult, error) {
+				if step == "link" {
+					return activities.PipelineLinkResult{}, gone
+				}
+				return activities.PipelineLinkResult{}, nil
+			})
+			env.OnActivity(a.PipelineFinish, mock.Anything, mock.Anything).Return(activities.PipelineFinishResult{}, gone)
+			env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert})
+			require.NoError(t, env.GetWorkflowError())
+			var res workflows.AlertPipelineResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.True(t, res.Gone)
+			require.Equal(t, 1, calls, "a non-retryable error is not retried")
+		})
+	}
+}
+
+func TestAlertPipeline_TransientErrorsRetriedThenFail(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	calls := 0
+	env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.PipelineInput) (activities.PipelineExtraction, error) {
+		calls++
+		return activities.PipelineExtraction{}, errors.New("database restarting")
+	})
+	env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert})
+	require.Error(t, env.GetWorkflowError())
+	require.Equal(t, 25, calls, "bounded retries")
+}
+
+func TestPipelineSearchAttributeNames(t *testing.T) {
+	require.Equal(t, []string{"VigilAlertUUID", "VigilSource", "VigilSeverity"}, workflows.PipelineSearchAttributeNames())
+}
