@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -379,4 +381,82 @@ func TestExecuteRules(t *testing.T) {
 	require.Equal(t, http.StatusOK, list.Status, string(list.Body))
 	require.EqualValues(t, 3, list.JSON(t)["meta"].(map[string]any)["total"])
 	requireError(t, h.ts.do(t, http.MethodGet, "/v1/workflow-runs/"+uuid.NewString(), human, nil), http.StatusNotFound, "NOT_FOUND")
+}
+
+func TestRunWithAlertValuesAndBuiltinOkta(t *testing.T) {
+	h := newRunHarness(t, "-runs")
+	human, agent, approver, _ := h.keys(t)
+	admin := mustKey(t, h.ts.Store, "admin")
+	ctx := context.Background()
+
+	// alert.* values reach the steps; an alert workflow needs an alert.
+	var alertID uuid.UUID
+	require.NoError(t, h.ts.Store.DB().NewRaw(`INSERT INTO alerts (title, severity, source_name, occurred_at) VALUES (?, 'High', 'generic', now()) RETURNING uuid`,
+		"Beacon from host-7").Scan(ctx, &alertID))
+	path := "/alert/" + uuid.NewString()
+	wf := h.createWorkflow(t, human, h.workflowBody(path, func(b map[string]any) {
+		b["workflow_type"] = "alert"
+		b["steps"] = []any{map[string]any{"name": "note", "method": "POST", "url": h.steps.URL + path,
+			"headers": map[string]any{"X-Alert": "{{alert.title}} / {{alert.severity}}"}}}
+	}))
+	requireValidation(t, h.ts.do(t, http.MethodPost, "/v1/workflows/"+wf+"/execute", human, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1"}))
+	ex := h.execute(t, human, wf, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1", "alert_uuid": alertID})
+	run := h.waitRun(t, ex.RunUUID, store.RunSucceeded)
+	require.Equal(t, "Beacon from host-7 / High", h.steps.Header(path).Get("X-Alert"))
+	require.Equal(t, alertID, *run.AlertUUID)
+
+	// The builtin Okta suspend workflow, pointed at the step server, runs once approved.
+	require.NoError(t, h.ts.Store.SeedSystemWorkflows(ctx, SystemWorkflows()))
+	t.Cleanup(func() {
+		_ = h.ts.Store.DeleteWorkflowSecret(ctx, "OKTA_ORG_URL")
+		_ = h.ts.Store.DeleteWorkflowSecret(ctx, "OKTA_API_TOKEN")
+	})
+	for name, v := range map[string]string{"OKTA_ORG_URL": h.steps.URL, "OKTA_API_TOKEN": "00okta-token-value"} {
+		require.Equal(t, http.StatusOK, h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": v}).Status)
+	}
+	l := h.ts.do(t, http.MethodGet, "/v1/workflows?q="+url.QueryEscape("Okta: suspend")+"&state=active", admin, nil)
+	data := l.JSON(t)["data"].([]any)
+	require.Len(t, data, 1, string(l.Body))
+	suspend := data[0].(map[string]any)["uuid"].(string)
+	account := "jdoe-" + uuid.NewString()[:8] + "@example.com"
+	ex = h.execute(t, agent, suspend, map[string]any{"indicator_type": "email", "indicator_value": account, "reason": "impossible travel", "confidence": 0.95})
+	require.Equal(t, "pending_approval", ex.Status, "builtins always need approval")
+	require.Equal(t, http.StatusOK, h.decide(t, approver, *ex.ApprovalRequestUUID, "approve", nil).Status)
+	run = h.waitRun(t, ex.RunUUID, store.RunSucceeded)
+	okta := "/api/v1/users/" + account + "/lifecycle/suspend"
+	require.Equal(t, 1, h.steps.Hits(okta))
+	require.Equal(t, "SSWS 00okta-token-value", h.steps.Header(okta).Get("Authorization"))
+	require.NotContains(t, string(run.Steps), "00okta-token-value")
+}
+
+func TestRunStepActivityIsIdempotent(t *testing.T) {
+	h := newRunHarness(t, "-runs")
+	human, _, _, _ := h.keys(t)
+	path := "/idem/" + uuid.NewString()
+	wf := h.createWorkflow(t, human, h.workflowBody(path, nil))
+	ex := h.execute(t, human, wf, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1"})
+	h.waitRun(t, ex.RunUUID, store.RunSucceeded)
+	require.Equal(t, 1, h.steps.Hits(path))
+	ctx := context.Background()
+
+	// A retried attempt after the step was recorded does not send it again.
+	_, err := h.ts.Store.DB().NewUpdate().Table("workflow_runs").Set("status = 'running'").Where("uuid = ?", ex.RunUUID).Exec(ctx)
+	require.NoError(t, err)
+	res, err := h.acts.RunWorkflowStep(ctx, activities.RunStepInput{RunUUID: ex.RunUUID, Index: 0})
+	require.NoError(t, err)
+	require.True(t, res.Replayed)
+	require.Equal(t, 1, h.steps.Hits(path))
+
+	// A run that is not running (cancelled meanwhile) sends nothing.
+	_, err = h.ts.Store.DB().NewUpdate().Table("workflow_runs").Set("status = 'cancelled', steps = '[]'").Where("uuid = ?", ex.RunUUID).Exec(ctx)
+	require.NoError(t, err)
+	res, err = h.acts.RunWorkflowStep(ctx, activities.RunStepInput{RunUUID: ex.RunUUID, Index: 0})
+	require.NoError(t, err)
+	require.True(t, res.Cancelled)
+	require.Equal(t, 1, h.steps.Hits(path))
+
+	// Unknown runs are permanent failures, not retried forever.
+	_, err = h.acts.RunWorkflowStep(ctx, activities.RunStepInput{RunUUID: uuid.New(), Index: 0})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), activities.ErrTypeRunBroken)
 }

@@ -104,6 +104,11 @@ func (s *Server) executeWorkflow(c *fiber.Ctx) error {
 			req.IndicatorType, map[string]any{"expected": w.IndicatorTypes})
 		return errs
 	}
+	if w.WorkflowType == "alert" && req.AlertUUID == nil {
+		var errs validate.Errors
+		errs.Add([]any{"body", "alert_uuid"}, validate.TypeMissing, "This workflow acts on an alert: alert_uuid is required.", nil)
+		return errs
+	}
 	if req.AlertUUID != nil {
 		if _, err := s.deps.Workflows.AlertTemplateValues(ctx, *req.AlertUUID); err != nil {
 			return notFoundAs(err, "Alert")
