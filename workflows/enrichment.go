@@ -154,7 +154,7 @@ func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target acti
 		switch {
 		case !res.WaitUntil.IsZero():
 			// A rate-limit slot is reserved: sleep durably until just before it, then send on it.
-			if d := res.WaitUntil.Sub(workflow.Now(ctx)) - activities.InlineSlotWait/2; d > 0 {
+			if d := res.WaitUntil.Sub(workflow.Now(ctx)) - activities.InlineSlotWait*3/4; d > 0 {
 				if err := workflow.Sleep(ctx, d); err != nil {
 					out.Error = "cancelled while waiting for the provider's rate limit"
 					return finish()
