@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"time"
@@ -117,9 +118,17 @@ type rejectRequest struct {
 	Reason      *string `json:"reason" maxLength:"5000" doc:"Stored as rejection_reason."`
 }
 
+// bindOptionalBody binds a body whose fields are all optional: an empty body is {}.
+func bindOptionalBody(c *fiber.Ctx, dst any) error {
+	if len(bytes.TrimSpace(c.Request().Body())) == 0 {
+		return nil
+	}
+	return bindBody(c, dst)
+}
+
 func (s *Server) approve(c *fiber.Ctx) error {
 	var req approveRequest
-	if err := bindBody(c, &req); err != nil {
+	if err := bindOptionalBody(c, &req); err != nil {
 		return err
 	}
 	return s.decideByKey(c, true, req.ResponderID, req.Comment)
@@ -127,7 +136,7 @@ func (s *Server) approve(c *fiber.Ctx) error {
 
 func (s *Server) reject(c *fiber.Ctx) error {
 	var req rejectRequest
-	if err := bindBody(c, &req); err != nil {
+	if err := bindOptionalBody(c, &req); err != nil {
 		return err
 	}
 	return s.decideByKey(c, false, req.ResponderID, req.Reason)

@@ -165,6 +165,17 @@ func TestRunRejectedNeverRuns(t *testing.T) {
 	path := "/reject/" + uuid.NewString()
 	wf := h.createWorkflow(t, human, h.workflowBody(path, nil))
 	ex := h.execute(t, agent, wf, nil)
+	for body, loc := range map[string]string{
+		`{"reason": 5}`:        "body.reason",
+		`{"why": "x"}`:         "body.why",
+		`{"responder_id": ""}`: "body.responder_id",
+		`{"reason": "` + strings.Repeat("r", 5001) + `"}`: "body.reason",
+	} {
+		r := h.ts.do(t, http.MethodPost, "/v1/workflow-approvals/"+ex.ApprovalRequestUUID.String()+"/reject", approver, body)
+		require.Equal(t, []string{loc}, locs(requireValidation(t, r)), body)
+	}
+	requireError(t, h.ts.do(t, http.MethodPost, "/v1/workflow-approvals/"+ex.ApprovalRequestUUID.String()+"/reject", approver, `{"reason":`), http.StatusBadRequest, "INVALID_JSON")
+	requireValidation(t, h.ts.do(t, http.MethodPost, "/v1/workflow-approvals/not-a-uuid/approve", approver, nil))
 	r := h.decide(t, approver, *ex.ApprovalRequestUUID, "reject", map[string]any{"reason": "false positive"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Equal(t, "false positive", r.JSON(t)["data"].(map[string]any)["rejection_reason"])
@@ -236,7 +247,8 @@ func TestRunQuorumNeedsDistinctResponders(t *testing.T) {
 	require.Zero(t, h.steps.Hits(path))
 	require.Equal(t, store.RunPendingApproval, h.waitRun(t, ex.RunUUID, store.RunPendingApproval).Status)
 
-	r = h.decide(t, approver2, *ex.ApprovalRequestUUID, "approve", nil)
+	// An empty body is an approval without comment.
+	r = h.ts.do(t, http.MethodPost, "/v1/workflow-approvals/"+ex.ApprovalRequestUUID.String()+"/approve", approver2, nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Equal(t, "approved", r.JSON(t)["data"].(map[string]any)["status"])
 	require.Len(t, r.JSON(t)["data"].(map[string]any)["decisions"], 2)
