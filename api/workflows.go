@@ -24,6 +24,7 @@ type WorkflowStore interface {
 	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
 	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
 	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
+	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, []string, error)
 	ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]store.Workflow, int, error)
 	ListWorkflowVersions(ctx context.Context, id uuid.UUID, p store.Page) ([]store.WorkflowVersion, int, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
@@ -65,7 +66,7 @@ func (s *Server) workflowRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/workflows/:uuid", Tag: tag, Summary: "Get a workflow",
 		Scopes: read, Response: workflowResponse{}}, s.getWorkflow)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/workflows/:uuid", Tag: tag, Summary: "Update a workflow",
-		Description: "A change to the definition bumps version and keeps the previous one; state-only changes do not. System workflows accept only state changes.",
+		Description: "A change to the definition bumps version and keeps the previous one; state-only changes do not. System workflows accept only state changes: active needs their secrets (409 WORKFLOW_NOT_CONFIGURED), anything else switches them off until switched on again.",
 		Scopes:      write, Body: updateWorkflowRequest{}, Response: workflowResponse{}, Errors: []int{http.StatusForbidden}}, s.updateWorkflow)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/workflows/:uuid", Tag: tag, Summary: "Delete a workflow",
 		Description: "Runs and versions stay for audit. System workflows cannot be deleted (403).",
@@ -385,6 +386,9 @@ func (s *Server) updateWorkflow(c *fiber.Ctx) error {
 			"retry_max_attempts", "retry_initial_interval_seconds", "approval_mode", "approval_timeout_seconds", "approval_channel",
 			"required_approvals", "risk_level", "tags", "time_saved_minutes", "required_secrets")
 	}
+	if w.IsSystem && req.State != nil {
+		return s.switchSystemWorkflow(c, w, *req.State == store.WorkflowStateActive)
+	}
 	if req.State != nil && *req.State != w.State {
 		w.State, cols = *req.State, append(cols, "state")
 	}
@@ -394,6 +398,33 @@ func (s *Server) updateWorkflow(c *fiber.Ctx) error {
 		}
 	}
 	return respond(c, http.StatusOK, toWorkflowResponse(w))
+}
+
+// switchSystemWorkflow turns a builtin workflow off (any state but active) or on. On needs every
+// secret it names: 409 WORKFLOW_NOT_CONFIGURED lists the missing ones and changes nothing.
+func (s *Server) switchSystemWorkflow(c *fiber.Ctx, w store.Workflow, enable bool) error {
+	ctx := c.UserContext()
+	if enable {
+		have, err := s.deps.Workflows.SealedWorkflowSecrets(ctx, w.RequiredSecrets)
+		if err != nil {
+			return err
+		}
+		missing := []string{}
+		for _, name := range w.RequiredSecrets {
+			if _, ok := have[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			return NewError(http.StatusConflict, "WORKFLOW_NOT_CONFIGURED", "Store the workflow's secrets before activating it.").
+				WithDetails(map[string]any{"missing_secrets": missing})
+		}
+	}
+	updated, _, err := s.deps.Workflows.SetSystemWorkflowEnabled(ctx, w.UUID, enable)
+	if err != nil {
+		return notFoundAs(err, "Workflow")
+	}
+	return respond(c, http.StatusOK, toWorkflowResponse(updated))
 }
 
 func optionalPtr[T any](o Optional[T]) *T {

@@ -312,6 +312,26 @@ func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	got = ts.do(t, http.MethodGet, "/v1/workflows/"+okta.UUID.String(), admin, nil)
 	require.Equal(t, "inactive", got.JSON(t)["data"].(map[string]any)["state"])
 
+	// Switching a builtin on needs its secrets; off keeps it off whatever secrets change.
+	r := ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"state": "active"})
+	m := requireError(t, r, http.StatusConflict, "WORKFLOW_NOT_CONFIGURED")
+	require.Equal(t, []any{"OKTA_API_TOKEN"}, m["error"].(map[string]any)["details"].(map[string]any)["missing_secrets"])
+	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"value": "00abcdefghijklmnop"}).Status)
+	r = ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"state": "inactive"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "inactive", r.JSON(t)["data"].(map[string]any)["state"])
+	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"value": "00abcdefghijklmnoq"}).Status)
+	got = ts.do(t, http.MethodGet, "/v1/workflows/"+okta.UUID.String(), admin, nil)
+	require.Equal(t, "inactive", got.JSON(t)["data"].(map[string]any)["state"], "switched off stays off")
+	r = ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"state": "active"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "active", r.JSON(t)["data"].(map[string]any)["state"])
+	require.EqualValues(t, 1, r.JSON(t)["data"].(map[string]any)["version"])
+	t.Cleanup(func() {
+		_ = ts.Store.DeleteWorkflowSecret(ctx, "OKTA_ORG_URL")
+		_ = ts.Store.DeleteWorkflowSecret(ctx, "OKTA_API_TOKEN")
+	})
+
 	// System workflows cannot be deleted or redefined.
 	requireError(t, ts.do(t, http.MethodDelete, "/v1/workflows/"+okta.UUID.String(), admin, nil), http.StatusForbidden, "SYSTEM_WORKFLOW")
 	requireError(t, ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"name": "mine"}), http.StatusForbidden, "SYSTEM_WORKFLOW_READ_ONLY")

@@ -73,6 +73,7 @@ type Workflow struct {
 	IsSystem                    bool            `bun:"is_system"`
 	SystemKey                   *string         `bun:"system_key"`
 	RequiredSecrets             []string        `bun:"required_secrets,array"`
+	SystemDisabled              bool            `bun:"system_disabled"`
 	Version                     int             `bun:"version"`
 	DeletedAt                   *time.Time      `bun:"deleted_at"`
 	CreatedAt                   time.Time       `bun:"created_at"`
@@ -320,19 +321,51 @@ func (s *Store) SeedSystemWorkflows(ctx context.Context, defs []SystemWorkflow) 
 	return s.SyncSystemWorkflowStates(ctx)
 }
 
-// SyncSystemWorkflowStates makes each system workflow active exactly when all its required secrets
-// are stored.
+// systemState is the state a system workflow must have: active exactly when it is not switched off
+// and every secret it needs is stored.
+const systemState = `CASE WHEN NOT system_disabled AND required_secrets <@ coalesce((SELECT array_agg(name) FROM workflow_secrets), '{}')
+	THEN 'active' ELSE 'inactive' END`
+
+// SyncSystemWorkflowStates re-derives every system workflow's state (see systemState).
 func (s *Store) SyncSystemWorkflowStates(ctx context.Context) error {
 	_, err := s.db.NewUpdate().Table("workflows").
-		Set(`state = CASE WHEN required_secrets <@ coalesce((SELECT array_agg(name) FROM workflow_secrets), '{}') THEN 'active' ELSE 'inactive' END`).
+		Set("state = "+systemState).
 		Set("updated_at = ?", s.Now()).
 		Where("is_system AND deleted_at IS NULL").
-		Where(`state <> CASE WHEN required_secrets <@ coalesce((SELECT array_agg(name) FROM workflow_secrets), '{}') THEN 'active' ELSE 'inactive' END`).
+		Where("state <> " + systemState).
 		Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("sync system workflow states: %w", mapErr(err))
 	}
 	return nil
+}
+
+// SetSystemWorkflowEnabled switches a system workflow on or off and returns it with its derived
+// state, plus the secrets it still lacks (switched on but missing secrets stays inactive).
+func (s *Store) SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (Workflow, []string, error) {
+	res, err := s.db.NewUpdate().Table("workflows").
+		Set("system_disabled = ?, updated_at = ?", !enabled, s.Now()).
+		Where("uuid = ? AND is_system AND deleted_at IS NULL", id).Exec(ctx)
+	if err != nil {
+		return Workflow{}, nil, fmt.Errorf("switch system workflow %s: %w", id, mapErr(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return Workflow{}, nil, fmt.Errorf("switch system workflow %s: %w", id, ErrNotFound)
+	}
+	if err := s.SyncSystemWorkflowStates(ctx); err != nil {
+		return Workflow{}, nil, err
+	}
+	w, err := s.GetWorkflow(ctx, id)
+	if err != nil {
+		return Workflow{}, nil, err
+	}
+	var missing []string
+	err = s.db.NewSelect().ColumnExpr("array(SELECT unnest(?::text[]) EXCEPT SELECT name FROM workflow_secrets ORDER BY 1)", pgdialectArray(w.RequiredSecrets)).
+		Scan(ctx, pgdialectArray(&missing))
+	if err != nil {
+		return Workflow{}, nil, fmt.Errorf("missing secrets of %s: %w", id, mapErr(err))
+	}
+	return w, missing, nil
 }
 
 // AlertTemplateValues returns the alert fields workflow templates may use as alert.*.
