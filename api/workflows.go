@@ -24,7 +24,7 @@ type WorkflowStore interface {
 	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
 	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
 	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
-	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, []string, error)
+	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
 	ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]store.Workflow, int, error)
 	ListWorkflowVersions(ctx context.Context, id uuid.UUID, p store.Page) ([]store.WorkflowVersion, int, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
@@ -420,7 +420,7 @@ func (s *Server) switchSystemWorkflow(c *fiber.Ctx, w store.Workflow, enable boo
 				WithDetails(map[string]any{"missing_secrets": missing})
 		}
 	}
-	updated, _, err := s.deps.Workflows.SetSystemWorkflowEnabled(ctx, w.UUID, enable)
+	updated, err := s.deps.Workflows.SetSystemWorkflowEnabled(ctx, w.UUID, enable)
 	if err != nil {
 		return notFoundAs(err, "Workflow")
 	}

@@ -341,31 +341,21 @@ func (s *Store) SyncSystemWorkflowStates(ctx context.Context) error {
 }
 
 // SetSystemWorkflowEnabled switches a system workflow on or off and returns it with its derived
-// state, plus the secrets it still lacks (switched on but missing secrets stays inactive).
-func (s *Store) SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (Workflow, []string, error) {
+// state (switched on but missing secrets stays inactive).
+func (s *Store) SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (Workflow, error) {
 	res, err := s.db.NewUpdate().Table("workflows").
 		Set("system_disabled = ?, updated_at = ?", !enabled, s.Now()).
 		Where("uuid = ? AND is_system AND deleted_at IS NULL", id).Exec(ctx)
 	if err != nil {
-		return Workflow{}, nil, fmt.Errorf("switch system workflow %s: %w", id, mapErr(err))
+		return Workflow{}, fmt.Errorf("switch system workflow %s: %w", id, mapErr(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return Workflow{}, nil, fmt.Errorf("switch system workflow %s: %w", id, ErrNotFound)
+		return Workflow{}, fmt.Errorf("switch system workflow %s: %w", id, ErrNotFound)
 	}
 	if err := s.SyncSystemWorkflowStates(ctx); err != nil {
-		return Workflow{}, nil, err
+		return Workflow{}, err
 	}
-	w, err := s.GetWorkflow(ctx, id)
-	if err != nil {
-		return Workflow{}, nil, err
-	}
-	var missing []string
-	err = s.db.NewSelect().ColumnExpr("array(SELECT unnest(?::text[]) EXCEPT SELECT name FROM workflow_secrets ORDER BY 1)", pgdialectArray(w.RequiredSecrets)).
-		Scan(ctx, pgdialectArray(&missing))
-	if err != nil {
-		return Workflow{}, nil, fmt.Errorf("missing secrets of %s: %w", id, mapErr(err))
-	}
-	return w, missing, nil
+	return s.GetWorkflow(ctx, id)
 }
 
 // AlertTemplateValues returns the alert fields workflow templates may use as alert.*.
