@@ -169,7 +169,7 @@ type RunStepResult struct {
 type runStepState map[string]any
 
 // RunWorkflowStep sends step in.Index of the run and records it (seed §2.7 shape, secrets masked).
-// A step already recorded as done is not sent again. The run's steps see only the secrets the
+// A step already recorded as done (or skipped) is not sent again. The run's steps see only the secrets the
 // workflow names. Permanent failures (4xx, unexpected status, a step that cannot be rendered) are
 // non-retryable; 5xx, 429 and network errors are retried by the workflow's retry policy.
 func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunStepResult, error) {
@@ -180,7 +180,7 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 	if run.Status != store.RunRunning {
 		return RunStepResult{Cancelled: true}, nil
 	}
-	if rec, ok := recordedStep(run.Steps, in.Index); ok && rec.Error == "" {
+	if rec, ok := recordedStep(run.Steps, in.Index); ok && (rec.Error == "" || rec.Skipped) {
 		return RunStepResult{StepName: rec.StepName, Status: rec.ResponseStatusCode, Skipped: rec.Skipped, Replayed: true}, nil
 	}
 	_, cfg, err := a.runDefinition(ctx, run)

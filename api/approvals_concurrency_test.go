@@ -139,6 +139,8 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 		got, err := st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "decide-page:x", ResponderID: "b", Approve: false, TokenHash: hash})
 		require.NoError(t, err)
 		require.Equal(t, store.ApprovalRejected, got.Status)
-		require.Nil(t, got.DecideTokenHash)
+		require.NotNil(t, got.DecideTokenUsedAt)
+		_, err = st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "decide-page:y", ResponderID: "b", Approve: true, TokenHash: hash})
+		require.ErrorIs(t, err, store.ErrDecideToken, "a used token never decides again")
 	})
 }

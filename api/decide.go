@@ -129,15 +129,19 @@ func (s *Server) decidePage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if a.Status != store.ApprovalPending || !time.Now().Before(a.ExpiresAt) {
+	// The token is checked first: nothing of the request is shown to anyone else.
+	if !tokenMatches(a.DecideTokenHash, tok) {
+		return s.decideLinkInvalid(c)
+	}
+	if a.Status != store.ApprovalPending || !time.Now().Before(a.ExpiresAt) || a.DecideTokenUsedAt != nil {
 		msg := "This request is " + a.Status + "; it can no longer be decided."
-		if a.Status == store.ApprovalPending {
+		switch {
+		case a.Status == store.ApprovalPending && a.DecideTokenUsedAt != nil:
+			msg = "Your decision was recorded; the request is waiting for more approvals."
+		case a.Status == store.ApprovalPending:
 			msg = "This request has expired; it can no longer be decided."
 		}
 		return s.renderDecide(c, http.StatusOK, decideView{Title: "Approval request", Message: msg, A: &a})
-	}
-	if !tokenMatches(a.DecideTokenHash, tok) {
-		return s.decideLinkInvalid(c)
 	}
 	pre := c.Query("decision")
 	return s.renderDecide(c, http.StatusOK, decideView{Title: "Approval needed", A: &a, Form: true, Pre: pre,

@@ -268,7 +268,7 @@ func TestDecidePageInHeadlessChromium(t *testing.T) {
 	require.Equal(t, store.ApprovalApproved, a.Status)
 	require.Equal(t, "browser:Dana", a.Decisions[0].ResponderID)
 	require.Equal(t, "confirmed with the owner", *a.Decisions[0].Comment)
-	require.Nil(t, a.DecideTokenHash, "the token is used up")
+	require.NotNil(t, a.DecideTokenUsedAt, "the token is used up")
 
 	// Reopening the link shows the outcome and no form.
 	b.navigate(local)
@@ -330,7 +330,15 @@ func TestDecidePageRules(t *testing.T) {
 	require.Contains(t, string(r.Body), "rejected")
 	h.waitRun(t, ex.RunUUID, store.RunRejected)
 	r = post(q, form("approve"))
+	require.Equal(t, http.StatusForbidden, r.Status, "single use")
+	// The holder still sees the outcome; a wrong token still sees nothing.
+	r = h.ts.do(t, http.MethodGet, base+q, "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, string(r.Body), "This request is rejected")
+	require.NotContains(t, string(r.Body), `id="approve"`)
+	r = h.ts.do(t, http.MethodGet, base+"?token="+wrong, "", nil)
 	require.Equal(t, http.StatusForbidden, r.Status)
+	require.NotContains(t, string(r.Body), "203.0.113")
 	a, err = h.ts.Store.GetApproval(context.Background(), id)
 	require.NoError(t, err)
 	require.Len(t, *a.Decisions[0].Comment, 5000, "comment bounded")

@@ -132,7 +132,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// workflowFields are the definition fields shared by create and update.
+// createWorkflowRequest is a new workflow definition.
 type createWorkflowRequest struct {
 	Name                   string          `json:"name" required:"true" minLength:"1" maxLength:"200"`
 	Description            *string         `json:"description" maxLength:"5000"`

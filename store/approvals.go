@@ -43,6 +43,7 @@ type ApprovalRequest struct {
 	NotifierChannel   *string    `bun:"notifier_channel"`
 	NotifiedAt        *time.Time `bun:"notified_at"`
 	DecideTokenHash   []byte     `bun:"decide_token_hash"`
+	DecideTokenUsedAt *time.Time `bun:"decide_token_used_at"`
 	RejectionReason   *string    `bun:"rejection_reason"`
 	CreatedAt         time.Time  `bun:"created_at"`
 	UpdatedAt         time.Time  `bun:"updated_at"`
@@ -156,7 +157,8 @@ func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (A
 			return fmt.Errorf("lock approval %s: %w", id, mapErr(err))
 		}
 		now := s.Now()
-		if d.TokenHash != nil && (len(a.DecideTokenHash) == 0 || subtle.ConstantTimeCompare(a.DecideTokenHash, d.TokenHash) != 1) {
+		if d.TokenHash != nil && (len(a.DecideTokenHash) == 0 || subtle.ConstantTimeCompare(a.DecideTokenHash, d.TokenHash) != 1 ||
+			a.DecideTokenUsedAt != nil) {
 			return ErrDecideToken
 		}
 		switch {
@@ -198,7 +200,7 @@ func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (A
 			q = q.Set("rejection_reason = ?", *d.Comment)
 		}
 		if d.TokenHash != nil {
-			q = q.Set("decide_token_hash = NULL")
+			q = q.Set("decide_token_used_at = ?", now)
 		}
 		if _, err := q.Exec(ctx); err != nil {
 			return fmt.Errorf("update approval %s: %w", id, mapErr(err))
@@ -235,7 +237,8 @@ func (s *Store) MarkApprovalNotified(ctx context.Context, id uuid.UUID, notifier
 		}
 		now := s.Now()
 		if _, err := tx.NewUpdate().Table("workflow_approval_requests").
-			Set("notifier_type = ?, notifier_channel = ?, decide_token_hash = ?, notified_at = ?, updated_at = ?", notifierType, channel, tokenHash, now, now).
+			Set("notifier_type = ?, notifier_channel = ?, decide_token_hash = ?, decide_token_used_at = NULL, notified_at = ?, updated_at = ?",
+				notifierType, channel, tokenHash, now, now).
 			Where("uuid = ?", id).Exec(ctx); err != nil {
 			return fmt.Errorf("mark approval %s notified: %w", id, mapErr(err))
 		}
