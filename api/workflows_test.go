@@ -336,3 +336,32 @@ func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	requireError(t, ts.do(t, http.MethodDelete, "/v1/workflows/"+okta.UUID.String(), admin, nil), http.StatusForbidden, "SYSTEM_WORKFLOW")
 	requireError(t, ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"name": "mine"}), http.StatusForbidden, "SYSTEM_WORKFLOW_READ_ONLY")
 }
+
+// FuzzValidateWorkflowSteps: any steps value is either accepted (and then parses for the engine and
+// names its secrets) or rejected with locations under steps; it never panics.
+func FuzzValidateWorkflowSteps(f *testing.F) {
+	f.Add(`[{"name":"a","url":"https://x.example.com/{{indicator.value}}"}]`)
+	f.Add(`[{"name":"a","url":"{{secrets.BASE}}/u","headers":{"A":"{{secrets.TOKEN}}"}},{"name":"b","url":"https://x/{{steps.a.response.id}}"}]`)
+	f.Add(`[{"name":"a","url":"https://x/","json_body":{"k":["{{alert.title}}",1,null]}}]`)
+	f.Add(`[{"name":"a","url":"{{auth.key}}"}]`)
+	f.Add(`{"steps":[]}`)
+	f.Add(`[[[[[[[[[[]]]]]]]]]]`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !json.Valid([]byte(raw)) {
+			return
+		}
+		errs := validateWorkflowSteps(json.RawMessage(raw))
+		for _, e := range errs {
+			if len(e.Loc) == 0 || e.Loc[0] != "steps" {
+				t.Fatalf("location %v outside steps", e.Loc)
+			}
+		}
+		if len(errs) == 0 {
+			for _, name := range workflowSecretNames(json.RawMessage(raw)) {
+				if !secretNameRE.MatchString(name) {
+					t.Fatalf("accepted secret name %q", name)
+				}
+			}
+		}
+	})
+}
