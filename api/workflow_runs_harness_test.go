@@ -31,7 +31,7 @@ import (
 const testWebhookSecret = "approval-webhook-secret"
 
 // stepServer is the httptest server workflow steps call. It counts hits per path; paths ending
-// in /status/<code> answer that code.
+// in /status/<code> answer that code, paths ending in /sleep/<ms> answer after that long.
 type stepServer struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -50,6 +50,13 @@ func newStepServer(t testing.TB) *stepServer {
 			s.started[r.URL.Path] = time.Now()
 		}
 		s.mu.Unlock()
+		if i := strings.LastIndex(r.URL.Path, "/sleep/"); i >= 0 {
+			ms, _ := strconv.Atoi(r.URL.Path[i+len("/sleep/"):])
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-r.Context().Done():
+			}
+		}
 		code := http.StatusOK
 		if i := strings.LastIndex(r.URL.Path, "/status/"); i >= 0 {
 			code, _ = strconv.Atoi(r.URL.Path[i+len("/status/"):])

@@ -472,3 +472,34 @@ func TestRunStepActivityIsIdempotent(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), activities.ErrTypeRunBroken)
 }
+
+func TestRunCancelWhileRunningAndWorkflowTimeout(t *testing.T) {
+	h := newRunHarness(t, "-runs")
+	human, _, _, _ := h.keys(t)
+
+	// Cancel while the first of two steps is in flight: the second is never sent.
+	slow, second := "/running/"+uuid.NewString()+"/sleep/1500", "/running/"+uuid.NewString()
+	wf := h.createWorkflow(t, human, h.workflowBody(slow, func(b map[string]any) {
+		b["steps"] = []any{map[string]any{"name": "slow", "url": h.steps.URL + slow}, map[string]any{"name": "second", "url": h.steps.URL + second}}
+	}))
+	ex := h.execute(t, human, wf, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1"})
+	h.waitRun(t, ex.RunUUID, store.RunRunning)
+	require.Eventually(t, func() bool { return h.steps.Hits(slow) == 1 }, 10*time.Second, 10*time.Millisecond)
+	r := h.ts.do(t, http.MethodPost, "/v1/workflow-runs/"+ex.RunUUID.String()+"/cancel", human, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, store.RunCancelled, h.workflowResult(t, ex.RunUUID))
+	require.Zero(t, h.steps.Hits(second))
+	run := h.waitRun(t, ex.RunUUID, store.RunCancelled)
+	require.Equal(t, "cancelled", *run.Error)
+
+	// A run longer than timeout_seconds ends timed_out.
+	slower := "/timeout/" + uuid.NewString() + "/sleep/4000"
+	wf = h.createWorkflow(t, human, h.workflowBody(slower, func(b map[string]any) {
+		b["timeout_seconds"] = 1
+		b["steps"] = []any{map[string]any{"name": "slow", "url": h.steps.URL + slower, "timeout_seconds": 10}}
+	}))
+	ex = h.execute(t, human, wf, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1"})
+	require.Equal(t, store.RunTimedOut, h.workflowResult(t, ex.RunUUID))
+	run = h.waitRun(t, ex.RunUUID, store.RunTimedOut)
+	require.Contains(t, *run.Error, "timed out")
+}
