@@ -14,6 +14,7 @@ import (
 // ApprovalNotifier sends an approval request to the configured channel (approvals.Notifier).
 type ApprovalNotifier interface {
 	Type() string
+	Channel(channelOverride string) *string
 	Notify(ctx context.Context, r approvals.Request, channelOverride string, token string) (*string, error)
 }
 
@@ -58,8 +59,8 @@ func (a *Activities) NotifyWorkflowApproval(ctx context.Context, runID uuid.UUID
 		}
 	}
 	var channel *string
-	if override != "" {
-		channel = &override
+	if a.Approvals != nil {
+		channel = a.Approvals.Channel(override)
 	}
 	if err := a.WorkflowRuns.MarkApprovalNotified(ctx, ap.UUID, notifierType, channel, hash); err != nil {
 		return err

@@ -194,6 +194,9 @@ func TestNotifierChannels(t *testing.T) {
 		ch, err := n.Notify(ctx, req, "COVR", "tok")
 		require.NoError(t, err)
 		require.Equal(t, "COVR", *ch, "the workflow's channel wins")
+		require.Equal(t, "COVR", *n.Channel("COVR"))
+		require.Equal(t, "CDEF", *n.Channel(""))
+		require.Nil(t, NewNotifier(Config{Type: NotifierWebhook}, srv.Client()).Channel("COVR"), "webhooks have no channel")
 		g := <-received
 		require.Equal(t, "/api/chat.postMessage", g.path)
 		require.Equal(t, "Bearer xoxb-1", g.headers.Get("Authorization"))

@@ -69,6 +69,22 @@ func NewNotifier(cfg Config, client Doer) *Notifier {
 // Type is the configured notifier type.
 func (n *Notifier) Type() string { return n.cfg.Type }
 
+// Channel is where a request with the workflow's channelOverride goes (Slack channel id), or nil for
+// notifiers without channels.
+func (n *Notifier) Channel(channelOverride string) *string {
+	if n.cfg.Type != NotifierSlack {
+		return nil
+	}
+	ch := n.cfg.SlackChannel
+	if channelOverride != "" {
+		ch = channelOverride
+	}
+	if ch == "" {
+		return nil
+	}
+	return &ch
+}
+
 // PermanentError is a notification the channel refused in a way retrying cannot fix.
 type PermanentError struct{ Err error }
 
