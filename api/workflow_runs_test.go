@@ -222,7 +222,7 @@ func TestRunApprovalExpiresByItself(t *testing.T) {
 	path := "/expire/" + uuid.NewString()
 	wf := h.createWorkflow(t, human, h.workflowBody(path, func(b map[string]any) { b["approval_timeout_seconds"] = 2 }))
 	ex := h.execute(t, agent, wf, nil)
-	require.WithinDuration(t, time.Now().Add(2*time.Second), *ex.ExpiresAt, time.Second)
+	require.WithinDuration(t, time.Now().Add(2*time.Second), *ex.ExpiresAt, 3*time.Second)
 	// Nobody reads the request: the durable timer expires it.
 	require.Equal(t, store.RunExpired, h.workflowResult(t, ex.RunUUID))
 	run := h.waitRun(t, ex.RunUUID, store.RunExpired)
