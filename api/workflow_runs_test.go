@@ -506,3 +506,28 @@ func TestRunCancelWhileRunningAndWorkflowTimeout(t *testing.T) {
 	run = h.waitRun(t, ex.RunUUID, store.RunTimedOut)
 	require.Contains(t, *run.Error, "timed out")
 }
+
+func TestDryRunLiveHTTP(t *testing.T) {
+	h := newRunHarness(t, "-runs")
+	human, _, _, _ := h.keys(t)
+	path := "/dry-live/" + uuid.NewString()
+	wf := h.createWorkflow(t, human, h.workflowBody(path, func(b map[string]any) {
+		b["steps"] = []any{
+			map[string]any{"name": "live", "url": h.steps.URL + path},
+			map[string]any{"name": "metadata", "url": "http://169.254.169.254/latest/meta-data/", "optional": true},
+		}
+	}))
+	r := h.ts.do(t, http.MethodPost, "/v1/workflows/"+wf+"/test", human, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1", "live_http": true})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	d := r.JSON(t)["data"].(map[string]any)
+	require.Equal(t, true, d["success"], string(r.Body))
+	require.Equal(t, 1, h.steps.Hits(path), "live: the request was sent")
+	steps := d["steps"].([]any)
+	require.EqualValues(t, 200, steps[0].(map[string]any)["response_status_code"])
+	blocked := steps[1].(map[string]any)
+	require.Equal(t, true, blocked["skipped"])
+	require.Contains(t, blocked["error"], "169.254.169.254", "the SSRF guard refused the metadata address")
+	_, total, err := h.ts.Store.ListWorkflowRuns(context.Background(), store.WorkflowRunFilter{WorkflowUUID: ptrUUID(uuid.MustParse(wf))})
+	require.NoError(t, err)
+	require.Zero(t, total, "a dry run creates no run")
+}
