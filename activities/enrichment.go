@@ -33,6 +33,10 @@ type EnrichmentDeps struct {
 
 // Limits of enrichment activities.
 const (
+	// SlotLateTolerance is how late after its reserved slot a request may still leave.
+	SlotLateTolerance = 50 * time.Millisecond
+	// maxSlotAttempts bounds re-reservations of missed slots within one activity attempt.
+	maxSlotAttempts = 5
 	// InlineSlotWait is how far ahead a reserved rate-limit slot may lie and still be waited for inside
 	// the step activity; longer waits go back to the workflow as a durable timer that wakes this much
 	// before the slot, so the request itself leaves on time.
@@ -280,26 +284,33 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 		return EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, ErrTypeStepPermanent, nil, rec)
 	}
 
-	// Rate limit: reserve (or use) a slot, then leave exactly on it.
+	// Rate limit: reserve (or use) a slot, then leave exactly on it. A slot missed by more than
+	// SlotLateTolerance (a late dispatch on a loaded worker) is given up and a fresh one reserved:
+	// sending late could put this request in the same window as the slots after it.
 	slot := in.Slot
-	if slot.IsZero() && p.RateLimit != nil {
-		s, now, err := d.Store.ReserveProviderSlot(ctx, p.ProviderName, *p.RateLimit)
-		if err != nil {
-			return EnrichStepResult{}, fmt.Errorf("enrich step: %w", err)
+	for attempt := 0; p.RateLimit != nil; attempt++ {
+		if slot.IsZero() || time.Since(slot) > SlotLateTolerance {
+			s, now, err := d.Store.ReserveProviderSlot(ctx, p.ProviderName, *p.RateLimit)
+			if err != nil {
+				return EnrichStepResult{}, fmt.Errorf("enrich step: %w", err)
+			}
+			if s.Sub(now) > InlineSlotWait {
+				// Translate the database's clock into this worker's so the workflow timer is right.
+				return EnrichStepResult{WaitUntil: time.Now().Add(s.Sub(now)).UTC()}, nil
+			}
+			slot = time.Now().Add(s.Sub(now))
 		}
-		if s.Sub(now) > InlineSlotWait {
-			// Translate the database's clock into this worker's so the workflow timer is right.
-			return EnrichStepResult{WaitUntil: time.Now().Add(s.Sub(now)).UTC()}, nil
+		if wait := time.Until(slot); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return EnrichStepResult{}, fmt.Errorf("waiting for rate-limit slot: %w", ctx.Err())
+			case <-t.C:
+			}
 		}
-		slot = time.Now().Add(s.Sub(now))
-	}
-	if wait := time.Until(slot); !slot.IsZero() && wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return EnrichStepResult{}, fmt.Errorf("waiting for rate-limit slot: %w", ctx.Err())
-		case <-t.C:
+		if time.Since(slot) <= SlotLateTolerance || attempt >= maxSlotAttempts {
+			break
 		}
 	}
 

@@ -461,12 +461,14 @@ func TestEnrich_RateLimitSpacesCallsWithoutFailing(t *testing.T) {
 	require.Len(t, arrivals, n)
 	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
 	// At most 2 requests in any 1 s window: the 3rd request after any one arrives ≥ 1 s later. Requests
-	// leave exactly on their slots; the slack covers arrival jitter on a loaded 2-core machine.
+	// leave on their slots (a slot missed by more than 50 ms is re-reserved); the slack covers the
+	// delay between leaving and this handler running when CI loads both cores with other packages.
+	const jitter = 250 * time.Millisecond
 	for i := 0; i+2 < n; i++ {
-		require.GreaterOrEqual(t, arrivals[i+2].Sub(arrivals[i]), time.Second-100*time.Millisecond, "requests %d and %d", i, i+2)
+		require.GreaterOrEqual(t, arrivals[i+2].Sub(arrivals[i]), time.Second-jitter, "requests %d and %d", i, i+2)
 	}
 	// 20 requests at 2/s span 9.5 s.
-	require.GreaterOrEqual(t, arrivals[n-1].Sub(arrivals[0]), 9500*time.Millisecond-100*time.Millisecond)
+	require.GreaterOrEqual(t, arrivals[n-1].Sub(arrivals[0]), 9500*time.Millisecond-jitter)
 }
 
 func TestEnrich_UnconfiguredProviderSkippedUntilEnvSet(t *testing.T) {
