@@ -96,6 +96,11 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		return nil
 	})
 	g.Go(func() error {
+		// Starts that set search attributes need them registered; do not wait for a worker to do it.
+		registerSearchAttributesWhenReachable(gctx, tc, cfg.TemporalNamespace, log)
+		return nil
+	})
+	g.Go(func() error {
 		log.Info("api listening", "addr", ln.Addr().String())
 		if err := srv.App().Listener(ln); err != nil {
 			return fmt.Errorf("serve api: %w", err)
@@ -165,4 +170,23 @@ func ignoreCanceled(err error) error {
 		return nil
 	}
 	return err
+}
+
+// registerSearchAttributesWhenReachable registers Vigil's search attributes, retrying while Temporal
+// is unreachable, until it succeeds or ctx ends.
+func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client, namespace string, log *slog.Logger) {
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := temporal.RegisterSearchAttributes(attemptCtx, tc, namespace)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Warn("register search attributes; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
