@@ -1,0 +1,434 @@
+// Command vigil-load measures Vigil under load with real HTTP at a constant (open-loop) rate:
+// latency is counted from each request's scheduled start, so a slow server cannot hide its queueing
+// by slowing the client down (no coordinated omission).
+//
+//	vigil-load ingest   -url URL -key KEY -rate 50 -duration 30s [-dsn DSN -wait 2m]   ingest ack (+ ingest→Enriched)
+//	vigil-load list     -url URL -key KEY -rate 20 -duration 30s [-query 'status=Open'] GET /v1/alerts
+//	vigil-load backlog  -url URL -key KEY -n 2000 -dsn DSN                                 Enriched/s draining a backlog
+//	vigil-load probe    -temporal HOST:PORT -prefix vigil -n 500                           bare one-activity workflows/s
+//	vigil-load seed     -dsn DSN -n 100000                                                  bulk alerts for list tests
+//	vigil-load provider -addr 127.0.0.1:9900                                                a local enrichment provider
+//
+// Every command prints one JSON object.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/client"
+
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/workflows"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "vigil-load:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: vigil-load ingest|list|backlog|probe|seed|provider [flags]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
+	key := fs.String("key", "", "API key (alerts:write/alerts:read)")
+	rate := fs.Float64("rate", 50, "requests per second")
+	duration := fs.Duration("duration", 30*time.Second, "how long to send")
+	warmup := fs.Duration("warmup", 3*time.Second, "sent at the same rate first, not counted")
+	dsn := fs.String("dsn", "", "Postgres URL (ingest→Enriched, backlog, seed)")
+	wait := fs.Duration("wait", 3*time.Minute, "how long to wait for enrichment to finish")
+	query := fs.String("query", "", "query string for list")
+	n := fs.Int("n", 1000, "count (backlog alerts, probe workflows, seeded alerts)")
+	temporalAddr := fs.String("temporal", "127.0.0.1:7233", "Temporal frontend")
+	prefix := fs.String("prefix", "vigil", "task queue prefix")
+	addr := fs.String("addr", "127.0.0.1:9900", "provider listen address")
+	indicators := fs.Int("indicators", 2, "routable indicators per ingested alert (enriched by providers)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	switch args[0] {
+	case "ingest":
+		runID := uuid.NewString()[:8]
+		i := atomic.Int64{}
+		mk := func() (*http.Request, error) {
+			body := alertBody(runID, int(i.Add(1)), *indicators)
+			req, err := http.NewRequest(http.MethodPost, *url+"/v1/ingest/generic", bytes.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+*key)
+			return req, nil
+		}
+		res, err := constantRate(ctx, mk, *rate, *warmup, *duration, http.StatusAccepted)
+		if err != nil {
+			return err
+		}
+		report := map[string]any{"ack": res, "run": runID}
+		if *dsn != "" {
+			e2e, err := enrichedLatency(ctx, *dsn, "load "+runID+" ", *wait)
+			if err != nil {
+				return err
+			}
+			report["ingest_to_enriched"] = e2e
+		}
+		return enc.Encode(report)
+	case "list":
+		mk := func() (*http.Request, error) {
+			req, err := http.NewRequest(http.MethodGet, *url+"/v1/alerts?"+*query, nil)
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Authorization", "Bearer "+*key)
+			return req, nil
+		}
+		res, err := constantRate(ctx, mk, *rate, *warmup, *duration, http.StatusOK)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(map[string]any{"list": res, "query": *query})
+	case "backlog":
+		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait)
+	case "probe":
+		return probeRate(ctx, enc, *temporalAddr, *prefix, *n)
+	case "seed":
+		return seed(ctx, enc, *dsn, *n)
+	case "provider":
+		return provider(ctx, *addr)
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// alertBody is a unique generic alert with n public-looking IPs (the load provider answers for
+// them; nothing leaves the machine: the provider is local).
+func alertBody(run string, i, n int) []byte {
+	m := map[string]any{"title": fmt.Sprintf("load %s %d", run, i), "severity": "High", "tags": []string{"load", run},
+		"description": "synthetic load alert", "rule_id": "load-rule"}
+	var inds []map[string]any
+	for k := range n {
+		inds = append(inds, map[string]any{"type": "ip", "value": fmt.Sprintf("45.%d.%d.%d", 1+(i/65536)%200, (i/256)%256, (i+k*7919)%256)})
+	}
+	if len(inds) > 0 {
+		m["indicators"] = inds
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// Stats summarizes latencies in milliseconds.
+type Stats struct {
+	Rate      float64 `json:"target_rate"`
+	Sent      int     `json:"sent"`
+	OK        int     `json:"ok"`
+	Errors    int     `json:"errors"`
+	Achieved  float64 `json:"achieved_rate"`
+	P50       float64 `json:"p50_ms"`
+	P90       float64 `json:"p90_ms"`
+	P99       float64 `json:"p99_ms"`
+	Max       float64 `json:"max_ms"`
+	Over200ms int     `json:"over_200ms"`
+	FirstErr  string  `json:"first_error,omitempty"`
+}
+
+func summarize(lat []time.Duration) (p50, p90, p99, max float64) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	pick := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(lat)))) - 1
+		return float64(lat[max0(i)].Microseconds()) / 1000
+	}
+	return pick(0.50), pick(0.90), pick(0.99), float64(lat[len(lat)-1].Microseconds()) / 1000
+}
+
+func max0(i int) int {
+	if i < 0 {
+		return 0
+	}
+	return i
+}
+
+// constantRate sends mk's requests on a fixed schedule (open loop) and measures each one from its
+// scheduled start to the end of its response.
+func constantRate(ctx context.Context, mk func() (*http.Request, error), rate float64, warmup, duration time.Duration, want int) (Stats, error) {
+	tr := &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	interval := time.Duration(float64(time.Second) / rate)
+	total := int((warmup + duration).Seconds() * rate)
+	skip := int(warmup.Seconds() * rate)
+	var (
+		mu       sync.Mutex
+		lat      []time.Duration
+		errs     int
+		firstErr string
+		wg       sync.WaitGroup
+	)
+	start := time.Now().Add(50 * time.Millisecond)
+	for i := range total {
+		scheduled := start.Add(time.Duration(i) * interval)
+		if d := time.Until(scheduled); d > 0 {
+			select {
+			case <-ctx.Done():
+				return Stats{}, ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		req, err := mk()
+		if err != nil {
+			return Stats{}, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := hc.Do(req)
+			ok := err == nil && resp.StatusCode == want
+			var msg string
+			if err != nil {
+				msg = err.Error()
+			} else {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !ok {
+					msg = fmt.Sprintf("%d %s", resp.StatusCode, b)
+				}
+			}
+			d := time.Since(scheduled)
+			if i < skip {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				lat = append(lat, d)
+			} else {
+				errs++
+				if firstErr == "" {
+					firstErr = msg
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start.Add(time.Duration(skip) * interval))
+	s := Stats{Rate: rate, Sent: total - skip, OK: len(lat), Errors: errs, FirstErr: firstErr}
+	s.Achieved = float64(len(lat)) / elapsed.Seconds()
+	for _, d := range lat {
+		if d > 200*time.Millisecond {
+			s.Over200ms++
+		}
+	}
+	s.P50, s.P90, s.P99, s.Max = summarize(lat)
+	return s, nil
+}
+
+// E2E is ingest→Enriched latency as the database recorded it.
+type E2E struct {
+	Alerts   int     `json:"alerts"`
+	Enriched int     `json:"enriched"`
+	Failed   int     `json:"failed"`
+	Pending  int     `json:"pending"`
+	P50      float64 `json:"p50_ms"`
+	P99      float64 `json:"p99_ms"`
+	Max      float64 `json:"max_ms"`
+	PerSec   float64 `json:"enriched_per_second"`
+}
+
+func enrichedLatency(ctx context.Context, dsn, titlePrefix string, wait time.Duration) (E2E, error) {
+	st, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return E2E{}, err
+	}
+	defer st.Close()
+	deadline := time.Now().Add(wait)
+	var e E2E
+	for {
+		err := st.DB().NewRaw(`SELECT count(*) AS alerts,
+				count(*) FILTER (WHERE enrichment_status = 'Enriched') AS enriched,
+				count(*) FILTER (WHERE enrichment_status = 'Failed') AS failed,
+				count(*) FILTER (WHERE enrichment_status = 'Pending') AS pending,
+				coalesce(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM enriched_at - ingested_at)), 0) AS p50,
+				coalesce(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM enriched_at - ingested_at)), 0) AS p99,
+				coalesce(1000 * max(extract(epoch FROM enriched_at - ingested_at)), 0) AS max,
+				coalesce(count(enriched_at) / nullif(extract(epoch FROM max(enriched_at) - min(ingested_at)), 0), 0) AS per_sec
+			FROM alerts WHERE title LIKE ? || '%'`, titlePrefix).Scan(ctx, &e.Alerts, &e.Enriched, &e.Failed, &e.Pending, &e.P50, &e.P99, &e.Max, &e.PerSec)
+		if err != nil {
+			return E2E{}, fmt.Errorf("enrichment stats: %w", err)
+		}
+		if e.Pending == 0 || time.Now().After(deadline) {
+			return e, nil
+		}
+		select {
+		case <-ctx.Done():
+			return e, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// backlog ingests n alerts as fast as 16 clients can, then waits until all are enriched and reports
+// the enrichment throughput from the first ingestion to the last enrichment.
+func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, inds int, wait time.Duration) error {
+	if dsn == "" {
+		return errors.New("backlog needs -dsn")
+	}
+	run := uuid.NewString()[:8]
+	hc := &http.Client{Timeout: 30 * time.Second}
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	started := time.Now()
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1))
+				if i > n {
+					return
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/ingest/generic", bytes.NewReader(alertBody(run, i, inds)))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := hc.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusAccepted {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ingestSecs := time.Since(started).Seconds()
+	e, err := enrichedLatency(ctx, dsn, "load "+run+" ", wait)
+	if err != nil {
+		return err
+	}
+	return enc.Encode(map[string]any{"backlog": n, "ingest_failures": failed.Load(), "ingest_seconds": ingestSecs,
+		"ingest_per_second": float64(n) / ingestSecs, "enrichment": e})
+}
+
+// probeRate starts n bare one-activity workflows (workflows.Probe) at once and reports how many
+// complete per second: the ceiling the pipeline is compared with.
+func probeRate(ctx context.Context, enc *json.Encoder, addr, prefix string, n int) error {
+	c, err := temporal.Dial(ctx, temporal.Config{HostPort: addr}, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	queues := temporal.NewQueues(prefix)
+	started := time.Now()
+	runs := make([]client.WorkflowRun, 0, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	var startErr atomic.Value
+	for range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "load-probe-" + uuid.NewString(), TaskQueue: queues.Actions},
+				workflows.Probe, workflows.ProbeInput{Reason: "load"})
+			if err != nil {
+				startErr.Store(err)
+				return
+			}
+			mu.Lock()
+			runs = append(runs, r)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err, _ := startErr.Load().(error); err != nil {
+		return fmt.Errorf("start probe: %w", err)
+	}
+	for _, r := range runs {
+		if err := r.Get(ctx, nil); err != nil {
+			return fmt.Errorf("probe %s: %w", r.GetID(), err)
+		}
+	}
+	secs := time.Since(started).Seconds()
+	return enc.Encode(map[string]any{"workflows": n, "seconds": secs, "completed_per_second": float64(n) / secs})
+}
+
+// seed inserts n alerts in batches (varied status, severity, source, tags, times), for list latency.
+func seed(ctx context.Context, enc *json.Encoder, dsn string, n int) error {
+	st, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	started := time.Now()
+	const batch = 10_000
+	for done := 0; done < n; done += batch {
+		k := min(batch, n-done)
+		_, err := st.DB().NewRaw(`INSERT INTO alerts (title, severity, status, enrichment_status, source_name, occurred_at, tags, fingerprint, raw_payload, is_enriched, enriched_at)
+			SELECT 'seeded alert ' || g || ' ' || md5(g::text),
+				(ARRAY['Pending','Informational','Low','Medium','High','Critical'])[1 + g % 6],
+				(ARRAY['Open','Triaging','Escalated','Closed'])[1 + g % 4],
+				(ARRAY['Pending','Enriched','Failed'])[1 + g % 3],
+				(ARRAY['sentinel','elastic','splunk','generic'])[1 + g % 4],
+				now() - (g % 100000) * interval '37 seconds',
+				ARRAY['seed', 'bucket-' || (g % 50)],
+				md5('seed' || g::text || clock_timestamp()::text),
+				jsonb_build_object('n', g, 'note', 'seeded'), g % 3 = 1, CASE WHEN g % 3 = 1 THEN now() END
+			FROM generate_series(?, ?) AS g`, done+1, done+k).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("seed alerts: %w", err)
+		}
+	}
+	if _, err := st.DB().ExecContext(ctx, "ANALYZE alerts"); err != nil {
+		return err
+	}
+	var total int
+	if err := st.DB().NewRaw("SELECT count(*) FROM alerts").Scan(ctx, &total); err != nil {
+		return err
+	}
+	return enc.Encode(map[string]any{"seeded": n, "alerts_total": total, "seconds": time.Since(started).Seconds()})
+}
+
+// provider serves a minimal enrichment API: GET /ip/<value> → {"score": n}.
+func provider(ctx context.Context, addr string) error {
+	srv := &http.Server{Addr: addr, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"score": %d}`, len(r.URL.Path)%100)
+	})}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
