@@ -40,11 +40,6 @@ type AlertStore interface {
 	ApplicableContextDocuments(ctx context.Context, subj targeting.Subject) ([]store.ContextDocument, error)
 }
 
-const (
-	maxAlertTags          = 50
-	maxAlertTagCharacters = 100
-)
-
 // alertTransitions is the explicit status graph of API.md §3.
 var alertTransitions = map[string][]string{
 	store.StatusOpen:      {store.StatusTriaging, store.StatusEscalated, store.StatusClosed},
