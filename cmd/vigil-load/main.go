@@ -8,6 +8,7 @@
 //	vigil-load probe    -temporal HOST:PORT -prefix vigil -n 500                           bare one-activity workflows/s
 //	vigil-load seed     -dsn DSN -n 100000                                                  bulk alerts for list tests
 //	vigil-load provider -addr 127.0.0.1:9900                                                a local enrichment provider
+//	vigil-load pgbench-log -prefix-log pgb                                                   percentiles of pgbench --log files (floor.sql)
 //
 // Every command prints one JSON object.
 package main
@@ -24,7 +25,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +52,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|list|backlog|probe|seed|provider [flags]")
+		return errors.New("usage: vigil-load ingest|list|backlog|probe|seed|provider|pgbench-log [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -63,6 +67,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	temporalAddr := fs.String("temporal", "127.0.0.1:7233", "Temporal frontend")
 	prefix := fs.String("prefix", "vigil", "task queue prefix")
 	addr := fs.String("addr", "127.0.0.1:9900", "provider listen address")
+	logPrefix := fs.String("prefix-log", "pgb", "pgbench --log-prefix of the files to read")
 	indicators := fs.Int("indicators", 2, "routable indicators per ingested alert (enriched by providers)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -118,6 +123,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return seed(ctx, enc, *dsn, *n)
 	case "provider":
 		return provider(ctx, *addr)
+	case "pgbench-log":
+		return pgbenchLog(enc, *logPrefix)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -431,4 +438,38 @@ func provider(ctx context.Context, addr string) error {
 		return err
 	}
 	return nil
+}
+
+// pgbenchLog reads pgbench per-transaction logs (prefix.*) and reports latency from each transaction's
+// scheduled start (time + schedule lag, with -R), the same measure as ingest.
+func pgbenchLog(enc *json.Encoder, prefix string) error {
+	files, err := filepath.Glob(prefix + ".*")
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no pgbench logs match %s.*", prefix)
+	}
+	var lat []time.Duration
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			p := strings.Fields(line)
+			if len(p) < 6 || p[2] == "skipped" {
+				continue
+			}
+			us, err := strconv.ParseInt(p[2], 10, 64)
+			if err != nil {
+				continue
+			}
+			if len(p) > 6 {
+				if lag, err := strconv.ParseInt(p[6], 10, 64); err == nil {
+					us += lag
+				}
+			}
+			lat = append(lat, time.Duration(us)*time.Microsecond)
+		}
+	}
+	p50, p90, p99, mx := summarize(lat)
+	return enc.Encode(map[string]any{"floor": map[string]any{"n": len(lat), "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": mx}})
 }
