@@ -382,3 +382,26 @@ func TestCreateAlert_Envelope(t *testing.T) {
 	m = requireError(t, ts.do(t, http.MethodPost, "/v1/alerts", key, `{"source_name":"generic","payload":{"severity":"High"}}`), 422, "INVALID_PAYLOAD")
 	require.Equal(t, []any{"body", "payload", "title"}, m["detail"].([]any)[0].(map[string]any)["loc"])
 }
+
+func TestIngest_HostileBodies(t *testing.T) {
+	ts := newAlertServer(t, func(c *Config, _ *Deps) { c.MaxRequestBodyMB = 1 })
+	key := mustKey(t, ts.Store, auth.ScopeAlertsWrite, auth.ScopeAlertsRead)
+	big := `{"title":"big","description":"` + strings.Repeat("x", 1<<20) + `"}`
+	requireError(t, ts.do(t, http.MethodPost, "/v1/ingest/generic", key, big), http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
+	requireError(t, ts.do(t, http.MethodPost, "/v1/alerts", key, `{"source_name":"generic","payload":`+big+`}`), http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
+
+	deep := strings.Repeat(`{"a":`, 20000) + `1` + strings.Repeat(`}`, 20000)
+	r := ts.do(t, http.MethodPost, "/v1/ingest/generic", key, deep)
+	require.Less(t, r.Status, 500, string(r.Body))
+	require.GreaterOrEqual(t, r.Status, 400)
+
+	compressed := ts.do(t, http.MethodPost, "/v1/ingest/generic", key, uniqueGeneric(t, ""), "Content-Encoding", "gzip")
+	requireError(t, compressed, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE")
+
+	// Long values are cut by the plugin, not refused; control characters in the title become spaces.
+	long := fmt.Sprintf(`{"title":"%s\u0007%s","description":"%s"}`, t.Name(), strings.Repeat("t", 600), strings.Repeat("d", 1000))
+	d := ingestData(t, ts.do(t, http.MethodPost, "/v1/ingest/generic", key, long))
+	a := alertData(t, ts.do(t, http.MethodGet, "/v1/alerts/"+d["alert_uuid"].(string), key, nil))
+	require.LessOrEqual(t, len([]rune(a["title"].(string))), 500)
+	require.NotContains(t, a["title"], "\u0007")
+}
