@@ -289,11 +289,27 @@ func scoreHandler(hits *atomic.Int32, score func(value string) int) http.Handler
 	}
 }
 
+// freshIPs returns n public-looking IPs not used before in this process (indicators are global: a
+// repeated test must not find the previous run's enrichment on them).
+func freshIPs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		k := ipSeq.Add(1)
+		out[i] = fmt.Sprintf("185.%d.%d.%d", 100+k/65536%100, k/256%256, k%256)
+	}
+	return out
+}
+
+var ipSeq atomic.Int64
+
 func TestPipeline_IngestToEnriched(t *testing.T) {
 	e := pipelineHarness(t)
+	ips := freshIPs(4)
+	bad, h1, h2, extraIP := ips[0], ips[1], ips[2], ips[3]
+	dom := "evil-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:8] + ".com"
 	var hits atomic.Int32
 	url := e.handle(scoreHandler(&hits, func(v string) int {
-		if v == "185.220.101.66" {
+		if v == bad {
 			return 95
 		}
 		return 10
@@ -308,8 +324,8 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	})
 
 	title := "pipeline " + uuid.NewString()
-	body := fmt.Sprintf(`{"title":%q,"severity":"High","rule_id":%q,"src_ip":"185.220.101.66","domain":"Evil-Pipe.COM",
-		"extra":{"hosts":[{"addr":"185.220.102.7"},{"addr":"185.220.102.8"},{"addr":"not-an-ip"}]}}`, title, ruleID)
+	body := fmt.Sprintf(`{"title":%q,"severity":"High","rule_id":%q,"src_ip":%q,"domain":%q,
+		"extra":{"hosts":[{"addr":%q},{"addr":%q},{"addr":"not-an-ip"}]}}`, title, ruleID, bad, strings.ToUpper(dom), h1, h2)
 	start := time.Now()
 	id := e.ingest(t, "generic", body)
 	a := e.waitEnriched(t, id, 60*time.Second)
@@ -327,15 +343,15 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 		ind := x.(map[string]any)
 		values[ind["type"].(string)+":"+ind["value"].(string)] = ind
 	}
-	for _, k := range []string{"ip:185.220.101.66", "domain:evil-pipe.com", "ip:185.220.102.7", "ip:185.220.102.8"} {
+	for _, k := range []string{"ip:" + bad, "domain:" + dom, "ip:" + h1, "ip:" + h2} {
 		require.Contains(t, values, k)
 		require.Equal(t, true, values[k]["is_enriched"], k)
 		res := values[k]["enrichment_results"].(map[string]any)[prov].(map[string]any)
 		require.Equal(t, "success", res["status"], k)
 		require.NotContains(t, res, "raw_response", "alert detail strips raw responses")
 	}
-	require.Equal(t, "Malicious", values["ip:185.220.101.66"]["malice"])
-	require.Equal(t, "Benign", values["domain:evil-pipe.com"]["malice"])
+	require.Equal(t, "Malicious", values["ip:"+bad]["malice"])
+	require.Equal(t, "Benign", values["domain:"+dom]["malice"])
 	rule := d["detection_rule"].(map[string]any)
 	require.Equal(t, ruleID, rule["source_rule_id"])
 	meta := detail["meta"].(map[string]any)
@@ -356,7 +372,7 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	}
 
 	// A second alert with the same rule reference reuses the stub rule.
-	id2 := e.ingest(t, "generic", fmt.Sprintf(`{"title":"%s second","rule_id":%q,"src_ip":"185.220.101.66"}`, title, ruleID))
+	id2 := e.ingest(t, "generic", fmt.Sprintf(`{"title":"%s second","rule_id":%q,"src_ip":%q}`, title, ruleID, bad))
 	e.waitEnriched(t, id2, 60*time.Second)
 	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ?", ruleID))
 	_, g := e.do(t, http.MethodGet, "/v1/alerts/"+id.String()+"/relationship-graph", "")
@@ -380,7 +396,7 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	require.Equal(t, store.EnrichmentEnriched, a.EnrichmentStatus)
 
 	// Indicators added through the API are enriched by EnrichIndicator.
-	status, add := e.do(t, http.MethodPost, "/v1/alerts/"+id.String()+"/indicators", `{"indicators":[{"value":"185.220.103.200"}]}`)
+	status, add := e.do(t, http.MethodPost, "/v1/alerts/"+id.String()+"/indicators", `{"indicators":[{"value":"`+extraIP+`"}]}`)
 	require.Equal(t, http.StatusCreated, status, "%v", add)
 	added := add["data"].(map[string]any)
 	require.Equal(t, float64(1), added["added_count"])
@@ -430,7 +446,8 @@ func TestPipeline_WorkerStoppedMidPipeline(t *testing.T) {
 		_, _ = w.Write([]byte(`{"score": 90}`))
 	})
 	e.provider(t, url, 3, "ip")
-	body := fmt.Sprintf(`{"title":"restart %s","src_ip":"185.220.102.77","dest_ip":"185.220.102.78","rule_id":"restart-rule"}`, uuid.NewString())
+	ips := freshIPs(2)
+	body := fmt.Sprintf(`{"title":"restart %s","src_ip":%q,"dest_ip":%q,"rule_id":"restart-rule"}`, uuid.NewString(), ips[0], ips[1])
 	id := e.ingest(t, "generic", body)
 
 	// The local activities ran (indicators linked) and a provider call is in flight: stop the worker.
@@ -452,7 +469,7 @@ func TestPipeline_WorkerStoppedMidPipeline(t *testing.T) {
 	require.Equal(t, store.EnrichmentEnriched, a.EnrichmentStatus)
 	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id), "Enriched exactly once")
 	require.Equal(t, 2, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid = ?", id), "no duplicate links")
-	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM indicators WHERE type = 'ip' AND value = '185.220.102.77'"))
+	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM indicators WHERE type = 'ip' AND value = ?", ips[0]))
 	inds, err := e.st.AlertIndicators(context.Background(), id)
 	require.NoError(t, err)
 	for _, ind := range inds {
@@ -476,7 +493,7 @@ func TestPipeline_TemporalUnreachableAtIngest(t *testing.T) {
 	e.startDispatcher(lazy)
 
 	began := time.Now()
-	id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"temporal down %s","src_ip":"185.220.105.91"}`, uuid.NewString()))
+	id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"temporal down %s","src_ip":%q}`, uuid.NewString(), freshIPs(1)[0]))
 	require.Less(t, time.Since(began), time.Second, "the 202 does not wait for Temporal")
 	deadline := time.Now().Add(30 * time.Second)
 	for e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ? AND attempts >= 1 AND last_error IS NOT NULL", id) == 0 {
