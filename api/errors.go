@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -114,6 +115,13 @@ func errorHandler(log *slog.Logger, maxBodyMB int) fiber.ErrorHandler {
 		case errors.Is(err, store.ErrConflict):
 			status = http.StatusConflict
 			body.Error.Code, body.Error.Message = "CONFLICT", "The request conflicts with an existing resource."
+		case errors.Is(err, context.DeadlineExceeded):
+			// The request's deadline passed in a dependency (an overloaded database or Temporal).
+			status = http.StatusServiceUnavailable
+			body.Error.Code, body.Error.Message = "UNAVAILABLE", "A dependency did not answer in time; retry later."
+			body.Error.Details = map[string]any{"request_id": requestID(c)}
+			c.Set("Retry-After", "1")
+			log.WarnContext(c.UserContext(), "request deadline exceeded", "err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))
 		case errors.As(err, &ferr) && ferr.Code < 500 || errors.As(err, &ferr) && ferr.Code == 503:
 			status = ferr.Code
 			code, ok := fiberCodes[status]
@@ -126,7 +134,7 @@ func errorHandler(log *slog.Logger, maxBodyMB int) fiber.ErrorHandler {
 				body.Error.Details = map[string]any{"max_bytes": maxBodyMB << 20}
 			}
 		}
-		if status >= 500 && apiErr == nil {
+		if status >= 500 && status != http.StatusServiceUnavailable && apiErr == nil {
 			body.Error.Code, body.Error.Message = "INTERNAL_ERROR", "An internal error occurred. Quote the request id when reporting it."
 			body.Error.Details = map[string]any{"request_id": requestID(c)}
 			log.ErrorContext(c.UserContext(), "request failed", "err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))

@@ -456,3 +456,18 @@ func TestOpenAPICoversRouter(t *testing.T) {
 	require.Contains(t, string(docs.Body), "/v1/api-keys/{uuid}")
 	require.NotContains(t, string(docs.Body), "<script")
 }
+
+type slowKeys struct{ APIKeyStore }
+
+func (slowKeys) ListAPIKeys(context.Context, store.APIKeyFilter) ([]store.APIKey, int, error) {
+	return nil, 0, fmt.Errorf("list api keys: %w", context.DeadlineExceeded)
+}
+
+func TestDependencyTimeoutIs503(t *testing.T) {
+	ts := newTestServer(t, func(c *Config, d *Deps) { d.APIKeys = slowKeys{d.APIKeys} })
+	key := mustKey(t, ts.Store, auth.ScopeAdmin)
+	r := ts.do(t, http.MethodGet, "/v1/api-keys", key, nil)
+	requireError(t, r, http.StatusServiceUnavailable, "UNAVAILABLE")
+	require.Equal(t, "1", r.Header.Get("Retry-After"))
+	require.NotContains(t, string(r.Body), "list api keys")
+}
