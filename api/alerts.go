@@ -582,10 +582,7 @@ func (s *Server) listFindings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]findingResponse, len(rows))
-	for i, f := range rows {
-		out[i] = toFindingResponse(f)
-	}
+	out := mapSlice(rows, toFindingResponse)
 	return respond(c, http.StatusOK, out)
 }
 
@@ -604,10 +601,7 @@ func (s *Server) listAlertIndicators(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]indicatorResponse, len(rows))
-	for i, ind := range rows {
-		out[i] = toIndicatorResponse(ind, true)
-	}
+	out := mapSlice(rows, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) })
 	return respond(c, http.StatusOK, out)
 }
 
@@ -762,10 +756,7 @@ func (s *Server) alertActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]activityEventResponse, len(rows))
-	for i, e := range rows {
-		out[i] = toActivityEventResponse(e)
-	}
+	out := mapSlice(rows, toActivityEventResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 

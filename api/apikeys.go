@@ -92,10 +92,7 @@ func (s *Server) listAPIKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]apiKeyResponse, len(keys))
-	for i, k := range keys {
-		out[i] = toAPIKeyResponse(k)
-	}
+	out := mapSlice(keys, toAPIKeyResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 

@@ -89,10 +89,7 @@ func (s *Server) listApprovals(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]approvalResponse, len(as))
-	for i, a := range as {
-		out[i] = toApprovalResponse(a)
-	}
+	out := mapSlice(as, toApprovalResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 

@@ -135,10 +135,7 @@ func (s *Server) listContextDocuments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]contextDocumentSummary, len(docs))
-	for i, d := range docs {
-		out[i] = toContextDocumentSummary(d)
-	}
+	out := mapSlice(docs, toContextDocumentSummary)
 	return respondList(c, out, total, q.PageQuery)
 }
 
@@ -535,9 +532,6 @@ func (s *Server) alertContext(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]contextDocumentResponse, len(docs))
-	for i, d := range docs {
-		out[i] = toContextDocumentResponse(d)
-	}
+	out := mapSlice(docs, toContextDocumentResponse)
 	return respondMeta(c, http.StatusOK, out, map[string]any{"total": len(out)})
 }

@@ -138,10 +138,7 @@ func (s *Server) listDetectionRules(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]detectionRuleResponse, len(rules))
-	for i, r := range rules {
-		out[i] = toDetectionRuleResponse(r)
-	}
+	out := mapSlice(rules, toDetectionRuleResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 

@@ -55,10 +55,7 @@ func (s *Server) listExtractions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]extractionResponse, len(exts))
-	for i, e := range exts {
-		out[i] = toExtractionResponse(e)
-	}
+	out := mapSlice(exts, toExtractionResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 

@@ -87,10 +87,7 @@ func (s *Server) listMappings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]mappingResponse, len(rows))
-	for i, m := range rows {
-		out[i] = toMappingResponse(m)
-	}
+	out := mapSlice(rows, toMappingResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 

@@ -118,10 +118,7 @@ func (s *Server) listIndicators(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]indicatorResponse, len(rows))
-	for i, ind := range rows {
-		out[i] = toIndicatorResponse(ind, true)
-	}
+	out := mapSlice(rows, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) })
 	return respondList(c, out, total, q.PageQuery)
 }
 

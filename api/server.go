@@ -253,3 +253,13 @@ type PageQuery struct {
 	Page     int `query:"page" minimum:"1" default:"1" doc:"1-based page number."`
 	PageSize int `query:"page_size" minimum:"1" maximum:"500" default:"50" doc:"Items per page (1..500)."`
 }
+
+// mapSlice converts every element of in with f (a response mapper); the result is never nil, so
+// empty lists encode as [].
+func mapSlice[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}

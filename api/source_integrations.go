@@ -86,10 +86,7 @@ func (s *Server) listSourceIntegrations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]sourceIntegrationResponse, len(rows))
-	for i, r := range rows {
-		out[i] = toSourceIntegrationResponse(r)
-	}
+	out := mapSlice(rows, toSourceIntegrationResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 

@@ -85,10 +85,7 @@ func (s *Server) listSources(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]sourceResponse, len(rows))
-	for i, r := range rows {
-		out[i] = toSourceResponse(r)
-	}
+	out := mapSlice(rows, toSourceResponse)
 	return respondList(c, out, total, q)
 }
 

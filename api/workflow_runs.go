@@ -108,10 +108,7 @@ func (s *Server) listRuns(c *fiber.Ctx, f store.WorkflowRunFilter, p PageQuery) 
 	if err != nil {
 		return err
 	}
-	out := make([]workflowRunResponse, len(runs))
-	for i, r := range runs {
-		out[i] = toRunResponse(r)
-	}
+	out := mapSlice(runs, toRunResponse)
 	return respondList(c, out, total, p)
 }
 

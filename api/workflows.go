@@ -278,10 +278,7 @@ func (s *Server) listWorkflows(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]workflowResponse, len(ws))
-	for i, w := range ws {
-		out[i] = toWorkflowResponse(w)
-	}
+	out := mapSlice(ws, toWorkflowResponse)
 	return respondList(c, out, total, q.PageQuery)
 }
 
