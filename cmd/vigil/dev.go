@@ -82,6 +82,10 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		return err
 	}
 	defer st.Close()
+	box, err := prepareStore(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 	adminKey, err := ensureAdminKey(ctx, st)
 	if err != nil {
 		return err
@@ -97,8 +101,8 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveAPI(gctx, cfg, log, st, tc, ln) })
-	g.Go(func() error { return serveWorker(gctx, cfg, log, st, tc) })
+	g.Go(func() error { return serveAPI(gctx, cfg, log, st, box, tc, ln) })
+	g.Go(func() error { return serveWorker(gctx, cfg, log, st, box, tc) })
 	g.Go(func() error {
 		probeCtx, cancel := context.WithTimeout(gctx, time.Minute)
 		defer cancel()

@@ -56,14 +56,6 @@ func enrichmentDeps(st *store.Store, box *secretbox.Box, cfg config) *activities
 	return &activities.EnrichmentDeps{Store: st, Box: box, Env: cfg.ProviderEnv, HTTP: guard.HTTPClient(providerCallTimeout)}
 }
 
-// seedProviders seeds the builtin providers (idempotent; api and worker both call it at start).
-func seedProviders(ctx context.Context, st *store.Store) error {
-	if err := st.SeedBuiltinProviders(ctx); err != nil {
-		return fmt.Errorf("seed builtin providers: %w", err)
-	}
-	return nil
-}
-
 // purgeEnrichmentCache reclaims expired enrichment cache rows every interval until ctx ends (the
 // worker runs it; several workers purging at once skip each other's rows).
 func purgeEnrichmentCache(ctx context.Context, st *store.Store, log *slog.Logger, interval time.Duration) {

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
@@ -27,6 +28,10 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	box, err := prepareStore(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 	tc, err := temporal.DialLazy(temporalConfig(cfg), log)
 	if err != nil {
 		return err
@@ -36,25 +41,15 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
 	}
-	return serveAPI(ctx, cfg, log, st, tc, ln)
+	return serveAPI(ctx, cfg, log, st, box, tc, ln)
 }
 
 // serveAPI runs the API on ln until ctx ends (shared by `api` and `dev`).
-func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, tc client.Client, ln net.Listener) error {
+func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, ln net.Listener) error {
 	authn := auth.NewAuthenticator(st, log, 2*time.Second)
 	var limiter api.RateLimiter = ratelimit.NewMemory()
 	if cfg.RateLimitStore == "postgres" {
 		limiter = ratelimit.NewPostgres(st)
-	}
-	box, err := openSecretBox(cfg)
-	if err != nil {
-		return err
-	}
-	if err := seedProviders(ctx, st); err != nil {
-		return err
-	}
-	if err := api.SeedBuiltins(ctx, st, sources.NewRegistry()); err != nil {
-		return err
 	}
 	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	apiCfg, apiDeps := api.Config{
@@ -86,9 +81,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
 			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
 	}
-	if err := wireWorkflowRunAPI(ctx, cfg, st, tc, &apiCfg, &apiDeps); err != nil {
-		return err
-	}
+	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -123,27 +116,21 @@ func runWorker(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	box, err := prepareStore(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 	tc, err := temporal.Dial(ctx, temporalConfig(cfg), log)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	return serveWorker(ctx, cfg, log, st, tc)
+	return serveWorker(ctx, cfg, log, st, box, tc)
 }
 
 // serveWorker registers search attributes and runs every worker (shared by `worker` and `dev`).
-func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, tc client.Client) error {
+func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client) error {
 	if err := temporal.RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
-		return err
-	}
-	box, err := openSecretBox(cfg)
-	if err != nil {
-		return err
-	}
-	if err := seedProviders(ctx, st); err != nil {
-		return err
-	}
-	if err := api.SeedBuiltins(ctx, st, sources.NewRegistry()); err != nil {
 		return err
 	}
 	acts := &activities.Activities{Log: log}
@@ -159,6 +146,25 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	})
 	g.Go(func() error { return temporal.RunWorkers(gctx, tc, queues, acts, log) })
 	return ignoreCanceled(g.Wait())
+}
+
+// prepareStore opens the secret box and seeds the builtin rows (providers, sources and system
+// mappings, system workflows). Idempotent; each process does it once at start, before serving.
+func prepareStore(ctx context.Context, cfg config, st *store.Store) (*secretbox.Box, error) {
+	box, err := openSecretBox(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.SeedBuiltinProviders(ctx); err != nil {
+		return nil, fmt.Errorf("seed builtin providers: %w", err)
+	}
+	if err := api.SeedBuiltins(ctx, st, sources.NewRegistry()); err != nil {
+		return nil, err
+	}
+	if err := st.SeedSystemWorkflows(ctx, api.SystemWorkflows()); err != nil {
+		return nil, fmt.Errorf("seed system workflows: %w", err)
+	}
+	return box, nil
 }
 
 func temporalConfig(cfg config) temporal.Config {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -19,17 +17,12 @@ import (
 // workflowStepTimeout bounds one workflow step's HTTP exchange (steps set their own, up to 300 s).
 const workflowStepTimeout = 310 * time.Second
 
-// wireWorkflowRunAPI fills the API's response-workflow dependencies and seeds the builtin
-// workflows (idempotent; their state follows the stored secrets).
-func wireWorkflowRunAPI(ctx context.Context, cfg config, st *store.Store, tc client.Client, apiCfg *api.Config, deps *api.Deps) error {
-	if err := st.SeedSystemWorkflows(ctx, api.SystemWorkflows()); err != nil {
-		return fmt.Errorf("seed system workflows: %w", err)
-	}
+// wireWorkflowRunAPI fills the API's response-workflow dependencies.
+func wireWorkflowRunAPI(cfg config, st *store.Store, tc client.Client, apiCfg *api.Config, deps *api.Deps) {
 	apiCfg.SlackSigningSecret = cfg.SlackSigningSecret
 	deps.Workflows = st
 	deps.RunStarter = temporal.NewRunStarter(tc, temporal.NewQueues(cfg.TaskQueuePrefix))
 	deps.WorkflowStepClient = netguard.NewGuard(cfg.SSRFAllowedHosts).HTTPClient(workflowStepTimeout)
-	return nil
 }
 
 // wireWorkflowRunActivities fills the workers' response-workflow dependencies.
