@@ -40,87 +40,96 @@ func AlertWorkflowID(alertUUID uuid.UUID) string { return "alert-" + alertUUID.S
 type cachedIntegration struct {
 	si     *store.SourceIntegration // nil: none configured
 	secret string
-	at     time.Time
 }
 
-type cachedMappings struct {
-	ms []indicators.Mapping
+// ttlCache keeps values loaded per key for ingestConfigTTL.
+type ttlCache[V any] struct {
+	mu      sync.Mutex
+	entries map[string]ttlEntry[V]
+}
+
+type ttlEntry[V any] struct {
+	v  V
 	at time.Time
+}
+
+// get returns key's value, loading it when absent or older than ingestConfigTTL. Errors are not cached.
+func (c *ttlCache[V]) get(key string, load func() (V, error)) (V, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < ingestConfigTTL {
+		return e.v, nil
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[string]ttlEntry[V]{}
+	}
+	c.entries[key] = ttlEntry[V]{v: v, at: now}
+	c.mu.Unlock()
+	return v, nil
+}
+
+func (c *ttlCache[V]) clear() {
+	c.mu.Lock()
+	clear(c.entries)
+	c.mu.Unlock()
 }
 
 // ingestCache holds per-source integrations (secret opened) and pass-2 mappings.
 type ingestCache struct {
-	mu           sync.Mutex
-	integrations map[string]cachedIntegration
-	mappings     map[string]cachedMappings
+	integrations ttlCache[cachedIntegration]
+	mappings     ttlCache[[]indicators.Mapping]
 }
 
-func newIngestCache() *ingestCache {
-	return &ingestCache{integrations: map[string]cachedIntegration{}, mappings: map[string]cachedMappings{}}
-}
+func newIngestCache() *ingestCache { return &ingestCache{} }
 
 func (c *ingestCache) invalidate() {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.integrations)
-	clear(c.mappings)
+	c.integrations.clear()
+	c.mappings.clear()
 }
 
 func (s *Server) integrationFor(ctx context.Context, source string) (cachedIntegration, error) {
-	c := s.ingestCfg
-	now := time.Now()
-	c.mu.Lock()
-	ci, ok := c.integrations[source]
-	c.mu.Unlock()
-	if ok && now.Sub(ci.at) < ingestConfigTTL {
-		return ci, nil
-	}
-	ci = cachedIntegration{at: now}
-	si, err := s.deps.Ingest.SourceIntegrationByName(ctx, source)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return cachedIntegration{}, err
-	default:
+	return s.ingestCfg.integrations.get(source, func() (cachedIntegration, error) {
+		var ci cachedIntegration
+		si, err := s.deps.Ingest.SourceIntegrationByName(ctx, source)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return ci, nil
+		case err != nil:
+			return ci, err
+		}
 		ci.si = &si
 		if len(si.AuthConfig) > 0 {
 			if s.deps.Secrets == nil {
-				return cachedIntegration{}, errors.New("source integration has a secret but no encryption key is configured")
+				return ci, errors.New("source integration has a secret but no encryption key is configured")
 			}
 			var sec sourceSecret
 			if err := s.deps.Secrets.OpenJSON(si.AuthConfig, &sec); err != nil {
-				return cachedIntegration{}, fmt.Errorf("open secret of source %s: %w", source, err)
+				return ci, fmt.Errorf("open secret of source %s: %w", source, err)
 			}
 			ci.secret = sec.Secret
 		}
-	}
-	c.mu.Lock()
-	c.integrations[source] = ci
-	c.mu.Unlock()
-	return ci, nil
+		return ci, nil
+	})
 }
 
 func (s *Server) mappingsFor(ctx context.Context, source string) ([]indicators.Mapping, error) {
-	c := s.ingestCfg
-	now := time.Now()
-	c.mu.Lock()
-	cm, ok := c.mappings[source]
-	c.mu.Unlock()
-	if ok && now.Sub(cm.at) < ingestConfigTTL {
-		return cm.ms, nil
-	}
-	rows, err := s.deps.Ingest.ActiveMappings(ctx, source)
-	if err != nil {
-		return nil, err
-	}
-	cm = cachedMappings{ms: toMappings(rows), at: now}
-	c.mu.Lock()
-	c.mappings[source] = cm
-	c.mu.Unlock()
-	return cm.ms, nil
+	return s.ingestCfg.mappings.get(source, func() ([]indicators.Mapping, error) {
+		rows, err := s.deps.Ingest.ActiveMappings(ctx, source)
+		if err != nil {
+			return nil, err
+		}
+		return toMappings(rows), nil
+	})
 }
 
 func toMappings(rows []store.IndicatorMapping) []indicators.Mapping {
