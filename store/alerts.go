@@ -358,10 +358,11 @@ func (s *Store) AssociateRule(ctx context.Context, alertID uuid.UUID, sourceName
 }
 
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
-// is_enriched, and records event once per runID (a retried activity records nothing twice). It
-// returns ErrNotFound when the alert is gone.
+// is_enriched, records event once per runID (a retried activity records nothing twice) and deletes
+// the alert's started outbox entries. It returns ErrNotFound when the alert is gone.
 func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event ActivityEvent) error {
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	var freed int64
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := s.Now()
 		res, err := tx.NewUpdate().Model((*Alert)(nil)).
 			Set("enrichment_status = ?", status).
@@ -380,6 +381,15 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		if err != nil {
 			return fmt.Errorf("look up %s event: %w", event.EventType, mapErr(err))
 		}
+		// The pipeline's outbox entries are done, freeing their places in flight: the started ones and
+		// every first-run entry (one a dispatcher is marking started right now included: the delete
+		// waits for its lock). A re-run asked for meanwhile still waits, to run after this one.
+		res, err = tx.NewDelete().Table("alert_outbox").
+			Where("alert_uuid = ? AND (started_at IS NOT NULL OR kind = ?)", alertID, OutboxPipeline).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("delete outbox entries of alert %s: %w", alertID, mapErr(err))
+		}
+		freed, _ = res.RowsAffected()
 		if exists {
 			return nil
 		}
@@ -390,6 +400,10 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		event.AlertUUID = &alertID
 		return s.RecordActivity(ctx, tx, &event)
 	})
+	if err == nil && freed > 0 {
+		s.wake.wake() // a place in flight is free: the dispatcher may start a waiting entry
+	}
+	return err
 }
 
 // Finding is an agent's append-only note on an alert.

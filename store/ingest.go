@@ -41,7 +41,9 @@ var ErrIngestRace = errors.New("ingest: fingerprint race not settled")
 //   - fp claims the fingerprint, or takes it over when the window has passed (window 0: always);
 //   - ins/ob/created insert the alert, its outbox row and the alert_created event when fp claimed it;
 //   - dup/dup_ev count a repeat on the window's owner otherwise;
-//   - the final SELECT reports what happened and NOTIFYs the dispatcher (delivered at commit).
+//   - the final SELECT reports what happened.
+//
+// The dispatcher is woken after the commit by a separate, coalesced NOTIFY (outboxWaker).
 //
 // A concurrent identical ingest blocks on fp's row until the first commits, then finds the conflict.
 // Its statement snapshot predates that commit, so dup may see no owner: Ingest then runs again.
@@ -76,13 +78,12 @@ const ingestSQL = `WITH fp AS (
 SELECT (SELECT uuid FROM ins) AS inserted,
 	(SELECT uuid FROM dup) AS duplicate_of,
 	coalesce((SELECT duplicate_count FROM dup), 0) AS duplicate_count,
-	(SELECT count(*) FROM ob) + (SELECT count(*) FROM created) + (SELECT count(*) FROM dup_ev) AS writes,
-	(SELECT pg_notify(?13, '') FROM ob LIMIT 1) IS NULL AS quiet`
+	(SELECT count(*) FROM ob) + (SELECT count(*) FROM created) + (SELECT count(*) FROM dup_ev) AS writes`
 
 // Ingest commits a new alert with its outbox row and alert_created event, or, when the fingerprint
 // is owned by an alert created less than window ago, counts a repeat on that alert (duplicate_count,
 // last_seen_at, an alert_deduplicated event). window 0 disables dedup. Everything happens in one
-// statement: one round trip and one durable commit.
+// statement: one round trip and one durable commit; a new alert then wakes the dispatcher.
 func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration) (IngestResult, error) {
 	if a.UUID == uuid.Nil {
 		a.UUID = uuid.New()
@@ -111,16 +112,16 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 			DuplicateOf    *uuid.UUID `bun:"duplicate_of"`
 			DuplicateCount int        `bun:"duplicate_count"`
 			Writes         int        `bun:"writes"`
-			Quiet          bool       `bun:"quiet"`
 		}
 		err := s.db.NewRaw(ingestSQL, a.Fingerprint, a.UUID, secs, a.Title, a.Severity, a.SourceName, occurred,
-			pgdialectArray(tags), a.Description, string(a.RawPayload), string(normalized), a.ActorType, prefix, OutboxChannel).
+			pgdialectArray(tags), a.Description, string(a.RawPayload), string(normalized), a.ActorType, prefix).
 			Scan(ctx, &row)
 		if err != nil {
 			return IngestResult{}, fmt.Errorf("ingest alert: %w", mapErr(err))
 		}
 		switch {
 		case row.Inserted != nil:
+			s.wake.wake()
 			return IngestResult{AlertUUID: *row.Inserted}, nil
 		case row.DuplicateOf != nil:
 			return IngestResult{AlertUUID: *row.DuplicateOf, Duplicate: true, DuplicateCount: row.DuplicateCount}, nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,18 +29,55 @@ func OutboxBackoff(attempts int) time.Duration {
 	return min(d, 5*time.Minute)
 }
 
-// DispatchOutbox claims up to limit due entries (FOR UPDATE SKIP LOCKED, so dispatchers in several
-// workers never take the same row), hands them to start, then in the same transaction deletes the
-// entries start reported done (nil error) and reschedules the others with OutboxBackoff, attempts+1
-// and last_error. start must be idempotent per entry: if the process dies before the commit, the
-// rows are claimed again. It returns how many entries were claimed.
-func (s *Store) DispatchOutbox(ctx context.Context, limit int, start func(ctx context.Context, entries []OutboxEntry) []error) (int, error) {
+// ErrOutboxDone, returned by an OutboxStart for an entry, says its work is already done (a pipeline
+// that finished before the entry was replayed): the entry is deleted.
+var ErrOutboxDone = errors.New("outbox entry already done")
+
+// OutboxStart starts the work of each claimed entry and reports each outcome: nil (started: the entry
+// stays, marked started, until the work deletes it), ErrOutboxDone (deleted) or another error (retried
+// after OutboxBackoff). It must be idempotent per entry: if the process dies before the claim commits,
+// the entries are claimed again.
+type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
+
+// claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
+// maxInFlight (?0) entries started (counted over every dispatcher). An entry whose alert has a
+// pipeline in flight waits for it to finish, so a re-run asked for meanwhile runs after it.
+const claimDueSQL = `SELECT id, alert_uuid, kind, attempts, created_at FROM alert_outbox AS o
+	WHERE started_at IS NULL AND not_before <= now()
+		AND NOT EXISTS (SELECT 1 FROM alert_outbox AS r WHERE r.alert_uuid = o.alert_uuid AND r.started_at IS NOT NULL)
+	ORDER BY not_before, id
+	LIMIT least(?1, greatest(0, ?0 - (SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL)))
+	FOR UPDATE SKIP LOCKED`
+
+// claimStaleSQL claims entries started more than ?0 seconds ago whose work never deleted them, at
+// most ?1 of them.
+const claimStaleSQL = `SELECT id, alert_uuid, kind, attempts, created_at FROM alert_outbox
+	WHERE started_at < now() - make_interval(secs => ?0) AND not_before <= now()
+	ORDER BY started_at
+	LIMIT ?1
+	FOR UPDATE SKIP LOCKED`
+
+// DispatchOutbox claims up to limit due entries not yet started — fewer when maxInFlight entries
+// are already started, so a backlog waits in this table instead of in Temporal — with FOR UPDATE
+// SKIP LOCKED (dispatchers in several workers never take the same row), hands them to start and
+// records the outcomes in the same transaction. It returns how many entries were claimed.
+func (s *Store) DispatchOutbox(ctx context.Context, limit, maxInFlight int, start OutboxStart) (int, error) {
+	return s.claimOutbox(ctx, claimDueSQL, maxInFlight, limit, start)
+}
+
+// RecheckOutbox hands start the entries started more than olderThan ago that are still here: work
+// that ended without deleting its entry (a pipeline that failed or was terminated) or is still
+// running. start answers ErrOutboxDone for the first (deleted) and nil for the second (kept, its
+// clock reset), so dead entries never hold a place in flight for long.
+func (s *Store) RecheckOutbox(ctx context.Context, limit int, olderThan time.Duration, start OutboxStart) (int, error) {
+	return s.claimOutbox(ctx, claimStaleSQL, olderThan.Seconds(), limit, start)
+}
+
+func (s *Store) claimOutbox(ctx context.Context, claimSQL string, arg any, limit int, start OutboxStart) (int, error) {
 	claimed := 0
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var entries []OutboxEntry
-		err := tx.NewRaw(`SELECT id, alert_uuid, kind, attempts, created_at FROM alert_outbox
-			WHERE not_before <= now() ORDER BY not_before, id LIMIT ? FOR UPDATE SKIP LOCKED`, limit).Scan(ctx, &entries)
-		if err != nil {
+		if err := tx.NewRaw(claimSQL, arg, limit).Scan(ctx, &entries); err != nil {
 			return fmt.Errorf("claim outbox: %w", mapErr(err))
 		}
 		claimed = len(entries)
@@ -47,13 +85,17 @@ func (s *Store) DispatchOutbox(ctx context.Context, limit int, start func(ctx co
 			return nil
 		}
 		errs := start(ctx, entries)
-		var done []int64
+		var started, done []int64
 		for i, e := range entries {
 			var err error
 			if i < len(errs) {
 				err = errs[i]
 			}
-			if err == nil {
+			switch {
+			case err == nil:
+				started = append(started, e.ID)
+				continue
+			case errors.Is(err, ErrOutboxDone):
 				done = append(done, e.ID)
 				continue
 			}
@@ -65,6 +107,12 @@ func (s *Store) DispatchOutbox(ctx context.Context, limit int, start func(ctx co
 				not_before = now() + make_interval(secs => ?) WHERE id = ?`,
 				msg, OutboxBackoff(e.Attempts+1).Seconds(), e.ID).Exec(ctx); err != nil {
 				return fmt.Errorf("reschedule outbox entry %d: %w", e.ID, mapErr(err))
+			}
+		}
+		if len(started) > 0 {
+			if _, err := tx.NewRaw(`UPDATE alert_outbox SET started_at = now(), last_error = NULL WHERE id IN (?)`,
+				bun.In(started)).Exec(ctx); err != nil {
+				return fmt.Errorf("mark %d outbox entries started: %w", len(started), mapErr(err))
 			}
 		}
 		if len(done) > 0 {
@@ -84,29 +132,26 @@ func (s *Store) EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, 
 	if actorKeyPrefix != "" {
 		prefix = &actorKeyPrefix
 	}
-	var row struct {
-		N     int  `bun:"n"`
-		Quiet bool `bun:"quiet"`
-	}
+	var n int
 	err := s.db.NewRaw(`WITH ob AS (
 			INSERT INTO alert_outbox (alert_uuid, kind) SELECT uuid, ? FROM alerts WHERE uuid = ? RETURNING alert_uuid
 		), ev AS (
 			INSERT INTO activity_events (event_type, actor_type, actor_key_prefix, alert_uuid)
 			SELECT 'alert_enrichment_requested', ?, ?, alert_uuid FROM ob RETURNING 1
 		)
-		SELECT (SELECT count(*) FROM ob) + (SELECT count(*) FROM ev) AS n,
-			(SELECT pg_notify(?, '') FROM ob LIMIT 1) IS NULL AS quiet`,
-		OutboxRerun, alertID, actorType, prefix, OutboxChannel).Scan(ctx, &row)
+		SELECT (SELECT count(*) FROM ob) + (SELECT count(*) FROM ev)`,
+		OutboxRerun, alertID, actorType, prefix).Scan(ctx, &n)
 	if err != nil {
 		return fmt.Errorf("enqueue rerun of alert %s: %w", alertID, mapErr(err))
 	}
-	if row.N == 0 {
+	if n == 0 {
 		return fmt.Errorf("alert %s: %w", alertID, ErrNotFound)
 	}
+	s.wake.wake()
 	return nil
 }
 
-// OutboxPending counts entries not yet dispatched (tests, metrics).
+// OutboxPending counts entries whose work has not finished, started or not (tests, metrics).
 func (s *Store) OutboxPending(ctx context.Context) (int, error) {
 	n, err := s.db.NewSelect().Table("alert_outbox").Count(ctx)
 	if err != nil {

@@ -27,8 +27,9 @@ type Options struct {
 
 // Store wraps the bun database handle.
 type Store struct {
-	db  *bun.DB
-	now func() time.Time
+	db   *bun.DB
+	now  func() time.Time
+	wake *outboxWaker
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -49,14 +50,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
-	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }}, nil
+	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db)}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
 func (s *Store) DB() *bun.DB { return s.db }
 
-// Close closes the pool.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the outbox wake-ups and closes the pool.
+func (s *Store) Close() error {
+	s.wake.close()
+	return s.db.Close()
+}
 
 // Ping checks the database within ctx.
 func (s *Store) Ping(ctx context.Context) error {

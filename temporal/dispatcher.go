@@ -21,7 +21,8 @@ import (
 
 // OutboxStore is what the dispatcher needs from the store.
 type OutboxStore interface {
-	DispatchOutbox(ctx context.Context, limit int, start func(ctx context.Context, entries []store.OutboxEntry) []error) (int, error)
+	DispatchOutbox(ctx context.Context, limit, maxInFlight int, start store.OutboxStart) (int, error)
+	RecheckOutbox(ctx context.Context, limit int, olderThan time.Duration, start store.OutboxStart) (int, error)
 	DB() *bun.DB
 }
 
@@ -31,12 +32,20 @@ type DispatcherOptions struct {
 	Batch       int           // entries claimed per transaction; default 64
 	Concurrency int           // concurrent StartWorkflow calls; default 16
 	StartLimit  time.Duration // bound of one StartWorkflow call; default 10 s
+	// MaxInFlight caps the pipelines started and not yet finished, over every dispatcher; default 256.
+	// Past it, new alerts wait in the outbox, so a burst never floods Temporal with runs it cannot
+	// drain yet.
+	MaxInFlight int
+	// RecheckAfter is the age of a started entry after which the dispatcher asks Temporal whether its
+	// pipeline still runs (it deletes the entry when not); default 10 minutes.
+	RecheckAfter time.Duration
 }
 
 // Dispatcher turns committed outbox rows into AlertPipeline workflows (DESIGN.md "Ingest path"). It
 // runs in the worker, woken by LISTEN/NOTIFY and a short poll, claims rows FOR UPDATE SKIP LOCKED
-// (several workers never take the same row), starts alert-<uuid> and deletes the row in the same
-// transaction. A start that fails leaves the row with attempts, last_error and a backed-off
+// (several workers never take the same row), starts alert-<uuid> and marks the row started in the
+// same transaction; the pipeline deletes the row when it finishes, and at most MaxInFlight rows are
+// started at once. A start that fails leaves the row with attempts, last_error and a backed-off
 // not_before; nothing is lost. Starts are idempotent: a first run uses reuse policy
 // REJECT_DUPLICATE (an already finished pipeline is not run again when a row is replayed after a
 // crash), a re-run (POST /v1/alerts/{uuid}/enrich) ALLOW_DUPLICATE, and both conflict policy
@@ -66,6 +75,12 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 	if opts.StartLimit <= 0 {
 		opts.StartLimit = 10 * time.Second
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 256
+	}
+	if opts.RecheckAfter <= 0 {
+		opts.RecheckAfter = 10 * time.Minute
+	}
 	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts}
 }
 
@@ -90,20 +105,38 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			if _, err := d.Recheck(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("recheck outbox", "err", err)
+			}
 		case _, ok := <-wake:
 			if !ok {
 				wake = nil
 			}
+			drainWakes(wake) // one pass covers every notification received so far
 		}
 	}
 }
 
-// Drain dispatches due rows until none is left (rows backed off are left for later) and returns
-// how many it claimed.
+// drainWakes empties the notification channel without blocking.
+func drainWakes(wake <-chan pgdriver.Notification) {
+	for {
+		select {
+		case _, ok := <-wake:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// Drain dispatches due rows until none is left or MaxInFlight pipelines run (rows backed off are
+// left for later) and returns how many it claimed.
 func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, d.startAll)
+		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, d.opts.MaxInFlight, d.startAll)
 		total += n
 		if err != nil {
 			return total, err
@@ -114,8 +147,23 @@ func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 	}
 }
 
-// startAll starts one pipeline per entry, concurrently, and reports each outcome.
+// Recheck asks Temporal about one batch of entries started more than RecheckAfter ago: a pipeline
+// still running keeps its entry, one that ended without deleting it (failed, terminated) loses it,
+// one never started is started. It returns how many entries it looked at.
+func (d *Dispatcher) Recheck(ctx context.Context) (int, error) {
+	return d.st.RecheckOutbox(ctx, d.opts.Batch, d.opts.RecheckAfter, d.recheckAll)
+}
+
 func (d *Dispatcher) startAll(ctx context.Context, entries []store.OutboxEntry) []error {
+	return d.startEach(ctx, entries, false)
+}
+
+func (d *Dispatcher) recheckAll(ctx context.Context, entries []store.OutboxEntry) []error {
+	return d.startEach(ctx, entries, true)
+}
+
+// startEach starts one pipeline per entry, concurrently, and reports each outcome.
+func (d *Dispatcher) startEach(ctx context.Context, entries []store.OutboxEntry, recheck bool) []error {
 	errs := make([]error, len(entries))
 	sem := make(chan struct{}, d.opts.Concurrency)
 	var wg sync.WaitGroup
@@ -125,8 +173,8 @@ func (d *Dispatcher) startAll(ctx context.Context, entries []store.OutboxEntry) 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = d.start(ctx, e)
-			if errs[i] != nil {
+			errs[i] = d.start(ctx, e, recheck)
+			if errs[i] != nil && !errors.Is(errs[i], store.ErrOutboxDone) {
 				d.log.Warn("start alert pipeline failed; will retry", "alert_uuid", e.AlertUUID.String(),
 					"attempts", e.Attempts+1, "err", errs[i])
 			}
@@ -136,12 +184,14 @@ func (d *Dispatcher) startAll(ctx context.Context, entries []store.OutboxEntry) 
 	return errs
 }
 
-func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry) error {
+// start starts the entry's pipeline, or finds it running (nil), or finds it finished
+// (store.ErrOutboxDone). A recheck never starts a new run of a finished pipeline, re-run or not.
+func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry, recheck bool) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.StartLimit)
 	defer cancel()
 	id := AlertWorkflowID(e.AlertUUID)
 	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	if e.Kind == store.OutboxRerun {
+	if e.Kind == store.OutboxRerun && !recheck {
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	}
 	_, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -149,13 +199,16 @@ func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry) error {
 		TaskQueue:                d.queues.Pipeline,
 		WorkflowIDReusePolicy:    reuse,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowExecutionTimeout: 24 * time.Hour,
-		TypedSearchAttributes:    sdktemporal.NewSearchAttributes(SearchAttrAlertUUID.ValueSet(e.AlertUUID.String())),
+		// A finished pipeline that the reuse policy refuses to run again answers an error (otherwise
+		// the SDK hands back the old run as if it had started).
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowExecutionTimeout:                 24 * time.Hour,
+		TypedSearchAttributes:                    sdktemporal.NewSearchAttributes(SearchAttrAlertUUID.ValueSet(e.AlertUUID.String())),
 	}, workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: e.AlertUUID.String(), StepQueue: d.queues.Enrichment})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
-		// A first-run row replayed after its pipeline finished: done.
-		return nil
+		// A first-run row replayed after its pipeline finished, or a recheck of a finished one.
+		return store.ErrOutboxDone
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", id, err)

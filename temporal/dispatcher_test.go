@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/vigil-soc/vigil/devstack"
@@ -68,8 +69,8 @@ func TestDispatcher_ConcurrentDispatchersStartEachPipelineOnce(t *testing.T) {
 	}
 	wg.Wait()
 	for _, id := range ids {
-		require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id))
 		e.waitEnriched(t, id, 60*time.Second)
+		require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id), "the pipeline deletes its entries")
 	}
 	// Visibility is eventually consistent: wait for the first alert's run to be listed.
 	deadline := time.Now().Add(10 * time.Second)
@@ -96,6 +97,94 @@ func TestDispatcher_ConcurrentDispatchersStartEachPipelineOnce(t *testing.T) {
 	_, err = d.Drain(ctx)
 	require.NoError(t, err)
 	e.waitEvents(t, ids[1], "alert_enriched", 2, 60*time.Second)
+}
+
+func TestDispatcher_MaxInFlightKeepsTheBacklogInTheOutbox(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	e.killWorker()
+	defer e.startWorker()
+	ctx := context.Background()
+
+	var ids []uuid.UUID
+	for i := range 5 {
+		ids = append(ids, e.ingest(t, "generic", fmt.Sprintf(`{"title":"in flight %d %s"}`, i, uuid.NewString())))
+	}
+	mine := func(cond string) int {
+		return e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid IN (?) AND "+cond, bun.In(ids))
+	}
+	// Other tests' pipelines may hold places; allow two more.
+	busy := e.count(t, "SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL")
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: busy + 2})
+	n, err := d.Drain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "two places in flight")
+	require.Equal(t, 2, mine("started_at IS NOT NULL"), e.dumpOutbox(t, ids))
+	require.Equal(t, 3, mine("started_at IS NULL"), "the rest wait in the outbox")
+	n, err = d.Drain(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "no place frees while no pipeline finishes")
+
+	// The worker finishes the started pipelines, which frees their places; draining as they finish
+	// takes every alert to Enriched, never more than two of them in flight.
+	e.startWorker()
+	deadline := time.Now().Add(60 * time.Second)
+	for mine("true") > 0 {
+		require.True(t, time.Now().Before(deadline), "the backlog never drained")
+		require.LessOrEqual(t, mine("started_at IS NOT NULL"), 2)
+		_, err := d.Drain(ctx)
+		require.NoError(t, err)
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range ids {
+		e.waitEnriched(t, id, 10*time.Second)
+		require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id))
+	}
+}
+
+func TestDispatcher_RecheckClearsEntriesOfEndedPipelinesAndStartsLostOnes(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	ctx := context.Background()
+
+	// finished: its pipeline ran to the end, yet a started entry remains (as after a terminated run);
+	// lost: an entry marked started whose pipeline never reached Temporal.
+	finished := e.ingest(t, "generic", fmt.Sprintf(`{"title":"recheck finished %s"}`, uuid.NewString()))
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{RecheckAfter: time.Minute})
+	_, err := d.Drain(ctx)
+	require.NoError(t, err)
+	e.waitEnriched(t, finished, 60*time.Second)
+	lost := e.ingest(t, "generic", fmt.Sprintf(`{"title":"recheck lost %s"}`, uuid.NewString()))
+	for _, id := range []uuid.UUID{finished, lost} {
+		_, err := e.st.DB().NewRaw(`INSERT INTO alert_outbox (alert_uuid, kind, started_at) VALUES (?, 'pipeline', now() - interval '1 hour')
+			ON CONFLICT DO NOTHING`, id).Exec(ctx)
+		require.NoError(t, err)
+	}
+	_, err = e.st.DB().NewRaw("DELETE FROM alert_outbox WHERE alert_uuid = ? AND started_at IS NULL", lost).Exec(ctx)
+	require.NoError(t, err)
+
+	n, err := d.Recheck(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 2)
+	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", finished), "an ended pipeline's entry is deleted")
+	e.waitEnriched(t, lost, 60*time.Second)
+	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", lost), "the started pipeline deletes its entry")
+	require.Equal(t, 1, runsOf(t, e, temporal.AlertWorkflowID(finished)), "a recheck never runs a finished pipeline again")
+}
+
+// dumpOutbox describes the outbox entries of ids, for failure messages.
+func (e *pipeEnv) dumpOutbox(t *testing.T, ids []uuid.UUID) string {
+	var rows []struct {
+		AlertUUID uuid.UUID  `bun:"alert_uuid"`
+		Kind      string     `bun:"kind"`
+		Attempts  int        `bun:"attempts"`
+		StartedAt *time.Time `bun:"started_at"`
+		LastError *string    `bun:"last_error"`
+	}
+	require.NoError(t, e.st.DB().NewRaw("SELECT alert_uuid, kind, attempts, started_at, last_error FROM alert_outbox WHERE alert_uuid IN (?)", bun.In(ids)).Scan(context.Background(), &rows))
+	return fmt.Sprintf("%+v", rows)
 }
 
 func TestOutboxBackoff(t *testing.T) {

@@ -30,6 +30,7 @@ type config struct {
 	SSRFAllowedHosts   []string
 	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (Vigil's own settings hidden)
 	AlertDedupHours    int
+	PipelineMaxFlight  int
 	Version            string
 	LogLevel           slog.Level
 	LogFormat          string
@@ -60,6 +61,7 @@ func settings() []setting {
 		{"ENCRYPTION_KEY", "", "32-byte key (base64 or hex) sealing secrets at rest with AES-256-GCM. Required by api and worker.", func(c *config, v string) error { c.EncryptionKey = v; return nil }},
 		{"SSRF_ALLOWED_HOSTS", "", "Comma-separated hosts exempt from the SSRF guard (development only).", func(c *config, v string) error { c.SSRFAllowedHosts = splitList(v); return nil }},
 		{"ALERT_DEDUP_WINDOW_HOURS", "24", "Window in which a repeated alert is deduplicated; 0 disables.", intSetting(func(c *config) *int { return &c.AlertDedupHours }, 0, 24*365)},
+		{"PIPELINE_MAX_IN_FLIGHT", "256", "Alert pipelines started and not yet finished, over every worker; past it new alerts wait in the outbox.", intSetting(func(c *config) *int { return &c.PipelineMaxFlight }, 1, 100_000)},
 		{"VIGIL_VERSION", "dev", "Version reported by /health and the OpenAPI document.", func(c *config, v string) error { c.Version = v; return nil }},
 		{"LOG_LEVEL", "info", "debug, info, warn or error.", func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"LOG_FORMAT", "json", "json or text.", enumSetting(func(c *config) *string { return &c.LogFormat }, "json", "text")},

@@ -142,7 +142,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	// The outbox dispatcher runs beside the workers: ingested alerts reach their pipeline from here.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{}).Run(gctx)
+		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight}).Run(gctx)
 	})
 	g.Go(func() error { return temporal.RunWorkers(gctx, tc, queues, acts, log) })
 	return ignoreCanceled(g.Wait())
