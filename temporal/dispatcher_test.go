@@ -187,6 +187,27 @@ func (e *pipeEnv) dumpOutbox(t *testing.T, ids []uuid.UUID) string {
 	return fmt.Sprintf("%+v", rows)
 }
 
+func TestDispatcher_WokenByTheIngestNotifyNotThePoll(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{Poll: time.Hour})
+	go func() {
+		defer close(done)
+		_ = d.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	time.Sleep(300 * time.Millisecond) // LISTEN is in place and the first pass is over
+
+	for i := range 2 {
+		id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"woken %d %s"}`, i, uuid.NewString()))
+		e.waitEnriched(t, id, 20*time.Second) // the poll would take an hour
+		require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id))
+	}
+}
+
 func TestOutboxBackoff(t *testing.T) {
 	for attempts, want := range map[int]time.Duration{0: time.Second, 1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 10: 5 * time.Minute, 1000: 5 * time.Minute} {
 		require.Equal(t, want, store.OutboxBackoff(attempts), "attempts %d", attempts)

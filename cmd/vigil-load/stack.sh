@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Starts the benchmark stack of docs/PERFORMANCE.md on this machine and leaves it running:
+#   a fresh database on the machine's Postgres (DATABASE_ROOT, durable commits as configured there),
+#   a Temporal dev server (in memory, headless), `vigil api`, `vigil worker`, the local load provider,
+#   an admin key, and the floor tables of floor.sql. BACKGROUND_PRIORITY=low gives the worker and the
+#   Temporal server the least CPU weight (each in a session of its own whose autogroup has nice 19, so
+#   they get the CPU the API and Postgres leave; with autogroups on, a plain `nice` only ranks a process
+#   within its own session and Postgres, in another session, would still get no more than an equal
+#   share); =normal does not.
+# It writes $BENCH_DIR/env (source it: URL, KEY, DSN, PIDS) and prints it. Stop with: kill $PIDS
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench}
+DATABASE_ROOT=${DATABASE_ROOT:-postgres://postgres@127.0.0.1:5432}
+DB=${BENCH_DB:-vigilbench}
+# background CMD...: replaces the calling (&) subshell with CMD at the chosen priority.
+case ${BACKGROUND_PRIORITY:-normal} in
+  low) background() { exec setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' low "$@"; } ;;
+  normal) background() { exec "$@"; } ;;
+  *) echo "BACKGROUND_PRIORITY: low or normal" >&2; exit 2 ;;
+esac
+
+TEMPORAL_PORT=${TEMPORAL_PORT:-7300}
+API_PORT=${API_PORT:-8100}
+PROVIDER_ADDR=${PROVIDER_ADDR:-127.0.0.1:9900}
+mkdir -p "$BENCH_DIR"
+export GOTOOLCHAIN=local
+
+go build -o "$BENCH_DIR/vigil" ./cmd/vigil
+go build -o "$BENCH_DIR/vigil-load" ./cmd/vigil-load
+[ -x bin/temporal ] || make temporal-cli
+
+psql -q "$DATABASE_ROOT/postgres" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
+export DATABASE_URL="$DATABASE_ROOT/$DB?sslmode=disable"
+export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
+export API_ADDR="127.0.0.1:$API_PORT"
+export ENCRYPTION_KEY=${ENCRYPTION_KEY:-$(openssl rand -hex 32)}
+export SSRF_ALLOWED_HOSTS="$PROVIDER_ADDR"
+export RATE_LIMIT_DEFAULT_PER_MINUTE=10000000
+export LOG_LEVEL=warn
+
+background bin/temporal server start-dev --headless --port "$TEMPORAL_PORT" \
+  --http-port $((TEMPORAL_PORT + 1)) --metrics-port $((TEMPORAL_PORT + 2)) --log-level error \
+  --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
+  --dynamic-config-value matching.numTaskqueueWritePartitions=1 >"$BENCH_DIR/temporal.log" 2>&1 &
+TPID=$!
+until bin/temporal operator namespace describe -n default --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; do sleep 0.3; done
+
+"$BENCH_DIR/vigil" migrate
+KEY=$("$BENCH_DIR/vigil" create-api-key --name bench --scopes admin | tail -1)
+"$BENCH_DIR/vigil" api >"$BENCH_DIR/api.log" 2>&1 &
+APID=$!
+background "$BENCH_DIR/vigil" worker >"$BENCH_DIR/worker.log" 2>&1 &
+WPID=$!
+"$BENCH_DIR/vigil-load" provider -addr "$PROVIDER_ADDR" >"$BENCH_DIR/provider.log" 2>&1 &
+PPID_=$!
+for _ in $(seq 100); do curl -fsS "http://$API_ADDR/health" >/dev/null 2>&1 && break; sleep 0.3; done
+curl -fsS "http://$API_ADDR/health" >/dev/null || { tail -n 5 "$BENCH_DIR"/api.log; exit 1; }
+
+# The load provider: one GET per IP, cached for 1 s (every alert's IPs are fresh anyway).
+curl -fsS -X POST "http://$API_ADDR/v1/enrichment-providers" -H "Authorization: Bearer $KEY" \
+  -H 'Content-Type: application/json' -d @- >/dev/null <<JSON
+{"provider_name":"loadprov","display_name":"Load provider","supported_indicator_types":["ip"],"auth_type":"none",
+ "default_cache_ttl_seconds":1,
+ "http_config":{"steps":[{"name":"lookup","url":"http://$PROVIDER_ADDR/{{indicator.value}}","timeout_seconds":10}]},
+ "malice_rules":{"rules":[{"field":"score","operator":">=","value":80,"verdict":"Malicious"}],"default_verdict":"Benign"}}
+JSON
+psql -q "$DATABASE_URL" -c "CREATE TABLE floor_alerts (LIKE alerts INCLUDING ALL); CREATE TABLE floor_outbox (LIKE alert_outbox INCLUDING ALL);"
+
+cat >"$BENCH_DIR/env" <<ENV
+URL=http://$API_ADDR
+KEY=$KEY
+DSN=$DATABASE_URL
+TEMPORAL=$TEMPORAL_ADDRESS
+LOAD=$BENCH_DIR/vigil-load
+PIDS="$TPID $APID $WPID $PPID_"
+APID=$APID
+WPID=$WPID
+TPID=$TPID
+ENV
+cat "$BENCH_DIR/env"
