@@ -42,8 +42,6 @@ func (w *outboxWaker) wake() {
 
 func (w *outboxWaker) run() {
 	defer close(w.stopped)
-	gap := time.NewTimer(0)
-	defer gap.Stop()
 	for {
 		select {
 		case <-w.stop:
@@ -54,11 +52,10 @@ func (w *outboxWaker) run() {
 		// An error only delays the dispatch to its next poll.
 		_, _ = w.db.ExecContext(ctx, wakeSQL, OutboxChannel)
 		cancel()
-		gap.Reset(outboxWakeGap)
 		select {
 		case <-w.stop:
 			return
-		case <-gap.C:
+		case <-time.After(outboxWakeGap):
 		}
 	}
 }

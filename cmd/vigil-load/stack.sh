@@ -6,7 +6,7 @@
 #   Temporal server the least CPU weight (each in a session of its own whose autogroup has nice 19, so
 #   they get the CPU the API and Postgres leave; with autogroups on, a plain `nice` only ranks a process
 #   within its own session and Postgres, in another session, would still get no more than an equal
-#   share); =normal does not.
+#   share); =normal does not. WORKER_DB_CONNS sets the worker's pool (DATABASE_MAX_CONNS, default 20).
 # It writes $BENCH_DIR/env (source it: URL, KEY, DSN, PIDS) and prints it. Stop with: kill $PIDS
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,7 +50,7 @@ until bin/temporal operator namespace describe -n default --address "$TEMPORAL_A
 KEY=$("$BENCH_DIR/vigil" create-api-key --name bench --scopes admin | tail -1)
 "$BENCH_DIR/vigil" api >"$BENCH_DIR/api.log" 2>&1 &
 APID=$!
-background "$BENCH_DIR/vigil" worker >"$BENCH_DIR/worker.log" 2>&1 &
+DATABASE_MAX_CONNS=${WORKER_DB_CONNS:-20} background "$BENCH_DIR/vigil" worker >"$BENCH_DIR/worker.log" 2>&1 &
 WPID=$!
 "$BENCH_DIR/vigil-load" provider -addr "$PROVIDER_ADDR" >"$BENCH_DIR/provider.log" 2>&1 &
 PPID_=$!
