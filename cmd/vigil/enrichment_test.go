@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,10 +89,7 @@ func TestEnrichmentEndToEnd(t *testing.T) {
 	}))
 	t.Cleanup(provider.Close)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	env := envOf(map[string]string{
 		"DATABASE_URL":               testenv.DatabaseURL(t),
 		"TEMPORAL_ADDRESS":           testenv.TemporalAddress(t),
@@ -104,35 +99,11 @@ func TestEnrichmentEndToEnd(t *testing.T) {
 		"SSRF_ALLOWED_HOSTS":         strings.TrimPrefix(provider.URL, "http://"),
 		"LOG_LEVEL":                  "error",
 	})
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"create-api-key", "--name", "enr", "--scopes", "admin,enrichments:read"}, env, &out, io.Discard))
-	key := regexp.MustCompile(`cai_[A-Za-z0-9_-]{32}`).FindString(out.String())
-	require.NotEmpty(t, key)
+	key, _ := createKey(t, env, "--name", "enr", "--scopes", "admin,enrichments:read")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	apiDone, workerDone := make(chan error, 1), make(chan error, 1)
-	go func() { apiDone <- run(ctx, []string{"api"}, env, io.Discard, io.Discard) }()
-	go func() { workerDone <- run(ctx, []string{"worker"}, env, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		for _, ch := range []chan error{apiDone, workerDone} {
-			select {
-			case err := <-ch:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Error("process did not stop")
-			}
-		}
-	})
+	serve(t, env, "api", "worker")
 	base := "http://" + addr
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond)
+	waitHealthy(t, base)
 
 	call := func(method, path string, body any) (int, map[string]any) {
 		t.Helper()

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -72,10 +70,7 @@ func TestCreateAPIKeyValidation(t *testing.T) {
 // TestAPIEndToEnd runs `vigil create-api-key` on the package's fresh (empty) database, then `vigil api`
 // through run(), and reads GET /v1/api-keys with the printed key.
 func TestAPIEndToEnd(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	env := envOf(map[string]string{
 		"DATABASE_URL":               testenv.DatabaseURL(t),
 		"TEMPORAL_ADDRESS":           testenv.TemporalAddress(t),
@@ -84,23 +79,13 @@ func TestAPIEndToEnd(t *testing.T) {
 		"ENCRYPTION_KEY":             "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"LOG_LEVEL":                  "warn",
 	})
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"create-api-key", "--name", "ops", "--scopes", "admin"}, env, &out, io.Discard))
-	key := regexp.MustCompile(`cai_[A-Za-z0-9_-]{32}`).FindString(out.String())
-	require.NotEmpty(t, key, out.String())
+	key, out := createKey(t, env, "--name", "ops", "--scopes", "admin")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"api"}, env, io.Discard, io.Discard) }()
 	base := "http://" + addr
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond)
+	waitHealthy(t, base)
 
 	req, _ := http.NewRequest(http.MethodGet, base+"/v1/api-keys", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -126,7 +111,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	_, err = http.Get(base + "/health")
 	require.Error(t, err, "listener closed after shutdown")
-	require.False(t, strings.Contains(out.String(), "hash"))
+	require.False(t, strings.Contains(out, "hash"))
 }
 
 // TestWorkerRunsProbe runs `vigil worker` through run() against the real dev server; the probe

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -69,10 +66,7 @@ func TestWorkflowApprovalEndToEnd(t *testing.T) {
 	}))
 	t.Cleanup(target.Close)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	base := "http://" + addr
 	env := envOf(map[string]string{
 		"DATABASE_URL":               testenv.DatabaseURL(t),
@@ -88,38 +82,14 @@ func TestWorkflowApprovalEndToEnd(t *testing.T) {
 		"LOG_LEVEL":                  "error",
 	})
 	newKey := func(args ...string) string {
-		var out bytes.Buffer
-		require.NoError(t, run(context.Background(), append([]string{"create-api-key"}, args...), env, &out, io.Discard))
-		key := regexp.MustCompile(`cai_[A-Za-z0-9_-]{32}`).FindString(out.String())
-		require.NotEmpty(t, key)
+		key, _ := createKey(t, env, args...)
 		return key
 	}
 	admin := newKey("--name", "wf-admin", "--scopes", "admin")
 	agent := newKey("--name", "wf-agent", "--scopes", "workflows:execute,workflows:read", "--key-type", "agent")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	apiDone, workerDone := make(chan error, 1), make(chan error, 1)
-	go func() { apiDone <- run(ctx, []string{"api"}, env, io.Discard, io.Discard) }()
-	go func() { workerDone <- run(ctx, []string{"worker"}, env, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		for _, ch := range []chan error{apiDone, workerDone} {
-			select {
-			case err := <-ch:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Error("process did not stop")
-			}
-		}
-	})
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond)
+	serve(t, env, "api", "worker")
+	waitHealthy(t, base)
 
 	call := func(method, path, key string, body any) (int, map[string]any) {
 		t.Helper()

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// createKey runs `vigil create-api-key args...` and returns the printed key and the whole output.
+func createKey(t *testing.T, env func(string) string, args ...string) (key, output string) {
+	t.Helper()
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), append([]string{"create-api-key"}, args...), env, &out, io.Discard))
+	key = regexp.MustCompile(`cai_[A-Za-z0-9_-]{32}`).FindString(out.String())
+	require.NotEmpty(t, key, out.String())
+	return key, out.String()
+}
+
+// serve runs each subcommand (api, worker) through run() until the test ends, then stops them and
+// requires each to return nil.
+func serve(t *testing.T, env func(string) string, subcommands ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var dones []chan error
+	for _, sub := range subcommands {
+		done := make(chan error, 1)
+		dones = append(dones, done)
+		go func() { done <- run(ctx, []string{sub}, env, io.Discard, io.Discard) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for i, done := range dones {
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Errorf("vigil %s did not stop", subcommands[i])
+			}
+		}
+	})
+}
+
+// waitHealthy waits until base/health answers 200.
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 100*time.Millisecond)
+}
