@@ -41,7 +41,7 @@ var ErrIngestRace = errors.New("ingest: fingerprint race not settled")
 //   - fp claims the fingerprint, or takes it over when the window has passed (window 0: always);
 //   - ins/ob/created insert the alert, its outbox row and the alert_created event when fp claimed it;
 //   - dup/dup_ev count a repeat on the window's owner otherwise;
-//   - the final SELECT reports what happened.
+//   - the final SELECT reports what happened (data-modifying CTEs run whether or not it reads them).
 //
 // The dispatcher is woken after the commit by a separate, coalesced NOTIFY (outboxWaker).
 //
@@ -77,8 +77,7 @@ const ingestSQL = `WITH fp AS (
 )
 SELECT (SELECT uuid FROM ins) AS inserted,
 	(SELECT uuid FROM dup) AS duplicate_of,
-	coalesce((SELECT duplicate_count FROM dup), 0) AS duplicate_count,
-	(SELECT count(*) FROM ob) + (SELECT count(*) FROM created) + (SELECT count(*) FROM dup_ev) AS writes`
+	coalesce((SELECT duplicate_count FROM dup), 0) AS duplicate_count`
 
 // Ingest commits a new alert with its outbox row and alert_created event, or, when the fingerprint
 // is owned by an alert created less than window ago, counts a repeat on that alert (duplicate_count,
@@ -111,7 +110,6 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 			Inserted       *uuid.UUID `bun:"inserted"`
 			DuplicateOf    *uuid.UUID `bun:"duplicate_of"`
 			DuplicateCount int        `bun:"duplicate_count"`
-			Writes         int        `bun:"writes"`
 		}
 		err := s.db.NewRaw(ingestSQL, a.Fingerprint, a.UUID, secs, a.Title, a.Severity, a.SourceName, occurred,
 			pgdialectArray(tags), a.Description, string(a.RawPayload), string(normalized), a.ActorType, prefix).
