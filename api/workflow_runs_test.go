@@ -6,21 +6,17 @@ import (
 	"flag"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/testenv"
 )
 
 // recordRunHistory, when set, makes TestRunAgentHeldAtGateApprovedRunsOnce write the history of
@@ -28,22 +24,6 @@ import (
 //
 //	go test ./api -run TestRunAgentHeldAtGateApprovedRunsOnce -record-run-history=$PWD/workflows/testdata/workflow_run_history.json
 var recordRunHistory = flag.String("record-run-history", "", "write the gated run's Temporal history to this file")
-
-func writeRunHistory(t *testing.T, c client.Client, workflowID, path string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, ev)
-	}
-	raw, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, raw, 0o644))
-}
 
 func runSteps(t *testing.T, run store.WorkflowRun) []httpsteps.StepRecord {
 	t.Helper()
@@ -144,7 +124,7 @@ func TestRunAgentHeldAtGateApprovedRunsOnce(t *testing.T) {
 	h.waitRun(t, ex.RunUUID, store.RunSucceeded)
 	if *recordRunHistory != "" {
 		require.Equal(t, store.RunSucceeded, h.workflowResult(t, ex.RunUUID))
-		writeRunHistory(t, h.client, ex.WorkflowID, *recordRunHistory)
+		testenv.WriteHistory(t, h.client, ex.WorkflowID, *recordRunHistory)
 	}
 	// Duplicate signals and a second approval change nothing.
 	require.NoError(t, h.ts.Server.deps.RunStarter.SignalWorkflowRun(context.Background(), ex.RunUUID))
