@@ -372,19 +372,24 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 	}
 	outcomes := append([]Outcome(nil), in.Plan.Done...)
 	now := time.Now().UTC().Truncate(time.Microsecond)
+	var cache []store.CacheEntry
 	for _, co := range in.Calls {
 		if co.Call < 0 || co.Call >= len(in.Plan.Calls) {
 			return EnrichRecordResult{}, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("call %d is not in the plan", co.Call), "EnrichBadInput", nil)
 		}
 		call := in.Plan.Calls[co.Call]
 		target := in.Plan.Targets[call.Target]
-		res, err := d.resultOf(ctx, call.Provider, target, co, in.Test, now)
+		res, entry, err := d.resultOf(ctx, call.Provider, target, co, now)
 		if err != nil {
 			return EnrichRecordResult{}, err
+		}
+		if entry != nil && !in.Test {
+			cache = append(cache, *entry)
 		}
 		outcomes = append(outcomes, Outcome{Target: call.Target, Result: res})
 	}
 	if !in.Test {
+		var records []store.IndicatorEnrichment
 		byTarget := map[int]map[string]any{}
 		for _, o := range outcomes {
 			t := in.Plan.Targets[o.Target]
@@ -415,12 +420,12 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 			if results == nil {
 				results = map[string]any{}
 			}
-			if _, err := d.Store.RecordIndicatorEnrichment(ctx, store.IndicatorEnrichment{IndicatorUUID: id, Results: results}); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					continue // deleted meanwhile
-				}
-				return EnrichRecordResult{}, fmt.Errorf("enrich record: %w", err)
-			}
+			records = append(records, store.IndicatorEnrichment{IndicatorUUID: id, Results: results})
+		}
+		// One transaction for the whole pass: one durable commit per alert, not one per call and
+		// indicator.
+		if err := d.Store.RecordEnrichment(ctx, cache, records); err != nil {
+			return EnrichRecordResult{}, fmt.Errorf("enrich record: %w", err)
 		}
 		for i := range outcomes {
 			outcomes[i].Result.RawResponse = nil
@@ -429,37 +434,38 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 	return EnrichRecordResult{Outcomes: outcomes}, nil
 }
 
-func (d *EnrichmentDeps) resultOf(ctx context.Context, provider string, t EnrichTarget, co CallOutcome, test bool, now time.Time) (store.EnrichmentResult, error) {
+// resultOf turns a finished call into its result and, for a success, the cache entry to store.
+func (d *EnrichmentDeps) resultOf(ctx context.Context, provider string, t EnrichTarget, co CallOutcome, now time.Time) (store.EnrichmentResult, *store.CacheEntry, error) {
 	res := store.EnrichmentResult{Provider: provider, Malice: httpsteps.VerdictPending, Extracted: map[string]any{}, DurationMS: co.DurationMS}
 	if !co.Success {
 		res.Status, res.ErrorMessage = store.EnrichFailed, co.Error
 		if res.ErrorMessage == "" {
 			res.ErrorMessage = "provider call failed"
 		}
-		return res, nil
+		return res, nil, nil
 	}
 	p, err := d.Store.GetProviderByName(ctx, provider)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			res.Status, res.ErrorMessage = store.EnrichFailed, "provider no longer exists"
-			return res, nil
+			return res, nil, nil
 		}
-		return res, fmt.Errorf("enrich record: %w", err)
+		return res, nil, fmt.Errorf("enrich record: %w", err)
 	}
 	state, err := d.openState(co.State)
 	if err != nil {
 		res.Status, res.ErrorMessage = store.EnrichFailed, err.Error()
-		return res, nil
+		return res, nil, nil
 	}
 	active := true
 	exts, _, err := d.Store.ListFieldExtractions(ctx, store.FieldExtractionFilter{ProviderName: provider, IndicatorType: t.Type, IsActive: &active})
 	if err != nil {
-		return res, fmt.Errorf("enrich record: %w", err)
+		return res, nil, fmt.Errorf("enrich record: %w", err)
 	}
 	rules, errs := enrichParseMalice(p.MaliceRules)
 	if errs != nil {
 		res.Status, res.ErrorMessage = store.EnrichFailed, "invalid malice_rules: "+errs.Error()
-		return res, nil
+		return res, nil, nil
 	}
 	var final any
 	responses := map[string]any{}
@@ -485,14 +491,9 @@ func (d *EnrichmentDeps) resultOf(ctx context.Context, provider string, t Enrich
 	if err == nil {
 		res.RawResponse = enrichBoundedRaw(httpsteps.NewMasker(enrichSecretValues(creds)).Value(final))
 	}
-	if !test {
-		cached := res
-		cached.DurationMS = 0
-		if err := d.Store.PutCachedResult(ctx, provider, t.Type, t.Value, cached.Map(), p.CacheTTL(t.Type)); err != nil {
-			return res, fmt.Errorf("enrich record: %w", err)
-		}
-	}
-	return res, nil
+	cached := res
+	cached.DurationMS = 0
+	return res, &store.CacheEntry{Provider: provider, Type: t.Type, Value: t.Value, Result: cached.Map(), TTL: p.CacheTTL(t.Type)}, nil
 }
 
 func enrichParseMalice(m map[string]any) (httpsteps.MaliceRules, error) {

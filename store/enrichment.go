@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -144,22 +147,33 @@ func (s *Store) GetCachedResult(ctx context.Context, provider, typ, value string
 	return out, true, nil
 }
 
+// CacheEntry is one provider answer to cache for TTL (TTL ≤ 0: not cached).
+type CacheEntry struct {
+	Provider, Type, Value string
+	Result                map[string]any
+	TTL                   time.Duration
+}
+
 // PutCachedResult stores result for ttl (replacing any earlier entry). ttl ≤ 0 stores nothing.
 func (s *Store) PutCachedResult(ctx context.Context, provider, typ, value string, result map[string]any, ttl time.Duration) error {
-	if ttl <= 0 {
+	return putCachedResult(ctx, s.db, CacheEntry{Provider: provider, Type: typ, Value: value, Result: result, TTL: ttl})
+}
+
+func putCachedResult(ctx context.Context, db bun.IDB, e CacheEntry) error {
+	if e.TTL <= 0 {
 		return nil
 	}
-	raw, err := json.Marshal(result)
+	raw, err := json.Marshal(e.Result)
 	if err != nil {
-		return fmt.Errorf("encode cache entry %s/%s: %w", provider, typ, err)
+		return fmt.Errorf("encode cache entry %s/%s: %w", e.Provider, e.Type, err)
 	}
-	_, err = s.db.NewRaw(`INSERT INTO enrichment_cache (provider_name, indicator_type, value, result, created_at, expires_at)
+	_, err = db.NewRaw(`INSERT INTO enrichment_cache (provider_name, indicator_type, value, result, created_at, expires_at)
 VALUES (?, ?, ?, ?::jsonb, now(), now() + ? * interval '1 microsecond')
 ON CONFLICT (provider_name, indicator_type, value) DO UPDATE
 SET result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
-		provider, typ, value, string(raw), ttl.Microseconds()).Exec(ctx)
+		e.Provider, e.Type, e.Value, string(raw), e.TTL.Microseconds()).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("write cache %s/%s: %w", provider, typ, mapErr(err))
+		return fmt.Errorf("write cache %s/%s: %w", e.Provider, e.Type, mapErr(err))
 	}
 	return nil
 }
@@ -262,57 +276,91 @@ func WorstMalice(verdicts ...string) string {
 	return worst
 }
 
+// RecordEnrichment commits one enrichment pass in one transaction (one durable commit): the cache
+// entries, then each indicator's results as RecordIndicatorEnrichment does; an indicator deleted
+// meanwhile is left out. Rows are locked in key order, so concurrent passes over overlapping
+// indicators cannot deadlock.
+func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds []IndicatorEnrichment) error {
+	if len(cache) == 0 && len(inds) == 0 {
+		return nil
+	}
+	cache = slices.Clone(cache)
+	slices.SortFunc(cache, func(a, b CacheEntry) int {
+		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Type, b.Type), cmp.Compare(a.Value, b.Value))
+	})
+	inds = slices.Clone(inds)
+	slices.SortFunc(inds, func(a, b IndicatorEnrichment) int { return bytes.Compare(a.IndicatorUUID[:], b.IndicatorUUID[:]) })
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, e := range cache {
+			if err := putCachedResult(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		for _, e := range inds {
+			if _, err := s.recordIndicatorEnrichment(ctx, tx, e); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // RecordIndicatorEnrichment merges results into the indicator's enrichment_results under a row lock,
 // recomputes malice as the worst verdict over its successful provider results (unless an analyst
 // override holds: malice_overridden_at set), sets is_enriched and bumps last_seen. It returns the row.
 func (s *Store) RecordIndicatorEnrichment(ctx context.Context, e IndicatorEnrichment) (Indicator, error) {
 	var out Indicator
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var ind Indicator
-		if err := tx.NewSelect().Model(&ind).Where("uuid = ?", e.IndicatorUUID).For("UPDATE").Scan(ctx); err != nil {
-			return fmt.Errorf("lock indicator %s: %w", e.IndicatorUUID, mapErr(err))
-		}
-		merged := map[string]any{}
-		for k, v := range ind.EnrichmentResults {
-			merged[k] = v
-		}
-		for k, v := range e.Results {
-			merged[k] = v
-		}
-		var verdicts []string
-		for _, v := range merged {
-			r, ok := v.(map[string]any)
-			if !ok {
-				continue
-			}
-			if success, _ := r["success"].(bool); !success {
-				continue
-			}
-			if m, ok := r["malice"].(string); ok {
-				verdicts = append(verdicts, m)
-			}
-		}
-		now := s.Now()
-		ind.EnrichmentResults = merged
-		ind.IsEnriched = true
-		ind.UpdatedAt = now
-		if now.After(ind.LastSeen) {
-			ind.LastSeen = now
-		}
-		cols := []string{"enrichment_results", "is_enriched", "updated_at", "last_seen"}
-		if ind.MaliceOverriddenAt == nil {
-			ind.Malice = WorstMalice(verdicts...)
-			src := "enrichment"
-			ind.MaliceSource = &src
-			cols = append(cols, "malice", "malice_source")
-		}
-		if _, err := tx.NewUpdate().Model(&ind).Column(cols...).WherePK().Exec(ctx); err != nil {
-			return fmt.Errorf("update indicator %s: %w", ind.UUID, mapErr(err))
-		}
-		out = ind
-		return nil
+		var err error
+		out, err = s.recordIndicatorEnrichment(ctx, tx, e)
+		return err
 	})
 	return out, err
+}
+
+func (s *Store) recordIndicatorEnrichment(ctx context.Context, tx bun.Tx, e IndicatorEnrichment) (Indicator, error) {
+	var ind Indicator
+	if err := tx.NewSelect().Model(&ind).Where("uuid = ?", e.IndicatorUUID).For("UPDATE").Scan(ctx); err != nil {
+		return Indicator{}, fmt.Errorf("lock indicator %s: %w", e.IndicatorUUID, mapErr(err))
+	}
+	merged := map[string]any{}
+	for k, v := range ind.EnrichmentResults {
+		merged[k] = v
+	}
+	for k, v := range e.Results {
+		merged[k] = v
+	}
+	var verdicts []string
+	for _, v := range merged {
+		r, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		if success, _ := r["success"].(bool); !success {
+			continue
+		}
+		if m, ok := r["malice"].(string); ok {
+			verdicts = append(verdicts, m)
+		}
+	}
+	now := s.Now()
+	ind.EnrichmentResults = merged
+	ind.IsEnriched = true
+	ind.UpdatedAt = now
+	if now.After(ind.LastSeen) {
+		ind.LastSeen = now
+	}
+	cols := []string{"enrichment_results", "is_enriched", "updated_at", "last_seen"}
+	if ind.MaliceOverriddenAt == nil {
+		ind.Malice = WorstMalice(verdicts...)
+		src := "enrichment"
+		ind.MaliceSource = &src
+		cols = append(cols, "malice", "malice_source")
+	}
+	if _, err := tx.NewUpdate().Model(&ind).Column(cols...).WherePK().Exec(ctx); err != nil {
+		return Indicator{}, fmt.Errorf("update indicator %s: %w", ind.UUID, mapErr(err))
+	}
+	return ind, nil
 }
 
 // GetIndicators loads indicators by uuid (missing ones are left out), in the order given.
