@@ -17,8 +17,7 @@ import (
 type PipelineStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	ActiveMappings(ctx context.Context, sourceName string) ([]store.IndicatorMapping, error)
-	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
-	AssociateRule(ctx context.Context, alertID uuid.UUID, sourceName, sourceRuleID, name string) (uuid.UUID, bool, error)
+	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
 	AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]store.Indicator, error)
 	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event store.ActivityEvent) error
 }
@@ -47,23 +46,21 @@ type PipelineExtraction struct {
 	Truncated  bool                   `json:"truncated,omitempty"`
 }
 
-// PipelineLinkInput links extracted indicators to the alert.
+// PipelineLinkInput links extracted indicators, and the source rule when there is a reference, to
+// the alert.
 type PipelineLinkInput struct {
 	AlertUUID  string                 `json:"alert_uuid"`
 	Indicators []indicators.Indicator `json:"indicators"`
+	SourceName string                 `json:"source_name,omitempty"`
+	RuleRef    *store.RuleReference   `json:"rule_ref,omitempty"`
 }
 
-// PipelineLinkResult lists the linked indicators' uuids (input order) and how many links are new.
+// PipelineLinkResult lists the linked indicators' uuids (input order), how many links are new and
+// the associated rule's uuid ("" without a rule reference).
 type PipelineLinkResult struct {
 	IndicatorUUIDs []string `json:"indicator_uuids"`
 	NewLinks       int      `json:"new_links"`
-}
-
-// PipelineRuleInput associates the alert with its source rule.
-type PipelineRuleInput struct {
-	AlertUUID  string              `json:"alert_uuid"`
-	SourceName string              `json:"source_name"`
-	RuleRef    store.RuleReference `json:"rule_ref"`
+	RuleUUID       string   `json:"rule_uuid,omitempty"`
 }
 
 // PipelineFinishInput records the pipeline's outcome.
@@ -148,8 +145,9 @@ func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (Pip
 		Skipped: len(res.Skipped) + res.SkippedOmitted, Truncated: res.Truncated}, nil
 }
 
-// PipelineLink (local activity) upserts the indicators globally on (type, value) and links them to
-// the alert in one transaction. Idempotent: a retry or a re-run adds nothing twice.
+// PipelineLink (local activity) upserts the indicators globally on (type, value), links them to
+// the alert and associates the alert with its source rule (a stub when the rule is unknown), in one
+// transaction. Idempotent: a retry or a re-run adds nothing twice.
 func (a *Activities) PipelineLink(ctx context.Context, in PipelineLinkInput) (PipelineLinkResult, error) {
 	st, err := a.pipeline()
 	if err != nil {
@@ -163,34 +161,32 @@ func (a *Activities) PipelineLink(ctx context.Context, in PipelineLinkInput) (Pi
 	for i, ind := range in.Indicators {
 		keys[i] = store.IndicatorKey{Type: string(ind.Type), Value: ind.Value}
 	}
-	inds, added, err := st.LinkIndicators(ctx, id, keys, "extraction")
+	l, err := st.LinkExtraction(ctx, id, keys, "extraction", in.SourceName, in.RuleRef)
 	if err != nil {
 		return PipelineLinkResult{}, alertErr(id, err)
 	}
-	out := PipelineLinkResult{IndicatorUUIDs: make([]string, len(inds)), NewLinks: added}
-	for i, ind := range inds {
+	out := PipelineLinkResult{IndicatorUUIDs: make([]string, len(l.Indicators)), NewLinks: l.NewLinks}
+	for i, ind := range l.Indicators {
 		out.IndicatorUUIDs[i] = ind.UUID.String()
+	}
+	if l.RuleUUID != uuid.Nil {
+		out.RuleUUID = l.RuleUUID.String()
 	}
 	return out, nil
 }
 
-// PipelineRule (local activity) links the alert to the detection rule matching (source_name,
-// source_rule_id), creating a stub rule when there is none. Idempotent under concurrency (the
-// unique index on the source reference). It returns the rule's uuid.
+// PipelineRuleInput associates the alert with its source rule (PipelineRule).
+type PipelineRuleInput struct {
+	AlertUUID  string              `json:"alert_uuid"`
+	SourceName string              `json:"source_name"`
+	RuleRef    store.RuleReference `json:"rule_ref"`
+}
+
+// PipelineRule (local activity) associates the alert with its source rule in a step of its own, as
+// pipelines started before PipelineLink took the rule over still do. It returns the rule's uuid.
 func (a *Activities) PipelineRule(ctx context.Context, in PipelineRuleInput) (string, error) {
-	st, err := a.pipeline()
-	if err != nil {
-		return "", err
-	}
-	id, err := parseAlertUUID(in.AlertUUID)
-	if err != nil {
-		return "", err
-	}
-	ruleID, _, err := st.AssociateRule(ctx, id, in.SourceName, in.RuleRef.SourceRuleID, in.RuleRef.Name)
-	if err != nil {
-		return "", alertErr(id, err)
-	}
-	return ruleID.String(), nil
+	res, err := a.PipelineLink(ctx, PipelineLinkInput{AlertUUID: in.AlertUUID, SourceName: in.SourceName, RuleRef: &in.RuleRef})
+	return res.RuleUUID, err
 }
 
 // PipelineFinish (local activity) marks the alert Enriched or Failed with enriched_at, records the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -287,10 +288,23 @@ func (s *Store) AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 // the indicators in input order and how many links are new. Idempotent. ErrNotFound when the alert
 // does not exist.
 func (s *Store) LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
-	var (
-		inds  []Indicator
-		added int
-	)
+	l, err := s.LinkExtraction(ctx, alertID, keys, source, "", nil)
+	return l.Indicators, l.NewLinks, err
+}
+
+// Linked is what LinkExtraction committed.
+type Linked struct {
+	Indicators []Indicator // in input order
+	NewLinks   int
+	RuleUUID   uuid.UUID // uuid.Nil without a rule reference
+}
+
+// LinkExtraction is the pipeline's link step in one transaction (one commit): the indicators as in
+// LinkIndicators and, when rule is set, the alert's detection rule, found by (sourceName,
+// rule.SourceRuleID) or created as a stub named rule.Name. Idempotent; concurrent calls create one
+// stub (the unique index on the source reference). ErrNotFound when the alert does not exist.
+func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []IndicatorKey, source, sourceName string, rule *RuleReference) (Linked, error) {
+	var l Linked
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// A share lock keeps the alert from being deleted under the links (the FK would catch it, as
 		// a less readable error).
@@ -299,62 +313,81 @@ func (s *Store) LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []In
 			return fmt.Errorf("alert %s: %w", alertID, mapErr(err))
 		}
 		var err error
-		if inds, err = s.UpsertIndicators(ctx, tx, keys); err != nil {
+		if l.Indicators, l.NewLinks, err = s.linkIndicators(ctx, tx, alertID, keys, source); err != nil {
 			return err
 		}
-		if len(inds) == 0 {
+		if rule == nil || rule.SourceRuleID == "" {
 			return nil
 		}
-		ids := make([]uuid.UUID, len(inds))
-		for i, ind := range inds {
-			ids[i] = ind.UUID
-		}
-		res, err := tx.NewRaw(`INSERT INTO alert_indicators (alert_uuid, indicator_uuid, source)
-			SELECT ?, u, ? FROM unnest(?::uuid[]) AS u ORDER BY u
-			ON CONFLICT (alert_uuid, indicator_uuid) DO NOTHING`, alertID, source, pgdialectArray(ids)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("link %d indicators to alert %s: %w", len(ids), alertID, mapErr(err))
-		}
-		n, _ := res.RowsAffected()
-		added = int(n)
-		return nil
+		l.RuleUUID, err = s.associateRule(ctx, tx, alertID, sourceName, *rule)
+		return err
 	})
 	if err != nil {
-		return nil, 0, err
+		return Linked{}, err
 	}
-	return inds, added, nil
+	return l, nil
 }
 
-// AssociateRule links the alert to the detection rule with (sourceName, sourceRuleID), creating a
-// stub rule named name when none exists. Concurrent calls create one stub (the unique index). It
-// returns the rule's uuid and whether the alert's rule changed.
-func (s *Store) AssociateRule(ctx context.Context, alertID uuid.UUID, sourceName, sourceRuleID, name string) (uuid.UUID, bool, error) {
+func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
+	inds, err := s.UpsertIndicators(ctx, tx, keys)
+	if err != nil || len(inds) == 0 {
+		return inds, 0, err
+	}
+	ids := make([]uuid.UUID, len(inds))
+	for i, ind := range inds {
+		ids[i] = ind.UUID
+	}
+	res, err := tx.NewRaw(`INSERT INTO alert_indicators (alert_uuid, indicator_uuid, source)
+		SELECT ?, u, ? FROM unnest(?::uuid[]) AS u ORDER BY u
+		ON CONFLICT (alert_uuid, indicator_uuid) DO NOTHING`, alertID, source, pgdialectArray(ids)).Exec(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("link %d indicators to alert %s: %w", len(ids), alertID, mapErr(err))
+	}
+	n, _ := res.RowsAffected()
+	return inds, int(n), nil
+}
+
+// associateRule links the alert to its source rule, creating the stub when there is none. The rule
+// is read first and inserted only when missing, so alerts of one rule neither write nor lock its row.
+func (s *Store) associateRule(ctx context.Context, tx bun.Tx, alertID uuid.UUID, sourceName string, ref RuleReference) (uuid.UUID, error) {
+	name := ref.Name
 	if name == "" {
-		name = sourceRuleID
+		name = ref.SourceRuleID
 	}
 	if len([]rune(name)) > 500 {
 		name = string([]rune(name)[:500])
 	}
-	var row struct {
-		UUID    uuid.UUID `bun:"uuid"`
-		Changed bool      `bun:"changed"`
+	var rule struct {
+		ID   int64     `bun:"id"`
+		UUID uuid.UUID `bun:"uuid"`
 	}
-	err := s.db.NewRaw(`WITH r AS (
-			INSERT INTO detection_rules (name, source_rule_id, source_name, is_stub, created_by)
-			VALUES (?, ?, ?, true, 'pipeline')
-			ON CONFLICT (source_name, source_rule_id) WHERE source_name IS NOT NULL AND source_rule_id IS NOT NULL
-			DO UPDATE SET source_name = EXCLUDED.source_name
-			RETURNING id, uuid
-		), u AS (
-			UPDATE alerts SET detection_rule_id = r.id, updated_at = now() FROM r
-			WHERE alerts.uuid = ? AND alerts.detection_rule_id IS DISTINCT FROM r.id
-			RETURNING alerts.uuid
-		)
-		SELECT r.uuid, EXISTS (SELECT 1 FROM u) AS changed FROM r`, name, sourceRuleID, sourceName, alertID).Scan(ctx, &row)
-	if err != nil {
-		return uuid.Nil, false, fmt.Errorf("associate rule %s/%s with alert %s: %w", sourceName, sourceRuleID, alertID, mapErr(err))
+	// A stub inserted concurrently is invisible to this statement's snapshot and makes the insert do
+	// nothing: the next attempt (a new snapshot) finds it.
+	for range 3 {
+		err := tx.NewRaw(`WITH found AS (
+				SELECT id, uuid FROM detection_rules WHERE source_name = ?0 AND source_rule_id = ?1
+			), stub AS (
+				INSERT INTO detection_rules (name, source_rule_id, source_name, is_stub, created_by)
+				SELECT ?2, ?1, ?0, true, 'pipeline' WHERE NOT EXISTS (SELECT 1 FROM found)
+				ON CONFLICT (source_name, source_rule_id) WHERE source_name IS NOT NULL AND source_rule_id IS NOT NULL
+				DO NOTHING
+				RETURNING id, uuid
+			)
+			SELECT id, uuid FROM found UNION ALL SELECT id, uuid FROM stub`, sourceName, ref.SourceRuleID, name).Scan(ctx, &rule)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("find or create rule %s/%s: %w", sourceName, ref.SourceRuleID, mapErr(err))
+		}
+		_, err = tx.NewRaw(`UPDATE alerts SET detection_rule_id = ?, updated_at = now()
+			WHERE uuid = ? AND detection_rule_id IS DISTINCT FROM ?`, rule.ID, alertID, rule.ID).Exec(ctx)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("associate rule %s/%s with alert %s: %w", sourceName, ref.SourceRuleID, alertID, mapErr(err))
+		}
+		return rule.UUID, nil
 	}
-	return row.UUID, row.Changed, nil
+	return uuid.Nil, fmt.Errorf("find or create rule %s/%s: %w", sourceName, ref.SourceRuleID, ErrConflict)
 }
 
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and

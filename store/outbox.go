@@ -10,13 +10,16 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// OutboxEntry is one pending pipeline start.
+// OutboxEntry is one pending pipeline start, with its alert's source and severity (the pipeline's
+// search attributes; "" when the alert is gone).
 type OutboxEntry struct {
-	ID        int64     `bun:"id"`
-	AlertUUID uuid.UUID `bun:"alert_uuid"`
-	Kind      string    `bun:"kind"`
-	Attempts  int       `bun:"attempts"`
-	CreatedAt time.Time `bun:"created_at"`
+	ID         int64     `bun:"id"`
+	AlertUUID  uuid.UUID `bun:"alert_uuid"`
+	Kind       string    `bun:"kind"`
+	Attempts   int       `bun:"attempts"`
+	CreatedAt  time.Time `bun:"created_at"`
+	SourceName string    `bun:"source_name"`
+	Severity   string    `bun:"severity"`
 }
 
 // OutboxBackoff is the wait before retrying an entry that failed attempts times: 1 s doubling, capped
@@ -42,20 +45,24 @@ type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
 // claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
 // maxInFlight (?0) entries started (counted over every dispatcher). An entry whose alert has a
 // pipeline in flight waits for it to finish, so a re-run asked for meanwhile runs after it.
-const claimDueSQL = `SELECT id, alert_uuid, kind, attempts, created_at FROM alert_outbox AS o
-	WHERE started_at IS NULL AND not_before <= now()
+const claimDueSQL = `SELECT ` + outboxColumns + `
+	WHERE o.started_at IS NULL AND o.not_before <= now()
 		AND NOT EXISTS (SELECT 1 FROM alert_outbox AS r WHERE r.alert_uuid = o.alert_uuid AND r.started_at IS NOT NULL)
-	ORDER BY not_before, id
+	ORDER BY o.not_before, o.id
 	LIMIT least(?1, greatest(0, ?0 - (SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL)))
-	FOR UPDATE SKIP LOCKED`
+	FOR UPDATE OF o SKIP LOCKED`
+
+const outboxColumns = `o.id, o.alert_uuid, o.kind, o.attempts, o.created_at,
+		coalesce(a.source_name, '') AS source_name, coalesce(a.severity, '') AS severity
+	FROM alert_outbox AS o LEFT JOIN alerts AS a ON a.uuid = o.alert_uuid`
 
 // claimStaleSQL claims entries started more than ?0 seconds ago whose work never deleted them, at
 // most ?1 of them.
-const claimStaleSQL = `SELECT id, alert_uuid, kind, attempts, created_at FROM alert_outbox
-	WHERE started_at < now() - make_interval(secs => ?0) AND not_before <= now()
-	ORDER BY started_at
+const claimStaleSQL = `SELECT ` + outboxColumns + `
+	WHERE o.started_at < now() - make_interval(secs => ?0) AND o.not_before <= now()
+	ORDER BY o.started_at
 	LIMIT ?1
-	FOR UPDATE SKIP LOCKED`
+	FOR UPDATE OF o SKIP LOCKED`
 
 // DispatchOutbox claims up to limit due entries not yet started — fewer when maxInFlight entries
 // are already started, so a backlog waits in this table instead of in Temporal — with FOR UPDATE

@@ -13,7 +13,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/workflows"
@@ -203,8 +202,13 @@ func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry, recheck boo
 		// the SDK hands back the old run as if it had started).
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		WorkflowExecutionTimeout:                 24 * time.Hour,
-		TypedSearchAttributes:                    sdktemporal.NewSearchAttributes(SearchAttrAlertUUID.ValueSet(e.AlertUUID.String())),
-	}, workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: e.AlertUUID.String(), StepQueue: d.queues.Enrichment})
+		// The dispatcher shares its client with the pipeline worker of this process: the first
+		// workflow task comes back with the start and runs here, without a trip through matching.
+		// Without a free local slot the server dispatches it as usual.
+		EnableEagerStart:      true,
+		TypedSearchAttributes: workflows.PipelineSearchAttributes(e.AlertUUID.String(), e.SourceName, e.Severity),
+	}, workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: e.AlertUUID.String(), StepQueue: d.queues.Enrichment,
+		Version: workflows.PipelineVersion})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		// A first-run row replayed after its pipeline finished, or a recheck of a finished one.

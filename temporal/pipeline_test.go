@@ -3,6 +3,7 @@ package temporal_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
@@ -302,6 +304,12 @@ func freshIPs(n int) []string {
 
 var ipSeq atomic.Int64
 
+// recordPipelineHistory, when set, makes TestPipeline_IngestToEnriched write its first pipeline's
+// history there (workflows/testdata/alert_pipeline_v1_history.json feeds the replay test):
+//
+//	go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=$PWD/workflows/testdata/alert_pipeline_v1_history.json
+var recordPipelineHistory = flag.String("record-pipeline-history", "", "write the first pipeline's Temporal history to this file")
+
 func TestPipeline_IngestToEnriched(t *testing.T) {
 	e := pipelineHarness(t)
 	ips := freshIPs(4)
@@ -369,6 +377,11 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	for name, want := range map[string]string{"VigilAlertUUID": id.String(), "VigilSource": "generic", "VigilSeverity": "High"} {
 		require.Contains(t, sa, name)
 		require.Contains(t, string(sa[name].GetData()), want)
+	}
+
+	if *recordPipelineHistory != "" {
+		require.NoError(t, e.c.GetWorkflow(context.Background(), temporal.AlertWorkflowID(id), "").Get(context.Background(), nil))
+		testenv.WriteHistory(t, e.c, temporal.AlertWorkflowID(id), *recordPipelineHistory)
 	}
 
 	// A second alert with the same rule reference reuses the stub rule.
@@ -524,3 +537,83 @@ func TestPipeline_TemporalUnreachableAtIngest(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The link step and the enrichment record each commit once for many rows: concurrent pipelines of
+// alerts sharing a new rule and indicators (listed in opposite orders) make one stub rule, link
+// every alert, and neither deadlock nor lose an indicator's results.
+func TestPipeline_LinkAndRecordConcurrently(t *testing.T) {
+	e := pipelineHarness(t)
+	ctx := context.Background()
+	ref := store.RuleReference{SourceRuleID: "race-" + uuid.NewString(), Name: "Race rule"}
+	ips := freshIPs(2)
+	keys := []store.IndicatorKey{{Type: "ip", Value: ips[0]}, {Type: "ip", Value: ips[1]}}
+	const n = 64
+	alerts := make([]uuid.UUID, n)
+	for i := range alerts {
+		res, err := e.st.Ingest(ctx, store.IngestAlert{Title: "race", Severity: "Low", SourceName: "generic",
+			Fingerprint: uuid.NewString(), RawPayload: []byte(`{}`), ActorType: store.ActorSystem}, 0)
+		require.NoError(t, err)
+		alerts[i] = res.AlertUUID
+	}
+	flip := func(i int, k []store.IndicatorKey) []store.IndicatorKey {
+		if i%2 == 1 {
+			return []store.IndicatorKey{k[1], k[0]}
+		}
+		return k
+	}
+	links := make([]store.Linked, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i, id := range alerts {
+		wg.Go(func() {
+			var err error
+			links[i], err = e.st.LinkExtraction(ctx, id, flip(i, keys), "extraction", "generic", &ref)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ? AND is_stub", ref.SourceRuleID))
+	require.Equal(t, n, e.count(t, `SELECT count(*) FROM alerts WHERE uuid IN (?) AND detection_rule_id =
+		(SELECT id FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ?)`, bun.In(alerts), ref.SourceRuleID))
+	require.Equal(t, 2*n, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid IN (?)", bun.In(alerts)))
+	inds := links[0].Indicators
+	require.Len(t, inds, 2)
+
+	// Half the passes write only cache entries, half only indicators (the cache rows would otherwise
+	// serialise the passes before they reach the indicators), each half in both orders.
+	for i := range n {
+		wg.Go(func() {
+			if i%4 < 2 {
+				cache := []store.CacheEntry{{Provider: "race", Type: "ip", Value: ips[i%2], Result: map[string]any{"n": i}, TTL: time.Minute},
+					{Provider: "race", Type: "ip", Value: ips[1-i%2], Result: map[string]any{"n": i}, TTL: time.Minute}}
+				errs <- e.st.RecordEnrichment(ctx, cache, nil)
+				return
+			}
+			recs := []store.IndicatorEnrichment{
+				{IndicatorUUID: inds[i%2].UUID, Results: map[string]any{fmt.Sprintf("p%d", i): map[string]any{"success": true, "malice": "Suspicious"}}},
+				{IndicatorUUID: inds[1-i%2].UUID, Results: map[string]any{fmt.Sprintf("p%d", i): map[string]any{"success": true, "malice": "Benign"}}},
+				{IndicatorUUID: uuid.New()}, // deleted meanwhile: left out
+			}
+			errs <- e.st.RecordEnrichment(ctx, nil, recs)
+		})
+	}
+	wg.Wait()
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	got, err := e.st.GetIndicators(ctx, []uuid.UUID{inds[0].UUID, inds[1].UUID})
+	require.NoError(t, err)
+	for _, ind := range got {
+		require.Len(t, ind.EnrichmentResults, n/2, "every pass's result kept")
+		require.Equal(t, "Suspicious", ind.Malice)
+		require.True(t, ind.IsEnriched)
+	}
+	for _, ip := range ips {
+		_, ok, err := e.st.GetCachedResult(ctx, "race", "ip", ip)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+}

@@ -21,10 +21,19 @@ var (
 	pipelineAttrSeverity  = sdktemporal.NewSearchAttributeKeyKeyword("VigilSeverity")
 )
 
-// PipelineSearchAttributeNames lists the search attributes AlertPipeline upserts.
+// PipelineSearchAttributeNames lists the search attributes of AlertPipeline.
 func PipelineSearchAttributeNames() []string {
 	return []string{pipelineAttrAlertUUID.GetName(), pipelineAttrSource.GetName(), pipelineAttrSeverity.GetName()}
 }
+
+// PipelineSearchAttributes are the search attributes a pipeline starts with (PipelineVersion 1).
+func PipelineSearchAttributes(alertUUID, source, severity string) sdktemporal.SearchAttributes {
+	return sdktemporal.NewSearchAttributes(pipelineAttrAlertUUID.ValueSet(alertUUID),
+		pipelineAttrSource.ValueSet(source), pipelineAttrSeverity.ValueSet(severity))
+}
+
+// PipelineVersion is the shape of the pipelines the dispatcher starts now (AlertPipelineInput.Version).
+const PipelineVersion = 1
 
 // AlertPipelineInput starts AlertPipeline (workflow id alert-<AlertUUID>).
 type AlertPipelineInput struct {
@@ -32,6 +41,12 @@ type AlertPipelineInput struct {
 	// StepQueue is the task queue of the provider HTTP step activities (the enrichment queue); ""
 	// runs them on the pipeline's own queue.
 	StepQueue string `json:"step_queue,omitempty"`
+	// Version is the pipeline's shape, fixed at start so that a run replays as it ran. 0 (runs from
+	// before versions): the search attributes are upserted after extraction and the rule is
+	// associated in a step of its own. 1: the search attributes come with the start
+	// (PipelineSearchAttributes) and the rule is associated in the link step's transaction, which
+	// saves a history event, a visibility update and a database commit per alert.
+	Version int `json:"version,omitempty"`
 }
 
 // AlertPipelineResult is what one pipeline run did.
@@ -74,7 +89,7 @@ func alertGone(err error) bool {
 }
 
 // AlertPipeline takes one ingested alert to Enriched (or Failed): extract indicators (3 passes) →
-// upsert and link them → associate the detection rule (stub when unknown) → enrich every indicator
+// upsert and link them and associate the detection rule (stub when unknown), one commit → enrich every indicator
 // with every configured provider in parallel (EnrichIndicators) → compute malice → mark the alert
 // and record the event. Every step is idempotent, so a re-run (POST /v1/alerts/{uuid}/enrich) or a
 // worker restart mid-run never duplicates indicators, links or events.
@@ -91,22 +106,29 @@ func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineRe
 		}
 		return res, fmt.Errorf("extract indicators: %w", err)
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, pipelineAttrAlertUUID.ValueSet(in.AlertUUID),
-		pipelineAttrSource.ValueSet(ext.SourceName), pipelineAttrSeverity.ValueSet(ext.Severity)); err != nil {
-		return res, fmt.Errorf("upsert search attributes: %w", err)
+	if in.Version < 1 {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, pipelineAttrAlertUUID.ValueSet(in.AlertUUID),
+			pipelineAttrSource.ValueSet(ext.SourceName), pipelineAttrSeverity.ValueSet(ext.Severity)); err != nil {
+			return res, fmt.Errorf("upsert search attributes: %w", err)
+		}
 	}
 
+	ruleInLink := in.Version >= 1
 	var link activities.PipelineLinkResult
-	if err := workflow.ExecuteLocalActivity(lctx, a.PipelineLink, activities.PipelineLinkInput{AlertUUID: in.AlertUUID, Indicators: ext.Indicators}).Get(lctx, &link); err != nil {
+	linkIn := activities.PipelineLinkInput{AlertUUID: in.AlertUUID, Indicators: ext.Indicators}
+	if ruleInLink {
+		linkIn.SourceName, linkIn.RuleRef = ext.SourceName, ext.RuleRef
+	}
+	if err := workflow.ExecuteLocalActivity(lctx, a.PipelineLink, linkIn).Get(lctx, &link); err != nil {
 		if alertGone(err) {
 			res.Gone = true
 			return res, nil
 		}
-		return res, fmt.Errorf("link indicators: %w", err)
+		return res, fmt.Errorf("link indicators and rule: %w", err)
 	}
-	res.IndicatorCount, res.NewLinks = len(link.IndicatorUUIDs), link.NewLinks
+	res.IndicatorCount, res.NewLinks, res.RuleUUID = len(link.IndicatorUUIDs), link.NewLinks, link.RuleUUID
 
-	if ext.RuleRef != nil && ext.RuleRef.SourceRuleID != "" {
+	if !ruleInLink && ext.RuleRef != nil && ext.RuleRef.SourceRuleID != "" {
 		in := activities.PipelineRuleInput{AlertUUID: in.AlertUUID, SourceName: ext.SourceName, RuleRef: *ext.RuleRef}
 		if err := workflow.ExecuteLocalActivity(lctx, a.PipelineRule, in).Get(lctx, &res.RuleUUID); err != nil {
 			if alertGone(err) {

@@ -9,11 +9,17 @@ import (
 	"github.com/vigil-soc/vigil/workflows"
 )
 
-// TestAlertPipeline_Replay replays a history recorded from a real run (ingest → extraction → link →
-// stub rule → one provider call → finish) against the current code: a change that breaks running
-// pipelines fails here.
+// TestAlertPipeline_Replay replays histories recorded from real runs against the current code: a
+// change that breaks running pipelines fails here. Version 0 (ingest → extraction → search attributes
+// → link → stub rule → one provider call → finish) and version 1 (attributes set at start; link and
+// stub rule in one step; provider calls for four indicators, recorded with
+// `go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=...`).
 func TestAlertPipeline_Replay(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflow(workflows.AlertPipeline)
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/alert_pipeline_history.json"))
+	for _, name := range []string{"alert_pipeline_history.json", "alert_pipeline_v1_history.json"} {
+		t.Run(name, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflow(workflows.AlertPipeline)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+name))
+		})
+	}
 }

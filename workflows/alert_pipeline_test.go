@@ -23,7 +23,8 @@ type pipelineMocks struct {
 	finished *activities.PipelineFinishInput
 }
 
-// pipelineEnv mocks the pipeline's local activities; extract/link/rule succeed with two indicators.
+// pipelineEnv mocks the pipeline's local activities; link succeeds with two indicators and, for the
+// extraction's rule reference, a rule.
 func pipelineEnv(t *testing.T) *pipelineMocks {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -38,12 +39,14 @@ func pipelineEnv(t *testing.T) *pipelineMocks {
 	env.RegisterActivity(a.EnrichRecord)
 	env.OnActivity(a.PipelineLink, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PipelineLinkInput) (activities.PipelineLinkResult, error) {
 		out := activities.PipelineLinkResult{NewLinks: len(in.Indicators)}
+		if in.RuleRef != nil && in.RuleRef.SourceRuleID == "r-1" && in.SourceName == "generic" {
+			out.RuleUUID = "33333333-3333-3333-3333-333333333333"
+		}
 		for i := range in.Indicators {
 			out.IndicatorUUIDs = append(out.IndicatorUUIDs, []string{"11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"}[i])
 		}
 		return out, nil
 	})
-	env.OnActivity(a.PipelineRule, mock.Anything, mock.Anything).Return("33333333-3333-3333-3333-333333333333", nil)
 	env.OnActivity(a.PipelineFinish, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PipelineFinishInput) (activities.PipelineFinishResult, error) {
 		m.finished = &in
 		return activities.PipelineFinishResult{Malice: "Malicious"}, nil
@@ -59,7 +62,12 @@ func extraction(n int) activities.PipelineExtraction {
 
 func run(t *testing.T, m *pipelineMocks) workflows.AlertPipelineResult {
 	t.Helper()
-	m.env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert, StepQueue: "q"})
+	return runVersion(t, m, workflows.PipelineVersion)
+}
+
+func runVersion(t *testing.T, m *pipelineMocks, version int) workflows.AlertPipelineResult {
+	t.Helper()
+	m.env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert, StepQueue: "q", Version: version})
 	require.True(t, m.env.IsWorkflowCompleted())
 	require.NoError(t, m.env.GetWorkflowError())
 	var res workflows.AlertPipelineResult
@@ -79,6 +87,7 @@ func TestAlertPipeline_Enriched(t *testing.T) {
 		{Target: 1, Result: store.EnrichmentResult{Provider: "abuse", Status: store.EnrichFailed}},
 		{Target: 0, Result: store.EnrichmentResult{Provider: "skipper", Status: store.EnrichSkipped}},
 	}}, nil).Once()
+	m.env.OnUpsertTypedSearchAttributes(mock.Anything).Never() // set at start by the dispatcher
 	res := run(t, m)
 	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
 	require.Equal(t, 2, res.IndicatorCount)
@@ -89,6 +98,20 @@ func TestAlertPipeline_Enriched(t *testing.T) {
 	require.NotNil(t, m.finished)
 	require.Equal(t, store.EnrichmentEnriched, m.finished.Status)
 	require.NotEmpty(t, m.finished.RunID)
+	m.env.AssertExpectations(t)
+	m.env.AssertNotCalled(t, "PipelineRule", mock.Anything, mock.Anything)
+}
+
+// A run started before versions (Version 0) keeps its shape: the link step without the rule, then
+// the rule step, and the search attributes upserted after extraction.
+func TestAlertPipeline_Version0(t *testing.T) {
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(0), nil)
+	m.env.OnActivity(a.PipelineRule, mock.Anything, mock.Anything).Return("44444444-4444-4444-4444-444444444444", nil).Once()
+	m.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Once()
+	res := runVersion(t, m, 0)
+	require.Equal(t, "44444444-4444-4444-4444-444444444444", res.RuleUUID, "from the rule step, not the link")
 	m.env.AssertExpectations(t)
 }
 
@@ -126,7 +149,6 @@ func TestAlertPipeline_NoIndicatorsSkipsEnrichment(t *testing.T) {
 	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
 	require.Empty(t, res.RuleUUID)
 	m.env.AssertNotCalled(t, "EnrichPlan", mock.Anything, mock.Anything)
-	m.env.AssertNotCalled(t, "PipelineRule", mock.Anything, mock.Anything)
 }
 
 func TestAlertPipeline_AlertGone(t *testing.T) {
