@@ -405,3 +405,26 @@ func TestIngest_HostileBodies(t *testing.T) {
 	require.LessOrEqual(t, len([]rune(a["title"].(string))), 500)
 	require.NotContains(t, a["title"], "\u0007")
 }
+
+// Values are parameters of the prepared ingest statement: quotes, backslashes, array and SQL syntax
+// and non-ASCII text come back exactly as sent.
+func TestIngest_HostileValuesStoredExactly(t *testing.T) {
+	ts := newAlertServer(t, nil)
+	key := mustKey(t, ts.Store, auth.ScopeAlertsWrite, auth.ScopeAlertsRead)
+	tags := []string{`a"b`, `c\d`, `{e,f}`, `NULL`, `'); DROP TABLE alerts; --`, `ü—日本`, `x y`}
+	rawTags, err := json.Marshal(tags)
+	require.NoError(t, err)
+	desc := `quote " backslash \ dollar $1 ?0 ü`
+	rawDesc, err := json.Marshal(desc)
+	require.NoError(t, err)
+	body := fmt.Sprintf(`{"title":"%s $2 ?1 '\"x\"'","description":%s,"tags":%s}`, t.Name(), rawDesc, rawTags)
+	d := ingestData(t, ts.do(t, http.MethodPost, "/v1/ingest/generic", key, body))
+	a := alertData(t, ts.do(t, http.MethodGet, "/v1/alerts/"+d["alert_uuid"].(string), key, nil))
+	require.Equal(t, t.Name()+` $2 ?1 '"x"'`, a["title"])
+	require.Equal(t, desc, a["description"])
+	got := []string{}
+	for _, x := range a["tags"].([]any) {
+		got = append(got, x.(string))
+	}
+	require.ElementsMatch(t, tags, got)
+}

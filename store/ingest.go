@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -37,7 +38,8 @@ type IngestResult struct {
 // (in practice never: each retry sees the winner's commit).
 var ErrIngestRace = errors.New("ingest: fingerprint race not settled")
 
-// ingestSQL is the whole ingestion write in one statement (one round trip, one commit):
+// ingestSQL is the whole ingestion write in one statement (one round trip, one commit), prepared
+// once per connection (Store.ingest: parsing and planning it cost more than executing it):
 //   - fp claims the fingerprint, or takes it over when the window has passed (window 0: always);
 //   - ins/ob/created insert the alert, its outbox row and the alert_created event when fp claimed it;
 //   - dup/dup_ev count a repeat on the window's owner otherwise;
@@ -49,30 +51,30 @@ var ErrIngestRace = errors.New("ingest: fingerprint race not settled")
 // Its statement snapshot predates that commit, so dup may see no owner: Ingest then runs again.
 const ingestSQL = `WITH fp AS (
 	INSERT INTO alert_fingerprints AS f (fingerprint, alert_uuid, created_at)
-	VALUES (?0, ?1, now())
+	VALUES ($1::text, $2::uuid, now())
 	ON CONFLICT (fingerprint) DO UPDATE SET alert_uuid = EXCLUDED.alert_uuid, created_at = EXCLUDED.created_at
-	WHERE ?2 = 0 OR f.created_at <= now() - make_interval(secs => ?2)
+	WHERE $3::bigint = 0 OR f.created_at <= now() - make_interval(secs => $3::bigint)
 	RETURNING alert_uuid
 ), ins AS (
 	INSERT INTO alerts (uuid, title, severity, source_name, occurred_at, ingested_at, fingerprint, tags,
 		description, raw_payload, normalized, created_at, updated_at)
-	SELECT alert_uuid, ?3, ?4, ?5, coalesce(?6::timestamptz, now()), now(), ?0, ?7::text[], ?8, ?9::jsonb, ?10::jsonb, now(), now()
+	SELECT alert_uuid, $4::text, $5::text, $6::text, coalesce($7::timestamptz, now()), now(), $1, $8::text[], $9::text, $10::jsonb, $11::jsonb, now(), now()
 	FROM fp
 	RETURNING uuid
 ), ob AS (
 	INSERT INTO alert_outbox (alert_uuid, kind) SELECT uuid, 'pipeline' FROM ins RETURNING id
 ), created AS (
 	INSERT INTO activity_events (event_type, actor_type, actor_key_prefix, alert_uuid, "references")
-	SELECT 'alert_created', ?11, ?12, uuid, jsonb_build_object('source_name', ?5::text) FROM ins
+	SELECT 'alert_created', $12::text, $13::text, uuid, jsonb_build_object('source_name', $6::text) FROM ins
 	RETURNING 1
 ), dup AS (
 	UPDATE alerts AS a SET duplicate_count = a.duplicate_count + 1, last_seen_at = now(), updated_at = now()
 	FROM alert_fingerprints AS o
-	WHERE o.fingerprint = ?0 AND a.uuid = o.alert_uuid AND NOT EXISTS (SELECT 1 FROM fp)
+	WHERE o.fingerprint = $1 AND a.uuid = o.alert_uuid AND NOT EXISTS (SELECT 1 FROM fp)
 	RETURNING a.uuid, a.duplicate_count
 ), dup_ev AS (
 	INSERT INTO activity_events (event_type, actor_type, actor_key_prefix, alert_uuid, "references")
-	SELECT 'alert_deduplicated', ?11, ?12, uuid, jsonb_build_object('duplicate_count', duplicate_count) FROM dup
+	SELECT 'alert_deduplicated', $12::text, $13::text, uuid, jsonb_build_object('duplicate_count', duplicate_count) FROM dup
 	RETURNING 1
 )
 SELECT (SELECT uuid FROM ins) AS inserted,
@@ -87,42 +89,48 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 	if a.UUID == uuid.Nil {
 		a.UUID = uuid.New()
 	}
-	tags := a.Tags
-	if tags == nil {
-		tags = []string{}
-	}
-	var occurred *time.Time
-	if !a.OccurredAt.IsZero() {
-		t := a.OccurredAt.UTC()
-		occurred = &t
-	}
-	var prefix *string
-	if a.ActorKeyPrefix != "" {
-		prefix = &a.ActorKeyPrefix
-	}
 	normalized := a.Normalized
 	if len(normalized) == 0 {
 		normalized = []byte("{}")
 	}
+	var occurredArg, descArg, prefixArg any // nil: SQL NULL
+	if !a.OccurredAt.IsZero() {
+		occurredArg = a.OccurredAt.UTC()
+	}
+	if a.Description != nil {
+		descArg = *a.Description
+	}
+	if a.ActorKeyPrefix != "" {
+		prefixArg = a.ActorKeyPrefix
+	}
+	stmt, err := s.ingest.get(ctx, s.db.DB)
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("ingest alert: %w", err)
+	}
 	secs := int64(window / time.Second)
 	for range 5 {
-		var row struct {
-			Inserted       *uuid.UUID `bun:"inserted"`
-			DuplicateOf    *uuid.UUID `bun:"duplicate_of"`
-			DuplicateCount int        `bun:"duplicate_count"`
-		}
-		err := s.db.NewRaw(ingestSQL, a.Fingerprint, a.UUID, secs, a.Title, a.Severity, a.SourceName, occurred,
-			pgdialectArray(tags), a.Description, string(a.RawPayload), string(normalized), a.ActorType, prefix).
-			Scan(ctx, &row)
+		var inserted, duplicateOf sql.Null[string]
+		var duplicateCount int
+		err := stmt.QueryRowContext(ctx, a.Fingerprint, a.UUID.String(), secs, a.Title, a.Severity, a.SourceName, occurredArg,
+			pgTextArray(a.Tags), descArg, string(a.RawPayload), string(normalized), a.ActorType, prefixArg).
+			Scan(&inserted, &duplicateOf, &duplicateCount)
 		if err != nil {
 			return IngestResult{}, fmt.Errorf("ingest alert: %w", mapErr(err))
 		}
 		switch {
-		case row.Inserted != nil:
+		case inserted.Valid:
+			id, err := uuid.Parse(inserted.V)
+			if err != nil {
+				return IngestResult{}, fmt.Errorf("ingest alert: %w", err)
+			}
 			s.wake.wake()
-			return IngestResult{AlertUUID: *row.Inserted}, nil
-		case row.DuplicateOf != nil:
-			return IngestResult{AlertUUID: *row.DuplicateOf, Duplicate: true, DuplicateCount: row.DuplicateCount}, nil
+			return IngestResult{AlertUUID: id}, nil
+		case duplicateOf.Valid:
+			id, err := uuid.Parse(duplicateOf.V)
+			if err != nil {
+				return IngestResult{}, fmt.Errorf("ingest alert: %w", err)
+			}
+			return IngestResult{AlertUUID: id, Duplicate: true, DuplicateCount: duplicateCount}, nil
 		}
 	}
 	return IngestResult{}, ErrIngestRace

@@ -27,9 +27,10 @@ type Options struct {
 
 // Store wraps the bun database handle.
 type Store struct {
-	db   *bun.DB
-	now  func() time.Time
-	wake *outboxWaker
+	db     *bun.DB
+	now    func() time.Time
+	wake   *outboxWaker
+	ingest prepared // ingestSQL
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -50,7 +51,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
-	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db)}, nil
+	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db),
+		ingest: prepared{query: ingestSQL}}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
@@ -59,6 +61,7 @@ func (s *Store) DB() *bun.DB { return s.db }
 // Close stops the outbox wake-ups and closes the pool.
 func (s *Store) Close() error {
 	s.wake.close()
+	s.ingest.close()
 	return s.db.Close()
 }
 

@@ -17,7 +17,7 @@ WAIT=${WAIT:-10m}
 pending() { psql -qAt "$DSN" -c "SELECT count(*) FROM alert_outbox"; }
 drain() { until [ "$(pending)" = 0 ]; do sleep 1; done; sleep 2; }
 floor() {
-  rm -f "$BENCH_DIR"/pgb-*
+  rm -f "$BENCH_DIR"/pgb.*  # pgbench names its logs <prefix>.<pid>[.<thread>]
   pgbench -n -R "$1" -T "$DURATION" -c 16 -j 2 -f floor.sql --log --log-prefix="$BENCH_DIR/pgb" "$DSN" >/dev/null 2>&1
   "$LOAD" pgbench-log -prefix-log "$BENCH_DIR/pgb"
 }
