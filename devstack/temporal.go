@@ -203,6 +203,9 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
 		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
 		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
+		// The dispatcher asks for eager start: the pipeline's first workflow task comes back with the
+		// start call instead of through matching (off by default in this server version).
+		"--dynamic-config-value", "system.enableEagerWorkflowStart=true",
 	}
 	if opts.Headless {
 		args = append(args, "--headless")

@@ -7,6 +7,7 @@
 #   they get the CPU the API and Postgres leave; with autogroups on, a plain `nice` only ranks a process
 #   within its own session and Postgres, in another session, would still get no more than an equal
 #   share); =normal does not. WORKER_DB_CONNS sets the worker's pool (DATABASE_MAX_CONNS, default 20).
+# TEMPORAL_EXTRA adds flags to the dev server (e.g. --dynamic-config-value system.enableEagerWorkflowStart=false).
 # It writes $BENCH_DIR/env (source it: URL, KEY, DSN, PIDS) and prints it. Stop with: kill $PIDS
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,7 +43,8 @@ export LOG_LEVEL=warn
 background bin/temporal server start-dev --headless --port "$TEMPORAL_PORT" \
   --http-port $((TEMPORAL_PORT + 1)) --metrics-port $((TEMPORAL_PORT + 2)) --log-level error \
   --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
-  --dynamic-config-value matching.numTaskqueueWritePartitions=1 >"$BENCH_DIR/temporal.log" 2>&1 &
+  --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
+  --dynamic-config-value system.enableEagerWorkflowStart=true ${TEMPORAL_EXTRA:-} >"$BENCH_DIR/temporal.log" 2>&1 &
 TPID=$!
 until bin/temporal operator namespace describe -n default --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; do sleep 0.3; done
 
