@@ -109,7 +109,7 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 	}
 	secs := int64(window / time.Second)
 	for range 5 {
-		var inserted, duplicateOf sql.Null[string]
+		var inserted, duplicateOf sql.Null[uuid.UUID]
 		var duplicateCount int
 		err := stmt.QueryRowContext(ctx, a.Fingerprint, a.UUID.String(), secs, a.Title, a.Severity, a.SourceName, occurredArg,
 			pgTextArray(a.Tags), descArg, string(a.RawPayload), string(normalized), a.ActorType, prefixArg).
@@ -119,18 +119,10 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 		}
 		switch {
 		case inserted.Valid:
-			id, err := uuid.Parse(inserted.V)
-			if err != nil {
-				return IngestResult{}, fmt.Errorf("ingest alert: %w", err)
-			}
 			s.wake.wake()
-			return IngestResult{AlertUUID: id}, nil
+			return IngestResult{AlertUUID: inserted.V}, nil
 		case duplicateOf.Valid:
-			id, err := uuid.Parse(duplicateOf.V)
-			if err != nil {
-				return IngestResult{}, fmt.Errorf("ingest alert: %w", err)
-			}
-			return IngestResult{AlertUUID: id, Duplicate: true, DuplicateCount: duplicateCount}, nil
+			return IngestResult{AlertUUID: duplicateOf.V, Duplicate: true, DuplicateCount: duplicateCount}, nil
 		}
 	}
 	return IngestResult{}, ErrIngestRace
