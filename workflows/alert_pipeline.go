@@ -89,9 +89,9 @@ func alertGone(err error) bool {
 }
 
 // AlertPipeline takes one ingested alert to Enriched (or Failed): extract indicators (3 passes) →
-// upsert and link them and associate the detection rule (stub when unknown), one commit → enrich every indicator
-// with every configured provider in parallel (EnrichIndicators) → compute malice → mark the alert
-// and record the event. Every step is idempotent, so a re-run (POST /v1/alerts/{uuid}/enrich) or a
+// upsert and link them and associate the detection rule (stub when unknown), in one commit → enrich
+// every indicator with every configured provider in parallel (EnrichIndicators) → compute malice →
+// mark the alert and record the event. Every step is idempotent, so a re-run (POST /v1/alerts/{uuid}/enrich) or a
 // worker restart mid-run never duplicates indicators, links or events.
 func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineResult, error) {
 	var a *activities.Activities
