@@ -154,11 +154,7 @@ type CacheEntry struct {
 	TTL                   time.Duration
 }
 
-// PutCachedResult stores result for ttl (replacing any earlier entry). ttl ≤ 0 stores nothing.
-func (s *Store) PutCachedResult(ctx context.Context, provider, typ, value string, result map[string]any, ttl time.Duration) error {
-	return putCachedResult(ctx, s.db, CacheEntry{Provider: provider, Type: typ, Value: value, Result: result, TTL: ttl})
-}
-
+// putCachedResult stores e (replacing any earlier entry for its key); TTL ≤ 0 stores nothing.
 func putCachedResult(ctx context.Context, db bun.IDB, e CacheEntry) error {
 	if e.TTL <= 0 {
 		return nil
@@ -277,9 +273,9 @@ func WorstMalice(verdicts ...string) string {
 }
 
 // RecordEnrichment commits one enrichment pass in one transaction (one durable commit): the cache
-// entries, then each indicator's results as RecordIndicatorEnrichment does; an indicator deleted
-// meanwhile is left out. Rows are locked in key order, so concurrent passes over overlapping
-// indicators cannot deadlock.
+// entries (replacing earlier ones; TTL ≤ 0 stores nothing), then each indicator's results (see
+// recordIndicatorEnrichment); an indicator deleted meanwhile is left out. Rows are locked in key
+// order, so concurrent passes over overlapping indicators cannot deadlock.
 func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds []IndicatorEnrichment) error {
 	if len(cache) == 0 && len(inds) == 0 {
 		return nil
@@ -297,7 +293,7 @@ func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds [
 			}
 		}
 		for _, e := range inds {
-			if _, err := s.recordIndicatorEnrichment(ctx, tx, e); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := s.recordIndicatorEnrichment(ctx, tx, e); err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 		}
@@ -305,23 +301,13 @@ func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds [
 	})
 }
 
-// RecordIndicatorEnrichment merges results into the indicator's enrichment_results under a row lock,
+// recordIndicatorEnrichment merges results into the indicator's enrichment_results under a row lock,
 // recomputes malice as the worst verdict over its successful provider results (unless an analyst
-// override holds: malice_overridden_at set), sets is_enriched and bumps last_seen. It returns the row.
-func (s *Store) RecordIndicatorEnrichment(ctx context.Context, e IndicatorEnrichment) (Indicator, error) {
-	var out Indicator
-	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		out, err = s.recordIndicatorEnrichment(ctx, tx, e)
-		return err
-	})
-	return out, err
-}
-
-func (s *Store) recordIndicatorEnrichment(ctx context.Context, tx bun.Tx, e IndicatorEnrichment) (Indicator, error) {
+// override holds: malice_overridden_at set), sets is_enriched and bumps last_seen.
+func (s *Store) recordIndicatorEnrichment(ctx context.Context, tx bun.Tx, e IndicatorEnrichment) error {
 	var ind Indicator
 	if err := tx.NewSelect().Model(&ind).Where("uuid = ?", e.IndicatorUUID).For("UPDATE").Scan(ctx); err != nil {
-		return Indicator{}, fmt.Errorf("lock indicator %s: %w", e.IndicatorUUID, mapErr(err))
+		return fmt.Errorf("lock indicator %s: %w", e.IndicatorUUID, mapErr(err))
 	}
 	merged := map[string]any{}
 	for k, v := range ind.EnrichmentResults {
@@ -358,9 +344,9 @@ func (s *Store) recordIndicatorEnrichment(ctx context.Context, tx bun.Tx, e Indi
 		cols = append(cols, "malice", "malice_source")
 	}
 	if _, err := tx.NewUpdate().Model(&ind).Column(cols...).WherePK().Exec(ctx); err != nil {
-		return Indicator{}, fmt.Errorf("update indicator %s: %w", ind.UUID, mapErr(err))
+		return fmt.Errorf("update indicator %s: %w", ind.UUID, mapErr(err))
 	}
-	return ind, nil
+	return nil
 }
 
 // GetIndicators loads indicators by uuid (missing ones are left out), in the order given.

@@ -591,9 +591,8 @@ func TestEnrichIndicator_RecordsOnIndicatorWithStickyOverride(t *testing.T) {
 	// An analyst override is sticky: a later enrichment does not change malice.
 	_, err = e.st.DB().NewUpdate().Table("indicators").Set("malice = 'Benign', malice_overridden_at = now()").Where("uuid = ?", before.UUID).Exec(ctx)
 	require.NoError(t, err)
-	_, err = e.st.RecordIndicatorEnrichment(ctx, store.IndicatorEnrichment{IndicatorUUID: before.UUID,
-		Results: map[string]any{"other": map[string]any{"success": true, "malice": "Malicious"}}})
-	require.NoError(t, err)
+	require.NoError(t, e.st.RecordEnrichment(ctx, nil, []store.IndicatorEnrichment{{IndicatorUUID: before.UUID,
+		Results: map[string]any{"other": map[string]any{"success": true, "malice": "Malicious"}}}}))
 	after, err = e.st.GetIndicator(ctx, before.UUID)
 	require.NoError(t, err)
 	require.Equal(t, "Benign", after.Malice)
@@ -715,9 +714,12 @@ func TestEnrichmentCache_TTLAndPurge(t *testing.T) {
 	e := enrichHarness(t)
 	ctx := context.Background()
 	name := "cache_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
-	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "1.1.1.1", map[string]any{"success": true}, time.Hour))
-	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "2.2.2.2", map[string]any{"success": true}, time.Millisecond))
-	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "3.3.3.3", map[string]any{"success": true}, 0), "ttl 0 stores nothing")
+	put := func(value string, result map[string]any, ttl time.Duration) error {
+		return e.st.RecordEnrichment(ctx, []store.CacheEntry{{Provider: name, Type: "ip", Value: value, Result: result, TTL: ttl}}, nil)
+	}
+	require.NoError(t, put("1.1.1.1", map[string]any{"success": true}, time.Hour))
+	require.NoError(t, put("2.2.2.2", map[string]any{"success": true}, time.Millisecond))
+	require.NoError(t, put("3.3.3.3", map[string]any{"success": true}, 0), "ttl 0 stores nothing")
 	time.Sleep(5 * time.Millisecond)
 	hit, ok, err := e.st.GetCachedResult(ctx, name, "ip", "1.1.1.1")
 	require.NoError(t, err)
@@ -729,7 +731,7 @@ func TestEnrichmentCache_TTLAndPurge(t *testing.T) {
 		require.False(t, ok, v)
 	}
 	// Overwrite refreshes the entry.
-	require.NoError(t, e.st.PutCachedResult(ctx, name, "ip", "1.1.1.1", map[string]any{"success": false}, time.Hour))
+	require.NoError(t, put("1.1.1.1", map[string]any{"success": false}, time.Hour))
 	hit, _, err = e.st.GetCachedResult(ctx, name, "ip", "1.1.1.1")
 	require.NoError(t, err)
 	require.Equal(t, false, hit.Result["success"])
