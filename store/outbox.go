@@ -45,20 +45,22 @@ type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
 // claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
 // maxInFlight (?0) entries started (counted over every dispatcher). An entry whose alert has a
 // pipeline in flight waits for it to finish, so a re-run asked for meanwhile runs after it.
-const claimDueSQL = `SELECT ` + outboxColumns + `
+const claimDueSQL = `SELECT ` + outboxEntryFrom + `
 	WHERE o.started_at IS NULL AND o.not_before <= now()
 		AND NOT EXISTS (SELECT 1 FROM alert_outbox AS r WHERE r.alert_uuid = o.alert_uuid AND r.started_at IS NOT NULL)
 	ORDER BY o.not_before, o.id
 	LIMIT least(?1, greatest(0, ?0 - (SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL)))
 	FOR UPDATE OF o SKIP LOCKED`
 
-const outboxColumns = `o.id, o.alert_uuid, o.kind, o.attempts, o.created_at,
+// outboxEntryFrom is the select list and FROM clause of an OutboxEntry: the outbox row and its
+// alert's source and severity (the pipeline's search attributes), locked FOR UPDATE OF o only.
+const outboxEntryFrom = `o.id, o.alert_uuid, o.kind, o.attempts, o.created_at,
 		coalesce(a.source_name, '') AS source_name, coalesce(a.severity, '') AS severity
 	FROM alert_outbox AS o LEFT JOIN alerts AS a ON a.uuid = o.alert_uuid`
 
 // claimStaleSQL claims entries started more than ?0 seconds ago whose work never deleted them, at
 // most ?1 of them.
-const claimStaleSQL = `SELECT ` + outboxColumns + `
+const claimStaleSQL = `SELECT ` + outboxEntryFrom + `
 	WHERE o.started_at < now() - make_interval(secs => ?0) AND o.not_before <= now()
 	ORDER BY o.started_at
 	LIMIT ?1

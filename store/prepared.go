@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 )
 
 // prepared is a server-side prepared statement for a hot, fixed query: Postgres parses and plans it
@@ -16,30 +15,29 @@ import (
 // it by itself after a migration changes the tables.
 type prepared struct {
 	query string
-	mu    sync.Mutex // serialises the first prepare
-	stmt  atomic.Pointer[sql.Stmt]
+	mu    sync.Mutex
+	stmt  *sql.Stmt // nil until the first get succeeds
 }
 
 func (p *prepared) get(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
-	if st := p.stmt.Load(); st != nil {
-		return st, nil
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if st := p.stmt.Load(); st != nil {
-		return st, nil
+	if p.stmt == nil {
+		st, err := db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return nil, fmt.Errorf("prepare statement: %w", mapErr(err))
+		}
+		p.stmt = st
 	}
-	st, err := db.PrepareContext(ctx, p.query)
-	if err != nil {
-		return nil, fmt.Errorf("prepare statement: %w", mapErr(err))
-	}
-	p.stmt.Store(st)
-	return st, nil
+	return p.stmt, nil
 }
 
 func (p *prepared) close() {
-	if st := p.stmt.Swap(nil); st != nil {
-		_ = st.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stmt != nil {
+		_ = p.stmt.Close()
+		p.stmt = nil
 	}
 }
 
