@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // PipelineStore is what the alert pipeline's activities need.
@@ -220,7 +221,7 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 		}
 	}
 	event := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{
-		"workflow_id": "alert-" + id.String(), "indicator_count": len(inds), "malice": string(malice),
+		"workflow_id": ids.Alert(id), "indicator_count": len(inds), "malice": string(malice),
 		"providers_succeeded": pipelineList(in.Succeeded), "providers_failed": pipelineList(in.Failed),
 	}}
 	if in.Status == store.EnrichmentFailed {

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/targeting"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/validate"
 )
 
@@ -774,7 +775,7 @@ func (s *Server) enrichAlert(c *fiber.Ctx) error {
 	if err := s.deps.Alerts.EnqueueRerun(c.UserContext(), id, store.ActorAPI, principal(c).KeyPrefix); err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	return respond(c, http.StatusAccepted, alertEnrichResponse{WorkflowID: AlertWorkflowID(id)})
+	return respond(c, http.StatusAccepted, alertEnrichResponse{WorkflowID: ids.Alert(id)})
 }
 
 // Relationship graph.

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/validate"
 )
 
@@ -33,9 +34,6 @@ type IngestStore interface {
 // it read, so the ingest path costs one database round trip. Writes through this replica invalidate
 // at once; other replicas see a change within the TTL.
 const ingestConfigTTL = 2 * time.Second
-
-// AlertWorkflowID is the Temporal workflow id of an alert's pipeline.
-func AlertWorkflowID(alertUUID uuid.UUID) string { return "alert-" + alertUUID.String() }
 
 type cachedIntegration struct {
 	si     *store.SourceIntegration // nil: none configured
@@ -320,7 +318,7 @@ func (s *Server) ingestPayload(c *fiber.Ctx, plugin sources.Plugin, ci cachedInt
 	if err != nil {
 		return err
 	}
-	resp := ingestResponse{AlertUUID: out.AlertUUID, Status: "queued", WorkflowID: AlertWorkflowID(out.AlertUUID)}
+	resp := ingestResponse{AlertUUID: out.AlertUUID, Status: "queued", WorkflowID: ids.Alert(out.AlertUUID)}
 	if out.Duplicate {
 		resp.Status, resp.IsDuplicate, resp.DuplicateCount = "deduplicated", true, out.DuplicateCount
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/testenv"
 )
 
@@ -287,6 +288,6 @@ func (h *runHarness) workflowResult(t testing.TB, run uuid.UUID) string {
 	var res struct {
 		Status string `json:"status"`
 	}
-	require.NoError(t, h.client.GetWorkflow(ctx, store.RunWorkflowID(run), "").Get(ctx, &res))
+	require.NoError(t, h.client.GetWorkflow(ctx, ids.WorkflowRun(run), "").Get(ctx, &res))
 	return res.Status
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // WorkflowRun is one execution of a workflow version against one indicator.
@@ -42,9 +44,6 @@ type WorkflowRun struct {
 	UpdatedAt           time.Time       `bun:"updated_at"`
 }
 
-// RunWorkflowID is the Temporal workflow id of a run: workflow-run-<uuid>.
-func RunWorkflowID(id uuid.UUID) string { return "workflow-run-" + id.String() }
-
 // CreateWorkflowRun inserts run (and approval, when the run is gated) in one transaction. With an
 // idempotency key already used by the same key for the same workflow, nothing is inserted and the
 // existing run is returned with created false.
@@ -53,7 +52,7 @@ func (s *Store) CreateWorkflowRun(ctx context.Context, run *WorkflowRun, approva
 	if run.UUID == uuid.Nil {
 		run.UUID = uuid.New()
 	}
-	run.TemporalWorkflowID = RunWorkflowID(run.UUID)
+	run.TemporalWorkflowID = ids.WorkflowRun(run.UUID)
 	run.CreatedAt, run.UpdatedAt = now, now
 	if run.Steps == nil {
 		run.Steps = json.RawMessage("[]")

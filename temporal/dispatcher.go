@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/workflows"
 )
 
@@ -188,7 +189,7 @@ func (d *Dispatcher) startEach(ctx context.Context, entries []store.OutboxEntry,
 func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry, recheck bool) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.StartLimit)
 	defer cancel()
-	id := AlertWorkflowID(e.AlertUUID)
+	id := ids.Alert(e.AlertUUID)
 	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	if e.Kind == store.OutboxRerun && !recheck {
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE

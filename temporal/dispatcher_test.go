@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-soc/vigil/devstack"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
+	wfids "github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // startSecondTemporal starts another dev server on port (the test's "Temporal comes back").
@@ -74,11 +75,11 @@ func TestDispatcher_ConcurrentDispatchersStartEachPipelineOnce(t *testing.T) {
 	}
 	// Visibility is eventually consistent: wait for the first alert's run to be listed.
 	deadline := time.Now().Add(10 * time.Second)
-	for runsOf(t, e, temporal.AlertWorkflowID(ids[0])) == 0 && time.Now().Before(deadline) {
+	for runsOf(t, e, wfids.Alert(ids[0])) == 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, id := range ids {
-		require.Equal(t, 1, runsOf(t, e, temporal.AlertWorkflowID(id)), "alert %s piped once", id)
+		require.Equal(t, 1, runsOf(t, e, wfids.Alert(id)), "alert %s piped once", id)
 		require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id))
 	}
 
@@ -91,7 +92,7 @@ func TestDispatcher_ConcurrentDispatchersStartEachPipelineOnce(t *testing.T) {
 	require.GreaterOrEqual(t, n, 1)
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", ids[1]))
 	time.Sleep(time.Second)
-	require.Equal(t, 1, runsOf(t, e, temporal.AlertWorkflowID(ids[1])))
+	require.Equal(t, 1, runsOf(t, e, wfids.Alert(ids[1])))
 	// A re-run row does start a new run.
 	require.NoError(t, e.st.EnqueueRerun(ctx, ids[1], store.ActorAPI, ""))
 	_, err = d.Drain(ctx)
@@ -171,7 +172,7 @@ func TestDispatcher_RecheckClearsEntriesOfEndedPipelinesAndStartsLostOnes(t *tes
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", finished), "an ended pipeline's entry is deleted")
 	e.waitEnriched(t, lost, 60*time.Second)
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", lost), "the started pipeline deletes its entry")
-	require.Equal(t, 1, runsOf(t, e, temporal.AlertWorkflowID(finished)), "a recheck never runs a finished pipeline again")
+	require.Equal(t, 1, runsOf(t, e, wfids.Alert(finished)), "a recheck never runs a finished pipeline again")
 }
 
 // dumpOutbox describes the outbox entries of ids, for failure messages.

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/workflows"
 )
 
@@ -43,22 +44,6 @@ const (
 	// enrichRunTimeout bounds a ProviderCall run (it may wait for rate-limit slots and Retry-After).
 	enrichRunTimeout = 24 * time.Hour
 )
-
-// ProviderCallWorkflowID is enrich-<provider>-<indicator uuid>.
-func ProviderCallWorkflowID(provider string, indicator uuid.UUID) string {
-	return "enrich-" + provider + "-" + indicator.String()
-}
-
-// AdHocProviderCallWorkflowID is enrich-<provider>-adhoc-<fresh uuid>, for values that are not
-// stored (the value itself never appears in ids).
-func AdHocProviderCallWorkflowID(provider string) string {
-	return "enrich-" + provider + "-adhoc-" + uuid.NewString()
-}
-
-// EnrichIndicatorWorkflowID is enrich-indicator-<indicator uuid> (every provider for one indicator).
-func EnrichIndicatorWorkflowID(indicator uuid.UUID) string {
-	return "enrich-indicator-" + indicator.String()
-}
 
 // Enricher starts enrichment workflows for the API and waits for their results. It implements
 // api.Enricher.
@@ -101,7 +86,7 @@ func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]store.Enric
 	errs := make([]error, len(plan.Calls))
 	for i, call := range plan.Calls {
 		wg.Go(func() {
-			res, err := e.runProviderCall(ctx, AdHocProviderCallWorkflowID(call.Provider),
+			res, err := e.runProviderCall(ctx, ids.AdHocProviderCall(call.Provider),
 				workflows.ProviderCallInput{Provider: call.Provider, Type: typ, Value: value})
 			if err != nil {
 				if ctx.Err() == nil {
@@ -130,7 +115,7 @@ func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]store.Enric
 func (e *Enricher) TestProvider(ctx context.Context, provider, typ, value string) (store.EnrichmentResult, []httpsteps.StepRecord, error) {
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
-	res, err := e.runProviderCall(ctx, AdHocProviderCallWorkflowID(provider),
+	res, err := e.runProviderCall(ctx, ids.AdHocProviderCall(provider),
 		workflows.ProviderCallInput{Provider: provider, Type: typ, Value: value, Test: true})
 	if err != nil {
 		return store.EnrichmentResult{}, nil, err
@@ -162,7 +147,7 @@ func (e *Enricher) runProviderCall(ctx context.Context, id string, in workflows.
 // StartEnrichIndicator starts (idempotently: an enrichment of the same indicator already running is
 // reused) the EnrichIndicator workflow for one stored indicator and returns its workflow id.
 func StartEnrichIndicator(ctx context.Context, c client.Client, queues Queues, indicator uuid.UUID) (string, error) {
-	id := EnrichIndicatorWorkflowID(indicator)
+	id := ids.EnrichIndicator(indicator)
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                queues.Enrichment,

@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/testenv"
 )
 
@@ -703,9 +704,9 @@ func TestRegister_EnrichmentQueues(t *testing.T) {
 
 func TestWorkflowIDs(t *testing.T) {
 	id := uuid.MustParse("6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001")
-	require.Equal(t, "enrich-virustotal-6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001", temporal.ProviderCallWorkflowID("virustotal", id))
-	require.Equal(t, "enrich-indicator-6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001", temporal.EnrichIndicatorWorkflowID(id))
-	a, b := temporal.AdHocProviderCallWorkflowID("okta"), temporal.AdHocProviderCallWorkflowID("okta")
+	require.Equal(t, "enrich-virustotal-6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001", ids.ProviderCall("virustotal", id))
+	require.Equal(t, "enrich-indicator-6c1f0a43-0d2b-4a53-9d3c-1b6f0c1de001", ids.EnrichIndicator(id))
+	a, b := ids.AdHocProviderCall("okta"), ids.AdHocProviderCall("okta")
 	require.NotEqual(t, a, b)
 	require.True(t, strings.HasPrefix(a, "enrich-okta-adhoc-"))
 }

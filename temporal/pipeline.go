@@ -14,9 +14,6 @@ import (
 	"github.com/vigil-soc/vigil/workflows"
 )
 
-// AlertWorkflowID is alert-<alert uuid>, the id of an alert's pipeline.
-func AlertWorkflowID(alert uuid.UUID) string { return "alert-" + alert.String() }
-
 // registerPipeline registers AlertPipeline and its local activities (pipeline queue).
 func registerPipeline(r Registrar, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.AlertPipeline, workflow.RegisterOptions{})

@@ -30,6 +30,7 @@ import (
 	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/testenv"
 )
 
@@ -371,7 +372,7 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id))
 
 	// Search attributes for the Temporal UI.
-	desc, err := e.c.DescribeWorkflowExecution(context.Background(), temporal.AlertWorkflowID(id), "")
+	desc, err := e.c.DescribeWorkflowExecution(context.Background(), ids.Alert(id), "")
 	require.NoError(t, err)
 	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	for name, want := range map[string]string{"VigilAlertUUID": id.String(), "VigilSource": "generic", "VigilSeverity": "High"} {
@@ -380,8 +381,8 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	}
 
 	if *recordPipelineHistory != "" {
-		require.NoError(t, e.c.GetWorkflow(context.Background(), temporal.AlertWorkflowID(id), "").Get(context.Background(), nil))
-		testenv.WriteHistory(t, e.c, temporal.AlertWorkflowID(id), *recordPipelineHistory)
+		require.NoError(t, e.c.GetWorkflow(context.Background(), ids.Alert(id), "").Get(context.Background(), nil))
+		testenv.WriteHistory(t, e.c, ids.Alert(id), *recordPipelineHistory)
 	}
 
 	// A second alert with the same rule reference reuses the stub rule.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/workflows"
 )
 
@@ -43,7 +44,7 @@ func NewRunStarter(c client.Client, queues Queues) *RunStarter {
 // StartWorkflowRun starts workflow-run-<uuid> for run. Starting a run that was already started
 // (a retried request) is not an error, and a closed run is never started again.
 func (s *RunStarter) StartWorkflowRun(ctx context.Context, run store.WorkflowRun, workflowName string, gated bool, expiresAt time.Time) (string, error) {
-	id := store.RunWorkflowID(run.UUID)
+	id := ids.WorkflowRun(run.UUID)
 	opts := client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                s.queues.Actions,
@@ -62,10 +63,10 @@ func (s *RunStarter) StartWorkflowRun(ctx context.Context, run store.WorkflowRun
 // SignalWorkflowRun tells the run's workflow to re-read its decision. A run whose workflow has
 // closed (or never started) has nothing to tell: that is not an error.
 func (s *RunStarter) SignalWorkflowRun(ctx context.Context, runID uuid.UUID) error {
-	err := s.client.SignalWorkflow(ctx, store.RunWorkflowID(runID), "", workflows.SignalRunUpdate, nil)
+	err := s.client.SignalWorkflow(ctx, ids.WorkflowRun(runID), "", workflows.SignalRunUpdate, nil)
 	var nf *serviceerror.NotFound
 	if err != nil && !errors.As(err, &nf) {
-		return fmt.Errorf("signal %s: %w", store.RunWorkflowID(runID), err)
+		return fmt.Errorf("signal %s: %w", ids.WorkflowRun(runID), err)
 	}
 	return nil
 }

@@ -12,26 +12,13 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	sdktemporal "go.temporal.io/sdk/temporal"
-)
 
-// Search attributes Vigil sets on its workflows (all Keyword). Never put indicator values, raw
-// payloads or secrets in them: they are stored unencrypted.
-var (
-	SearchAttrAlertUUID     = sdktemporal.NewSearchAttributeKeyKeyword("VigilAlertUUID")
-	SearchAttrSource        = sdktemporal.NewSearchAttributeKeyKeyword("VigilSource")
-	SearchAttrSeverity      = sdktemporal.NewSearchAttributeKeyKeyword("VigilSeverity")
-	SearchAttrWorkflowName  = sdktemporal.NewSearchAttributeKeyKeyword("VigilWorkflowName")
-	SearchAttrTriggerSource = sdktemporal.NewSearchAttributeKeyKeyword("VigilTriggerSource")
-	SearchAttrRunStatus     = sdktemporal.NewSearchAttributeKeyKeyword("VigilRunStatus")
+	"github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // SearchAttributeNames lists the names RegisterSearchAttributes makes sure exist.
 func SearchAttributeNames() []string {
-	keys := []sdktemporal.SearchAttributeKeyKeyword{
-		SearchAttrAlertUUID, SearchAttrSource, SearchAttrSeverity,
-		SearchAttrWorkflowName, SearchAttrTriggerSource, SearchAttrRunStatus,
-	}
+	keys := ids.Attrs()
 	names := make([]string, len(keys))
 	for i, k := range keys {
 		names[i] = k.GetName()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/testenv"
 	"github.com/vigil-soc/vigil/workflows"
 )
@@ -94,8 +95,8 @@ func TestEndToEnd_SearchAttributesWorkersProbe(t *testing.T) {
 		ID:        "probe-with-attrs-" + testenv.TaskQueuePrefix(t),
 		TaskQueue: queues.Actions,
 		TypedSearchAttributes: sdktemporal.NewSearchAttributes(
-			temporal.SearchAttrWorkflowName.ValueSet("probe"),
-			temporal.SearchAttrTriggerSource.ValueSet("test"),
+			ids.AttrWorkflowName.ValueSet("probe"),
+			ids.AttrTriggerSource.ValueSet("test"),
 		),
 	}, workflows.Probe, workflows.ProbeInput{Reason: "attrs"})
 	require.NoError(t, err)

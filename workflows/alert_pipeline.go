@@ -11,25 +11,18 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/store"
-)
-
-// Search attributes the pipeline sets (the same names temporal.SearchAttr* registers; a test in
-// package temporal keeps them equal). Only ids and enum values: never indicator values.
-var (
-	pipelineAttrAlertUUID = sdktemporal.NewSearchAttributeKeyKeyword("VigilAlertUUID")
-	pipelineAttrSource    = sdktemporal.NewSearchAttributeKeyKeyword("VigilSource")
-	pipelineAttrSeverity  = sdktemporal.NewSearchAttributeKeyKeyword("VigilSeverity")
+	"github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // PipelineSearchAttributeNames lists the search attributes of AlertPipeline.
 func PipelineSearchAttributeNames() []string {
-	return []string{pipelineAttrAlertUUID.GetName(), pipelineAttrSource.GetName(), pipelineAttrSeverity.GetName()}
+	return []string{ids.AttrAlertUUID.GetName(), ids.AttrSource.GetName(), ids.AttrSeverity.GetName()}
 }
 
 // PipelineSearchAttributes are the search attributes a pipeline starts with (PipelineVersion 1).
 func PipelineSearchAttributes(alertUUID, source, severity string) sdktemporal.SearchAttributes {
-	return sdktemporal.NewSearchAttributes(pipelineAttrAlertUUID.ValueSet(alertUUID),
-		pipelineAttrSource.ValueSet(source), pipelineAttrSeverity.ValueSet(severity))
+	return sdktemporal.NewSearchAttributes(ids.AttrAlertUUID.ValueSet(alertUUID),
+		ids.AttrSource.ValueSet(source), ids.AttrSeverity.ValueSet(severity))
 }
 
 // PipelineVersion is the shape of the pipelines the dispatcher starts now (AlertPipelineInput.Version).
@@ -107,8 +100,8 @@ func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineRe
 		return res, fmt.Errorf("extract indicators: %w", err)
 	}
 	if in.Version < 1 {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, pipelineAttrAlertUUID.ValueSet(in.AlertUUID),
-			pipelineAttrSource.ValueSet(ext.SourceName), pipelineAttrSeverity.ValueSet(ext.Severity)); err != nil {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, ids.AttrAlertUUID.ValueSet(in.AlertUUID),
+			ids.AttrSource.ValueSet(ext.SourceName), ids.AttrSeverity.ValueSet(ext.Severity)); err != nil {
 			return res, fmt.Errorf("upsert search attributes: %w", err)
 		}
 	}

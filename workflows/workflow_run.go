@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // SignalRunUpdate tells a WorkflowRun to re-read its run from Postgres: an approval decision or a
@@ -17,17 +18,10 @@ import (
 // nothing because Postgres holds the decision.
 const SignalRunUpdate = "vigil-run-update"
 
-// Search attributes WorkflowRun keeps current (the same keys temporal/searchattr.go registers).
-var (
-	searchAttrWorkflowName  = sdktemporal.NewSearchAttributeKeyKeyword("VigilWorkflowName")
-	searchAttrTriggerSource = sdktemporal.NewSearchAttributeKeyKeyword("VigilTriggerSource")
-	searchAttrRunStatus     = sdktemporal.NewSearchAttributeKeyKeyword("VigilRunStatus")
-)
-
 // RunSearchAttributes are the search attributes a run starts with.
 func RunSearchAttributes(workflowName, triggerSource, status string) sdktemporal.SearchAttributes {
-	return sdktemporal.NewSearchAttributes(searchAttrWorkflowName.ValueSet(workflowName),
-		searchAttrTriggerSource.ValueSet(triggerSource), searchAttrRunStatus.ValueSet(status))
+	return sdktemporal.NewSearchAttributes(ids.AttrWorkflowName.ValueSet(workflowName),
+		ids.AttrTriggerSource.ValueSet(triggerSource), ids.AttrRunStatus.ValueSet(status))
 }
 
 // WorkflowRunInput starts a WorkflowRun. It carries ids and the gate's deadline only: no indicator
@@ -65,7 +59,7 @@ func WorkflowRun(ctx workflow.Context, in WorkflowRunInput) (WorkflowRunResult, 
 	bctx := workflow.WithLocalActivityOptions(ctx, bookkeeping)
 	logger := workflow.GetLogger(ctx)
 	setStatus := func(status string) {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, searchAttrRunStatus.ValueSet(status)); err != nil {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, ids.AttrRunStatus.ValueSet(status)); err != nil {
 			logger.Warn("upsert run status search attribute", "error", err)
 		}
 	}
@@ -151,7 +145,7 @@ func waitForApproval(ctx, bctx workflow.Context, in WorkflowRunInput) (string, e
 	if err := workflow.ExecuteActivity(nctx, a.NotifyWorkflowApproval, in.RunUUID).Get(nctx, nil); err != nil {
 		logger.Warn("approval notification failed", "error", err)
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, searchAttrRunStatus.ValueSet(store.RunPendingApproval)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, ids.AttrRunStatus.ValueSet(store.RunPendingApproval)); err != nil {
 		logger.Warn("upsert run status search attribute", "error", err)
 	}
 	signals := workflow.GetSignalChannel(ctx, SignalRunUpdate)

@@ -1,0 +1,50 @@
+// Package ids owns the names operators find Vigil's Temporal workflows by: workflow ids, which carry
+// the business key (docs/DEVELOPING.md), and the search-attribute keys set on them. It imports no
+// project package, so the API (which answers workflow ids in 202 bodies), the store, the workflows and
+// the Temporal wiring all read the same names from one place.
+//
+// Never put indicator values, raw payloads or secrets into an id or a search attribute: Temporal
+// stores them unencrypted.
+package ids
+
+import (
+	"github.com/google/uuid"
+	sdktemporal "go.temporal.io/sdk/temporal"
+)
+
+// Alert is alert-<alert uuid>, the id of an alert's pipeline.
+func Alert(alert uuid.UUID) string { return "alert-" + alert.String() }
+
+// WorkflowRun is workflow-run-<run uuid>, the Temporal workflow of one run of a user's workflow.
+func WorkflowRun(run uuid.UUID) string { return "workflow-run-" + run.String() }
+
+// ProviderCall is enrich-<provider>-<indicator uuid>.
+func ProviderCall(provider string, indicator uuid.UUID) string {
+	return "enrich-" + provider + "-" + indicator.String()
+}
+
+// AdHocProviderCall is enrich-<provider>-adhoc-<fresh uuid>, for values that are not stored (the
+// value itself never appears in ids).
+func AdHocProviderCall(provider string) string {
+	return "enrich-" + provider + "-adhoc-" + uuid.NewString()
+}
+
+// EnrichIndicator is enrich-indicator-<indicator uuid> (every provider for one indicator).
+func EnrichIndicator(indicator uuid.UUID) string { return "enrich-indicator-" + indicator.String() }
+
+// Search attributes Vigil sets on its workflows (all Keyword).
+var (
+	AttrAlertUUID     = sdktemporal.NewSearchAttributeKeyKeyword("VigilAlertUUID")
+	AttrSource        = sdktemporal.NewSearchAttributeKeyKeyword("VigilSource")
+	AttrSeverity      = sdktemporal.NewSearchAttributeKeyKeyword("VigilSeverity")
+	AttrWorkflowName  = sdktemporal.NewSearchAttributeKeyKeyword("VigilWorkflowName")
+	AttrTriggerSource = sdktemporal.NewSearchAttributeKeyKeyword("VigilTriggerSource")
+	AttrRunStatus     = sdktemporal.NewSearchAttributeKeyKeyword("VigilRunStatus")
+)
+
+// Attrs lists every search-attribute key, in the order they are registered.
+func Attrs() []sdktemporal.SearchAttributeKeyKeyword {
+	return []sdktemporal.SearchAttributeKeyKeyword{
+		AttrAlertUUID, AttrSource, AttrSeverity, AttrWorkflowName, AttrTriggerSource, AttrRunStatus,
+	}
+}
