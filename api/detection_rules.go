@@ -22,14 +22,8 @@ type DetectionRuleStore interface {
 	ListDetectionRules(ctx context.Context, f store.DetectionRuleFilter) ([]store.DetectionRule, int, error)
 	UpdateDetectionRule(ctx context.Context, r *store.DetectionRule, columns ...string) error
 	DeleteDetectionRule(ctx context.Context, id uuid.UUID) error
-	DetectionRuleMetrics(ctx context.Context, ruleID int64, from, to time.Time) (store.DetectionRuleMetrics, error)
+	DetectionRuleMetrics(ctx context.Context, ruleID int64, w store.MetricsWindow) (store.DetectionRuleMetrics, error)
 }
-
-// Default and longest window of the rule metrics.
-const (
-	ruleMetricsDefaultWindow = 30 * 24 * time.Hour
-	ruleMetricsMaxWindow     = store.MaxMetricsRange
-)
 
 func (s *Server) detectionRuleRoutes() {
 	read, admin := []string{auth.ScopeAlertsRead}, []string{auth.ScopeAdmin}
@@ -390,31 +384,9 @@ func (s *Server) deleteDetectionRule(c *fiber.Ctx) error {
 	return c.SendStatus(http.StatusNoContent)
 }
 
+// ruleMetricsQuery is the window of the rule metrics (on occurred_at).
 type ruleMetricsQuery struct {
-	FromTime *time.Time `query:"from_time" doc:"Inclusive, on occurred_at. Default: to_time minus 30 days."`
-	ToTime   *time.Time `query:"to_time" doc:"Exclusive. Default: now."`
-}
-
-// window resolves the defaults and checks the bounds against now.
-func (q ruleMetricsQuery) window(now time.Time) (time.Time, time.Time, error) {
-	to := now
-	if q.ToTime != nil {
-		to = q.ToTime.UTC()
-	}
-	from := to.Add(-ruleMetricsDefaultWindow)
-	if q.FromTime != nil {
-		from = q.FromTime.UTC()
-	}
-	var errs validate.Errors
-	switch {
-	case !from.Before(to):
-		errs.AddCtx([]any{"query", "from_time"}, validate.TypeValue, "from_time must be before to_time.",
-			from.Format(time.RFC3339Nano), map[string]any{"to_time": to.Format(time.RFC3339Nano)})
-	case to.Sub(from) > ruleMetricsMaxWindow:
-		errs.AddCtx([]any{"query", "from_time"}, validate.TypeValue, "The window from from_time to to_time is at most 366 days.",
-			from.Format(time.RFC3339Nano), map[string]any{"max_days": int(ruleMetricsMaxWindow / (24 * time.Hour))})
-	}
-	return from, to, errs.Err()
+	MetricsWindowQuery
 }
 
 type ruleMetricsResponse struct {
@@ -457,7 +429,7 @@ func (s *Server) detectionRuleMetrics(c *fiber.Ctx) error {
 	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
-	from, to, err := q.window(time.Now().UTC())
+	w, err := q.window(time.Now())
 	if err != nil {
 		return err
 	}
@@ -466,17 +438,17 @@ func (s *Server) detectionRuleMetrics(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Detection rule")
 	}
-	m, err := s.deps.DetectionRules.DetectionRuleMetrics(ctx, r.ID, from, to)
+	m, err := s.deps.DetectionRules.DetectionRuleMetrics(ctx, r.ID, w)
 	if err != nil {
 		return err
 	}
-	out := ruleMetricsResponse{DetectionRuleUUID: r.UUID, FromTime: m.From, ToTime: m.To, TotalAlerts: m.TotalAlerts,
+	out := ruleMetricsResponse{DetectionRuleUUID: r.UUID, FromTime: m.Window.From, ToTime: m.Window.To, TotalAlerts: m.TotalAlerts,
 		ActiveAlerts: m.ActiveAlerts, ClosedAlerts: m.ClosedAlerts, AlertsByStatus: m.ByStatus, AlertsBySeverity: m.BySeverity,
 		FalsePositiveRate: m.FalsePositiveRate, TruePositiveRate: m.TruePositiveRate, CloseClassifications: m.CloseClassifications,
 		AlertsOverTime: make([]dayCountResponse, len(m.AlertsOverTime)), MTTASeconds: m.MTTASeconds, MTTCSeconds: m.MTTCSeconds,
 		TopIndicators: make([]topIndicatorResult, len(m.TopIndicators))}
 	for i, d := range m.AlertsOverTime {
-		out.AlertsOverTime[i] = dayCountResponse{Date: d.Date.Format(time.DateOnly), Count: d.Count}
+		out.AlertsOverTime[i] = dayCountResponse{Date: d.Start.Format(time.DateOnly), Count: d.Count}
 	}
 	for i, ind := range m.TopIndicators {
 		out.TopIndicators[i] = topIndicatorResult(ind)

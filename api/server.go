@@ -57,6 +57,8 @@ type Deps struct {
 	Workflows          WorkflowStore      // workflows, versions, runs, approvals, workflow secrets
 	RunStarter         WorkflowRunStarter // starts and signals WorkflowRun (temporal.RunStarter)
 	WorkflowStepClient httpsteps.Doer     // live_http dry runs of workflows (SSRF-guarded)
+
+	Metrics MetricsStore // alert, workflow and summary metrics
 }
 
 // Authenticator resolves a bearer token to a principal.
@@ -139,6 +141,7 @@ func (s *Server) registerRoutes() {
 	s.indicatorMappingRoutes()
 	s.enrichmentRoutes()
 	s.workflowRoutes()
+	s.metricsRoutes()
 }
 
 // route describes one operation: its handler chain and its OpenAPI description.

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
@@ -25,34 +23,24 @@ func closeClassifications() []string {
 	}
 }
 
-// Bounds of DetectionRuleMetrics.
-const (
-	TopIndicatorsLimit = 10                   // indicators ranked
-	MaxMetricsRange    = 366 * 24 * time.Hour // longest [from, to) window
-)
+// TopIndicatorsLimit bounds DetectionRuleMetrics.TopIndicators.
+const TopIndicatorsLimit = 10
 
-// DetectionRuleMetrics describes a rule's alerts whose occurred_at falls in [From, To).
+// DetectionRuleMetrics describes a rule's alerts whose occurred_at falls in the window.
 type DetectionRuleMetrics struct {
-	From                 time.Time
-	To                   time.Time
+	Window               MetricsWindow
 	TotalAlerts          int
-	ActiveAlerts         int // not Closed
+	ActiveAlerts         int // not Closed (activeAlert)
 	ClosedAlerts         int
 	ByStatus             map[string]int // every AlertStatus
 	BySeverity           map[string]int // every AlertSeverity
 	CloseClassifications map[string]int // every AlertCloseClassification, over closed alerts
-	FalsePositiveRate    *float64       // "False Positive…" closes / closed alerts; nil with no closed alert
-	TruePositiveRate     *float64       // "True Positive…" closes / closed alerts; nil with no closed alert
-	AlertsOverTime       []DayCount     // one entry per UTC day from From's day to To's, zeros included
-	MTTASeconds          *float64       // mean acknowledged_at − ingested_at over acknowledged alerts
-	MTTCSeconds          *float64       // mean closed_at − ingested_at over closed alerts
+	FalsePositiveRate    *float64       // Outcomes.Rates
+	TruePositiveRate     *float64       // Outcomes.Rates
+	AlertsOverTime       []TimeBucket   // one entry per UTC day of the window, zeros included
+	MTTASeconds          *float64       // mean of the acknowledge timing (alertTimings)
+	MTTCSeconds          *float64       // mean of the close timing (alertTimings)
 	TopIndicators        []IndicatorCount
-}
-
-// DayCount is the number of alerts that occurred on one UTC day.
-type DayCount struct {
-	Date  time.Time // midnight UTC
-	Count int
 }
 
 // IndicatorCount is an indicator and how many of the rule's alerts carry it.
@@ -64,50 +52,34 @@ type IndicatorCount struct {
 	AlertCount int       `bun:"alert_count"`
 }
 
-// DetectionRuleMetrics computes the metrics of rule ruleID over [from, to) in one read-only,
-// repeatable-read snapshot so the numbers agree with each other.
-func (s *Store) DetectionRuleMetrics(ctx context.Context, ruleID int64, from, to time.Time) (DetectionRuleMetrics, error) {
-	m := DetectionRuleMetrics{From: from.UTC(), To: to.UTC(),
+// DetectionRuleMetrics computes the metrics of rule ruleID over w (on occurred_at) in one read-only,
+// repeatable-read snapshot so the numbers agree with each other. Rates, timings and the series come
+// from the same building blocks as AlertMetrics (store/metrics.go).
+func (s *Store) DetectionRuleMetrics(ctx context.Context, ruleID int64, w MetricsWindow) (DetectionRuleMetrics, error) {
+	m := DetectionRuleMetrics{Window: w,
 		ByStatus: zeroCounts(alertStatuses()), BySeverity: zeroCounts(alertSeverities()),
-		CloseClassifications: zeroCounts(closeClassifications()), AlertsOverTime: []DayCount{}, TopIndicators: []IndicatorCount{}}
-	if !to.After(from) || to.Sub(from) > MaxMetricsRange {
-		return DetectionRuleMetrics{}, fmt.Errorf("detection rule #%d metrics: window %s..%s is empty or longer than %s", ruleID, from, to, MaxMetricsRange)
+		CloseClassifications: zeroCounts(closeClassifications()), AlertsOverTime: []TimeBucket{}, TopIndicators: []IndicatorCount{}}
+	if err := w.check(); err != nil {
+		return DetectionRuleMetrics{}, fmt.Errorf("detection rule #%d metrics: %w", ruleID, err)
 	}
-	opts := &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-	err := s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
+	where, args := alertScope{Column: "occurred_at", Window: w, DetectionRuleID: &ruleID}.where()
+	err := s.readSnapshot(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var agg struct {
-			Total  int             `bun:"total"`
-			Active int             `bun:"active"`
-			Closed int             `bun:"closed"`
-			FP     int             `bun:"fp"`
-			TP     int             `bun:"tp"`
-			MTTA   sql.NullFloat64 `bun:"mtta"`
-			MTTC   sql.NullFloat64 `bun:"mttc"`
+			Total  int `bun:"total"`
+			Active int `bun:"active"`
+			Outcomes
+			timingRow
 		}
-		err := tx.NewRaw(`
-			SELECT count(*) AS total,
-			       count(*) FILTER (WHERE status <> 'Closed') AS active,
-			       count(*) FILTER (WHERE status = 'Closed') AS closed,
-			       count(*) FILTER (WHERE status = 'Closed' AND close_classification LIKE 'False Positive%') AS fp,
-			       count(*) FILTER (WHERE status = 'Closed' AND close_classification LIKE 'True Positive%') AS tp,
-			       avg(greatest(0, extract(epoch FROM acknowledged_at - ingested_at))) FILTER (WHERE acknowledged_at IS NOT NULL) AS mtta,
-			       avg(greatest(0, extract(epoch FROM closed_at - ingested_at))) FILTER (WHERE status = 'Closed' AND closed_at IS NOT NULL) AS mttc
-			FROM alerts
-			WHERE detection_rule_id = ? AND occurred_at >= ? AND occurred_at < ?`, ruleID, from, to).Scan(ctx, &agg)
+		err := tx.NewRaw(`SELECT count(*) AS total, count(*) FILTER (WHERE `+activeAlert+`) AS active, `+outcomeColumns+`,
+			`+timingColumns(false, "acknowledge", "close")+`
+			FROM alerts AS a WHERE `+where, args...).Scan(ctx, &agg)
 		if err != nil {
 			return fmt.Errorf("aggregate: %w", mapErr(err))
 		}
 		m.TotalAlerts, m.ActiveAlerts, m.ClosedAlerts = agg.Total, agg.Active, agg.Closed
-		if agg.Closed > 0 {
-			fp, tp := float64(agg.FP)/float64(agg.Closed), float64(agg.TP)/float64(agg.Closed)
-			m.FalsePositiveRate, m.TruePositiveRate = &fp, &tp
-		}
-		if agg.MTTA.Valid {
-			m.MTTASeconds = &agg.MTTA.Float64
-		}
-		if agg.MTTC.Valid {
-			m.MTTCSeconds = &agg.MTTC.Float64
-		}
+		m.FalsePositiveRate, m.TruePositiveRate = agg.Outcomes.Rates()
+		t := agg.timingRow.timings()
+		m.MTTASeconds, m.MTTCSeconds = t.Acknowledge.Mean, t.Close.Mean
 
 		var groups []struct {
 			Status         string  `bun:"status"`
@@ -116,10 +88,10 @@ func (s *Store) DetectionRuleMetrics(ctx context.Context, ruleID int64, from, to
 			N              int     `bun:"n"`
 		}
 		err = tx.NewRaw(`
-			SELECT status, severity, close_classification, count(*) AS n
-			FROM alerts
-			WHERE detection_rule_id = ? AND occurred_at >= ? AND occurred_at < ?
-			GROUP BY 1, 2, 3`, ruleID, from, to).Scan(ctx, &groups)
+			SELECT a.status, a.severity, a.close_classification, count(*) AS n
+			FROM alerts AS a
+			WHERE `+where+`
+			GROUP BY 1, 2, 3`, args...).Scan(ctx, &groups)
 		if err != nil {
 			return fmt.Errorf("group by status and severity: %w", mapErr(err))
 		}
@@ -131,25 +103,8 @@ func (s *Store) DetectionRuleMetrics(ctx context.Context, ruleID int64, from, to
 			}
 		}
 
-		var days []struct {
-			Day time.Time `bun:"day"`
-			N   int       `bun:"n"`
-		}
-		err = tx.NewRaw(`
-			SELECT date_trunc('day', occurred_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS day, count(*) AS n
-			FROM alerts
-			WHERE detection_rule_id = ? AND occurred_at >= ? AND occurred_at < ?
-			GROUP BY 1 ORDER BY 1`, ruleID, from, to).Scan(ctx, &days)
-		if err != nil {
-			return fmt.Errorf("alerts per day: %w", mapErr(err))
-		}
-		perDay := make(map[time.Time]int, len(days))
-		for _, d := range days {
-			perDay[d.Day.UTC()] = d.N
-		}
-		last := m.To.Add(-time.Microsecond)
-		for day := m.From.Truncate(24 * time.Hour); !day.After(last); day = day.Add(24 * time.Hour) {
-			m.AlertsOverTime = append(m.AlertsOverTime, DayCount{Date: day, Count: perDay[day]})
+		if m.AlertsOverTime, err = timeSeries(ctx, tx, w, "day", "alerts AS a", "a.occurred_at", where, args...); err != nil {
+			return fmt.Errorf("alerts per day: %w", err)
 		}
 
 		err = tx.NewRaw(`
@@ -157,10 +112,10 @@ func (s *Store) DetectionRuleMetrics(ctx context.Context, ruleID int64, from, to
 			FROM alert_indicators ai
 			JOIN alerts a ON a.uuid = ai.alert_uuid
 			JOIN indicators i ON i.uuid = ai.indicator_uuid
-			WHERE a.detection_rule_id = ? AND a.occurred_at >= ? AND a.occurred_at < ?
+			WHERE `+where+`
 			GROUP BY i.uuid
 			ORDER BY alert_count DESC, i.type, i.value
-			LIMIT ?`, ruleID, from, to, TopIndicatorsLimit).Scan(ctx, &m.TopIndicators)
+			LIMIT ?`, append(args, TopIndicatorsLimit)...).Scan(ctx, &m.TopIndicators)
 		if err != nil {
 			return fmt.Errorf("top indicators: %w", mapErr(err))
 		}

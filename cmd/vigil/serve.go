@@ -80,6 +80,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		IndicatorEnricher: temporal.NewIndicatorEnrichmentStarter(tc, temporal.NewQueues(cfg.TaskQueuePrefix)),
 		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
 			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
+		Metrics: st,
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	srv := api.New(apiCfg, apiDeps)
