@@ -534,9 +534,42 @@ func TestMetricsSummary(t *testing.T) {
 	require.EqualValues(t, pb["active"].(float64)+3, pa["active"])
 	require.EqualValues(t, pb["configured"].(float64)+2, pa["configured"])
 
-	// The same figures as the alerts route over the same window.
-	full := getData(t, ts, reader, "/v1/metrics/alerts?source_name="+source+"&"+window)
-	require.Equal(t, alerts["mtta_seconds"], obj(full, "time_to_acknowledge")["mean_seconds"])
-	require.Equal(t, alerts["mttc_seconds"], obj(full, "time_to_close")["mean_seconds"])
-	require.Equal(t, alerts["false_positive_rate"], full["false_positive_rate"])
+	// The same figures as the alerts route over the same window (the summary reads the daily roll-up,
+	// the alerts route the alerts).
+	sameAsAlertsRoute := func(window string) map[string]any {
+		t.Helper()
+		alerts := obj(getData(t, ts, reader, "/v1/metrics/summary?"+window), "alerts")
+		full := getData(t, ts, reader, "/v1/metrics/alerts?source_name="+source+"&"+window)
+		require.Equal(t, full["total_alerts"], alerts["total"])
+		require.Equal(t, full["active_alerts_by_severity"], alerts["open_by_severity"])
+		require.InDelta(t, obj(full, "time_to_acknowledge")["mean_seconds"], alerts["mtta_seconds"], 1e-9)
+		require.InDelta(t, obj(full, "time_to_close")["mean_seconds"], alerts["mttc_seconds"], 1e-9)
+		require.Equal(t, full["false_positive_rate"], alerts["false_positive_rate"])
+		return alerts
+	}
+	sameAsAlertsRoute(window)
+	// A window that is not whole days: its ends are counted from the alerts, its middle from the roll-up.
+	edgy := windowQuery(t0.Add(90*time.Minute), t0.Add(6*24*time.Hour+time.Hour))
+	a := sameAsAlertsRoute(edgy)
+	require.EqualValues(t, 2, a["total"])
+	require.InDelta(t, 120.0, a["mtta_seconds"], 1e-6)
+
+	// The roll-up follows changes: close the open alert as a false positive after 1 h (acknowledged
+	// after 30 s), then delete the true positive.
+	_, err := ts.Store.DB().NewUpdate().Table("alerts").
+		Set("status = 'Closed', close_classification = 'False Positive - Incorrect Detection Logic'").
+		Set("acknowledged_at = ingested_at + interval '30 seconds', closed_at = ingested_at + interval '1 hour'").
+		Where("source_name = ? AND status = 'Open'", source).Exec(ctx)
+	require.NoError(t, err)
+	a = sameAsAlertsRoute(window)
+	require.EqualValues(t, 0, a["open"])
+	require.InDelta(t, 70.0, a["mtta_seconds"], 1e-6)         // (60 + 120 + 30) / 3
+	require.InDelta(t, 1800.0, a["mttc_seconds"], 1e-6)       // (600 + 1200 + 3600) / 3
+	require.InDelta(t, 2.0/3, a["false_positive_rate"], 1e-9) // 2 of 3 closed
+	_, err = ts.Store.DB().NewDelete().Table("alerts").Where("source_name = ? AND close_classification LIKE 'True%'", source).Exec(ctx)
+	require.NoError(t, err)
+	a = sameAsAlertsRoute(window)
+	require.EqualValues(t, 2, a["total"])
+	require.InDelta(t, 1.0, a["false_positive_rate"], 1e-9)
+	sameAsAlertsRoute(edgy)
 }

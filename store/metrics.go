@@ -51,6 +51,20 @@ func (w MetricsWindow) check() error {
 	return nil
 }
 
+// split divides w into its whole UTC days (days, possibly empty) and the two partial ends before
+// and after them (possibly empty); together they cover w exactly once.
+func (w MetricsWindow) split() (days MetricsWindow, edges [2]MetricsWindow) {
+	first := w.From.Truncate(24 * time.Hour)
+	if first.Before(w.From) {
+		first = first.Add(24 * time.Hour)
+	}
+	last := w.To.Truncate(24 * time.Hour)
+	if !first.Before(last) { // no whole day: the window is one edge
+		return MetricsWindow{From: first, To: first}, [2]MetricsWindow{w, {From: w.To, To: w.To}}
+	}
+	return MetricsWindow{From: first, To: last}, [2]MetricsWindow{{From: w.From, To: first}, {From: last, To: w.To}}
+}
+
 // Bucket is the time-series granularity of the window: "hour" up to 48 hours, else "day" (UTC).
 func (w MetricsWindow) Bucket() string {
 	if w.To.Sub(w.From) <= hourlyMetricsRange {
@@ -122,11 +136,12 @@ func (sc alertScope) where() (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// outcomeColumns counts closed alerts and those closed as false / true positives (the
-// classification starts with "False Positive" / "True Positive"); Outcomes.Rates divides them.
-const outcomeColumns = `count(*) FILTER (WHERE a.status = 'Closed') AS closed,
-	count(*) FILTER (WHERE a.status = 'Closed' AND a.close_classification LIKE 'False Positive%') AS fp,
-	count(*) FILTER (WHERE a.status = 'Closed' AND a.close_classification LIKE 'True Positive%') AS tp`
+// outcomeColumns counts closed alerts and those closed as false / true positives: alert_outcome,
+// a SQL function of the alert_metrics_daily migration, is the one definition (the classification
+// starts with "False Positive" / "True Positive"); Outcomes.Rates divides them.
+const outcomeColumns = `count(alert_outcome(a.status, a.close_classification)) AS closed,
+	count(*) FILTER (WHERE alert_outcome(a.status, a.close_classification) = 'false_positive') AS fp,
+	count(*) FILTER (WHERE alert_outcome(a.status, a.close_classification) = 'true_positive') AS tp`
 
 // Outcomes are the close outcomes of a set of alerts (outcomeColumns).
 type Outcomes struct {
@@ -145,8 +160,10 @@ func (o Outcomes) Rates() (fp, tp *float64) {
 	return &f, &t
 }
 
-// alertTiming is one duration the metrics report: seconds from one alert timestamp to another, over
-// the alerts where the end is set (and cond holds), negative differences (clock skew) counted as 0.
+// alertTiming is one duration the metrics report: seconds from one alert timestamp to another
+// (elapsed_seconds, a SQL function of the alert_metrics_daily migration: negative differences from
+// clock skew count as 0), over the alerts where both are set and cond holds. The acknowledge and
+// close timings are rolled up by that migration's alert_metrics_daily_add too.
 type alertTiming struct {
 	name       string
 	start, end string // columns of alerts
@@ -166,8 +183,8 @@ func alertTimings() []alertTiming {
 
 // seconds is the SQL of t's duration in seconds and the filter of the alerts it applies to.
 func (t alertTiming) seconds() (expr, filter string) {
-	expr = fmt.Sprintf("greatest(0, extract(epoch FROM a.%s - a.%s))::float8", t.end, t.start)
-	filter = fmt.Sprintf("a.%s IS NOT NULL", t.end)
+	expr = fmt.Sprintf("elapsed_seconds(a.%s, a.%s)", t.start, t.end)
+	filter = expr + " IS NOT NULL"
 	if t.cond != "" {
 		filter += " AND " + t.cond
 	}
@@ -190,6 +207,16 @@ func timingColumns(percentiles bool, names ...string) string {
 		}
 	}
 	return strings.Join(cols, ",\n\t")
+}
+
+// alertTimingNamed is the timing called name (one of alertTimings).
+func alertTimingNamed(name string) alertTiming {
+	for _, t := range alertTimings() {
+		if t.name == name {
+			return t
+		}
+	}
+	panic("unknown alert timing " + name) // names are constants of this package
 }
 
 func containsName(names []string, n string) bool {

@@ -8,8 +8,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// activeAlert is the condition of an active alert: any status but Closed.
-const activeAlert = "a.status <> 'Closed'"
+// activeAlert is the condition of an active alert (any status but Closed): alert_is_active, a SQL
+// function of the alert_metrics_daily migration, is the one definition.
+const activeAlert = "alert_is_active(a.status)"
 
 // AlertMetricsFilter selects the alerts of GET /v1/metrics/alerts: created_at in the window, and
 // each filter that is set.

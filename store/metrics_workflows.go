@@ -197,7 +197,7 @@ type MetricsSummary struct {
 }
 
 // MetricsSummary computes the summary over w with the same building blocks as AlertMetrics and
-// WorkflowMetrics. Whether a provider is configured depends on env (its credentials may come from
+// WorkflowMetrics; its alert figures come from the daily roll-up (summaryAlerts). Whether a provider is configured depends on env (its credentials may come from
 // environment variables), so that one figure is counted in Go over the providers table.
 func (s *Store) MetricsSummary(ctx context.Context, w MetricsWindow, env Env) (MetricsSummary, error) {
 	if err := w.check(); err != nil {
@@ -205,35 +205,11 @@ func (s *Store) MetricsSummary(ctx context.Context, w MetricsWindow, env Env) (M
 	}
 	m := MetricsSummary{Window: w, OpenBySeverity: zeroCounts(alertSeverities())}
 	now := s.Now()
-	where, args := alertScope{Column: "created_at", Window: w}.where()
 	err := s.readSnapshot(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var agg struct {
-			Total int `bun:"total"`
-			Outcomes
-			timingRow
+		if err := summaryAlerts(ctx, tx, w, &m); err != nil {
+			return err
 		}
-		err := tx.NewRaw(`SELECT count(*) AS total, `+outcomeColumns+`, `+timingColumns(false, "acknowledge", "close")+`
-			FROM alerts AS a WHERE `+where, args...).Scan(ctx, &agg)
-		if err != nil {
-			return fmt.Errorf("aggregate alerts: %w", mapErr(err))
-		}
-		t := agg.timingRow.timings()
-		m.Alerts, m.MTTASeconds, m.MTTCSeconds = agg.Total, t.Acknowledge.Mean, t.Close.Mean
-		m.FalsePositiveRate, _ = agg.Outcomes.Rates()
-
-		var open []struct {
-			Severity string `bun:"severity"`
-			N        int    `bun:"n"`
-		}
-		err = tx.NewRaw(`SELECT a.severity, count(*) AS n FROM alerts AS a WHERE `+where+` AND `+activeAlert+` GROUP BY 1`,
-			args...).Scan(ctx, &open)
-		if err != nil {
-			return fmt.Errorf("open alerts by severity: %w", mapErr(err))
-		}
-		for _, o := range open {
-			m.Open += o.N
-			m.OpenBySeverity[o.Severity] += o.N
-		}
+		var err error
 		if m.Runs, err = runCounts(ctx, tx, w); err != nil {
 			return err
 		}
@@ -261,4 +237,66 @@ func (s *Store) MetricsSummary(ctx context.Context, w MetricsWindow, env Env) (M
 		}
 	}
 	return m, nil
+}
+
+// summaryAlerts fills the alert figures of m: the whole UTC days of w from alert_metrics_daily (kept
+// by triggers on alerts), the partial days at its ends from the alerts themselves, with the same
+// definitions (alert_is_active, alert_outcome, elapsed_seconds and the acknowledge and close timings).
+func summaryAlerts(ctx context.Context, db bun.IDB, w MetricsWindow, m *MetricsSummary) error {
+	days, edges := w.split()
+	ackExpr, ackFilter := alertTimingNamed("acknowledge").seconds()
+	closeExpr, closeFilter := alertTimingNamed("close").seconds()
+	var rows []struct {
+		Severity string  `bun:"severity"`
+		Total    int     `bun:"total"`
+		Active   int     `bun:"active"`
+		Closed   int     `bun:"closed"`
+		FP       int     `bun:"fp"`
+		AckN     int     `bun:"ack_n"`
+		AckSum   float64 `bun:"ack_sum"`
+		CloseN   int     `bun:"close_n"`
+		CloseSum float64 `bun:"close_sum"`
+	}
+	err := db.NewRaw(`
+		SELECT severity, sum(alerts)::bigint AS total, sum(active)::bigint AS active, sum(closed)::bigint AS closed,
+		       sum(false_positive)::bigint AS fp, sum(acknowledged)::bigint AS ack_n, sum(acknowledge_seconds)::float8 AS ack_sum,
+		       sum(close_timed)::bigint AS close_n, sum(close_seconds)::float8 AS close_sum
+		FROM alert_metrics_daily
+		WHERE day >= ?::date AND day < ?::date
+		GROUP BY severity
+		UNION ALL
+		SELECT a.severity, count(*), count(*) FILTER (WHERE `+activeAlert+`),
+		       count(alert_outcome(a.status, a.close_classification)),
+		       count(*) FILTER (WHERE alert_outcome(a.status, a.close_classification) = 'false_positive'),
+		       count(*) FILTER (WHERE `+ackFilter+`), coalesce(sum(`+ackExpr+`) FILTER (WHERE `+ackFilter+`), 0),
+		       count(*) FILTER (WHERE `+closeFilter+`), coalesce(sum(`+closeExpr+`) FILTER (WHERE `+closeFilter+`), 0)
+		FROM alerts AS a
+		WHERE (a.created_at >= ? AND a.created_at < ?) OR (a.created_at >= ? AND a.created_at < ?)
+		GROUP BY a.severity`,
+		days.From.Format(time.DateOnly), days.To.Format(time.DateOnly),
+		edges[0].From, edges[0].To, edges[1].From, edges[1].To).Scan(ctx, &rows)
+	if err != nil {
+		return fmt.Errorf("alerts of the summary: %w", mapErr(err))
+	}
+	var out Outcomes
+	var ackN, closeN int
+	var ackSum, closeSum float64
+	for _, r := range rows {
+		m.Alerts += r.Total
+		m.Open += r.Active
+		m.OpenBySeverity[r.Severity] += r.Active
+		out.Closed += r.Closed
+		out.FP += r.FP
+		ackN, ackSum, closeN, closeSum = ackN+r.AckN, ackSum+r.AckSum, closeN+r.CloseN, closeSum+r.CloseSum
+	}
+	m.FalsePositiveRate, _ = out.Rates()
+	if ackN > 0 {
+		v := ackSum / float64(ackN)
+		m.MTTASeconds = &v
+	}
+	if closeN > 0 {
+		v := closeSum / float64(closeN)
+		m.MTTCSeconds = &v
+	}
+	return nil
 }

@@ -3,10 +3,10 @@
 // by slowing the client down (no coordinated omission).
 //
 //	vigil-load ingest   -url URL -key KEY -rate 50 -duration 30s [-dsn DSN -wait 2m]   ingest ack (+ ingest→Enriched)
-//	vigil-load list     -url URL -key KEY -rate 20 -duration 30s [-query 'status=Open'] GET /v1/alerts
+//	vigil-load list     -url URL -key KEY -rate 20 -duration 30s [-query 'status=Open'] [-path /v1/metrics/summary]  GET /v1/alerts (or path)
 //	vigil-load backlog  -url URL -key KEY -n 2000 -dsn DSN                                 Enriched/s draining a backlog
 //	vigil-load probe    -temporal HOST:PORT -prefix vigil -n 500                           bare one-activity workflows/s
-//	vigil-load seed     -dsn DSN -n 100000                                                  bulk alerts for list tests
+//	vigil-load seed     -dsn DSN -n 100000 [-runs 20000]                                    bulk alerts (and workflow runs) for list and metrics
 //	vigil-load provider -addr 127.0.0.1:9900                                                a local enrichment provider
 //	vigil-load pgbench-log -prefix-log pgb                                                   percentiles of pgbench --log files (floor.sql)
 //
@@ -16,6 +16,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -34,6 +35,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/driver/pgdriver"
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/store"
@@ -69,6 +73,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:9900", "provider listen address")
 	logPrefix := fs.String("prefix-log", "pgb", "pgbench --log-prefix of the files to read")
 	indicators := fs.Int("indicators", 2, "routable indicators per ingested alert (enriched by providers)")
+	runs := fs.Int("runs", 0, "workflow runs seeded beside the alerts (seed)")
+	path := fs.String("path", "/v1/alerts", "path requested by list (e.g. /v1/metrics/summary)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -103,7 +109,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return enc.Encode(report)
 	case "list":
 		mk := func() (*http.Request, error) {
-			req, err := http.NewRequest(http.MethodGet, *url+"/v1/alerts?"+*query, nil)
+			req, err := http.NewRequest(http.MethodGet, *url+*path+"?"+*query, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -114,13 +120,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return enc.Encode(map[string]any{"list": res, "query": *query})
+		return enc.Encode(map[string]any{"list": res, "path": *path, "query": *query})
 	case "backlog":
 		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait)
 	case "probe":
 		return probeRate(ctx, enc, *temporalAddr, *prefix, *n)
 	case "seed":
-		return seed(ctx, enc, *dsn, *n)
+		return seed(ctx, enc, *dsn, *n, *runs)
 	case "provider":
 		return provider(ctx, *addr)
 	case "pgbench-log":
@@ -388,40 +394,101 @@ func probeRate(ctx context.Context, enc *json.Encoder, addr, prefix string, n in
 	return enc.Encode(map[string]any{"workflows": n, "seconds": secs, "completed_per_second": float64(n) / secs})
 }
 
-// seed inserts n alerts in batches (varied status, severity, source, tags, times), for list latency.
-func seed(ctx context.Context, enc *json.Encoder, dsn string, n int) error {
-	st, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+// seed inserts n alerts in batches (varied status, severity, source, tags, times) with a plausible
+// life cycle (ingested up to 5 min after they occurred, acknowledged, triaged, closed with a
+// classification, enriched), each linked to 2 of 5 000 indicators; then runs workflow runs over 5
+// workflows, a third of them behind an approval request. For list and metrics latency.
+func seed(ctx context.Context, enc *json.Encoder, dsn string, n, runs int) error {
+	// Not store.Open: its 5 s read timeout is for requests, and the bulk statements take longer.
+	sqldb := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithTimeout(10*time.Minute)))
+	sqldb.SetMaxOpenConns(1)
+	db := bun.NewDB(sqldb, pgdialect.New())
+	defer db.Close()
 	started := time.Now()
 	const batch = 10_000
 	for done := 0; done < n; done += batch {
 		k := min(batch, n-done)
-		_, err := st.DB().NewRaw(`INSERT INTO alerts (title, severity, status, enrichment_status, source_name, occurred_at, tags, fingerprint, raw_payload, is_enriched, enriched_at)
-			SELECT 'seeded alert ' || g || ' ' || md5(g::text),
-				(ARRAY['Pending','Informational','Low','Medium','High','Critical'])[1 + g % 6],
-				(ARRAY['Open','Triaging','Escalated','Closed'])[1 + g % 4],
-				(ARRAY['Pending','Enriched','Failed'])[1 + g % 3],
-				(ARRAY['sentinel','elastic','splunk','generic'])[1 + g % 4],
-				now() - (g % 100000) * interval '37 seconds',
+		// occurred_at steps back 25 s per alert: 100 000 alerts span the last 29 days.
+		_, err := db.NewRaw(`INSERT INTO alerts (title, severity, status, enrichment_status, source_name, occurred_at, ingested_at,
+				created_at, acknowledged_at, triaged_at, closed_at, close_classification, tags, fingerprint, raw_payload, is_enriched, enriched_at)
+			SELECT 'seeded alert ' || g || ' ' || md5(g::text), severity, status, enrichment_status, source_name, occurred, ingested, ingested,
+				CASE WHEN status <> 'Open' THEN ingested + (g % 3600) * interval '1 second' END,
+				CASE WHEN status <> 'Open' AND g % 2 = 0 THEN ingested + (g % 3600 + 60) * interval '1 second' END,
+				CASE WHEN status = 'Closed' THEN ingested + (g % 86400 + 600) * interval '1 second' END,
+				CASE WHEN status = 'Closed' THEN (ARRAY['True Positive - Suspicious Activity', 'Benign Positive - Suspicious but Expected',
+					'False Positive - Incorrect Detection Logic', 'False Positive - Inaccurate Data', 'Undetermined', 'Duplicate',
+					'Not Applicable'])[1 + g % 7] END,
 				ARRAY['seed', 'bucket-' || (g % 50)],
 				md5('seed' || g::text || clock_timestamp()::text),
-				jsonb_build_object('n', g, 'note', 'seeded'), g % 3 = 1, CASE WHEN g % 3 = 1 THEN now() END
-			FROM generate_series(?, ?) AS g`, done+1, done+k).Exec(ctx)
+				jsonb_build_object('n', g, 'note', 'seeded'), g % 3 = 1, CASE WHEN g % 3 = 1 THEN ingested + (g % 60) * interval '1 second' END
+			FROM (SELECT g,
+				(ARRAY['Pending','Informational','Low','Medium','High','Critical'])[1 + g % 6] AS severity,
+				(ARRAY['Open','Triaging','Escalated','Closed'])[1 + g % 4] AS status,
+				(ARRAY['Pending','Enriched','Failed'])[1 + g % 3] AS enrichment_status,
+				(ARRAY['sentinel','elastic','splunk','generic'])[1 + g % 4] AS source_name,
+				now() - (g % 100000) * interval '25 seconds' AS occurred,
+				now() - (g % 100000) * interval '25 seconds' + (g % 300) * interval '1 second' AS ingested
+				FROM generate_series(?, ?) AS g) AS x`, done+1, done+k).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("seed alerts: %w", err)
 		}
 	}
-	if _, err := st.DB().ExecContext(ctx, "ANALYZE alerts"); err != nil {
-		return err
+	_, err := db.ExecContext(ctx, `
+		INSERT INTO indicators (type, value, is_enriched)
+		SELECT 'ip', '10.200.' || (g / 250) || '.' || (g % 250), g % 4 <> 0 FROM generate_series(0, 4999) g
+		ON CONFLICT DO NOTHING;
+		INSERT INTO alert_indicators (alert_uuid, indicator_uuid)
+		SELECT a.uuid, i.uuid
+		FROM (SELECT uuid, row_number() OVER () AS n FROM alerts WHERE title LIKE 'seeded alert %') a
+		JOIN (SELECT uuid, row_number() OVER (ORDER BY value) - 1 AS k FROM indicators WHERE value LIKE '10.200.%') i
+		  ON i.k IN (a.n % 5000, (a.n * 7 + 1) % 5000)
+		ON CONFLICT DO NOTHING`)
+	if err != nil {
+		return fmt.Errorf("seed indicators: %w", err)
+	}
+	if runs > 0 {
+		if err := seedRuns(ctx, db, runs); err != nil {
+			return err
+		}
+	}
+	for _, table := range []string{"alerts", "alert_indicators", "indicators"} { // VACUUM runs one statement at a time
+		if _, err := db.ExecContext(ctx, "VACUUM ANALYZE "+table); err != nil {
+			return fmt.Errorf("vacuum %s: %w", table, err)
+		}
 	}
 	var total int
-	if err := st.DB().NewRaw("SELECT count(*) FROM alerts").Scan(ctx, &total); err != nil {
+	if err := db.NewRaw("SELECT count(*) FROM alerts").Scan(ctx, &total); err != nil {
 		return err
 	}
-	return enc.Encode(map[string]any{"seeded": n, "alerts_total": total, "seconds": time.Since(started).Seconds()})
+	return enc.Encode(map[string]any{"seeded": n, "alerts_total": total, "runs": runs, "seconds": time.Since(started).Seconds()})
+}
+
+// seedRuns inserts n workflow runs over 5 workflows across the last 29 days (varied status and
+// trigger source) and an approval request for every third, decided for most.
+func seedRuns(ctx context.Context, db *bun.DB, n int) error {
+	_, err := db.ExecContext(ctx, `
+		INSERT INTO workflows (name, steps, time_saved_minutes, state)
+		SELECT 'seeded workflow ' || g, '[]', 5 * g, 'active' FROM generate_series(1, 5) g;
+		INSERT INTO workflow_runs (workflow_uuid, workflow_version, status, trigger_source, indicator_type, indicator_value,
+			temporal_workflow_id, created_at, updated_at)
+		SELECT w.uuid, 1, (ARRAY['succeeded','succeeded','succeeded','failed','timed_out','rejected','expired','cancelled'])[1 + g % 8],
+			(ARRAY['human','agent'])[1 + g % 2], 'ip', '10.200.0.1', 'workflow-run-seed-' || g,
+			now() - (g % 100000) * interval '25 seconds', now() - (g % 100000) * interval '25 seconds'
+		FROM generate_series(1, ?) g
+		JOIN (SELECT uuid, row_number() OVER (ORDER BY name) - 1 AS k FROM workflows WHERE name LIKE 'seeded workflow %') w ON w.k = g % 5;
+		INSERT INTO workflow_approval_requests (workflow_uuid, workflow_name, run_uuid, trigger_source, indicator_type, indicator_value,
+			risk_level, status, expires_at, created_at, updated_at)
+		SELECT r.workflow_uuid, 'seeded', r.uuid, r.trigger_source, 'ip', '10.200.0.1', 'high',
+			CASE WHEN r.status IN ('rejected', 'expired') THEN r.status ELSE 'approved' END, r.created_at + interval '1 hour', r.created_at, r.created_at
+		FROM workflow_runs r WHERE r.temporal_workflow_id LIKE 'workflow-run-seed-%' AND hashtext(r.temporal_workflow_id) % 3 = 0;
+		INSERT INTO workflow_approval_decisions (approval_uuid, identity, responder_id, decision, decided_at)
+		SELECT q.uuid, 'seed', 'seed', q.status, q.created_at + (abs(hashtext(q.uuid::text)) % 3000) * interval '1 second'
+		FROM workflow_approval_requests q WHERE q.workflow_name = 'seeded' AND q.status IN ('approved', 'rejected');
+		ANALYZE workflow_runs; ANALYZE workflow_approval_requests; ANALYZE workflow_approval_decisions`, n)
+	if err != nil {
+		return fmt.Errorf("seed workflow runs: %w", err)
+	}
+	return nil
 }
 
 // provider serves a minimal enrichment API: GET /ip/<value> → {"score": n}.
