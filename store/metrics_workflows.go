@@ -75,7 +75,7 @@ type ApprovalCounts struct {
 	Total                 int
 	ByStatus              map[string]int            // every approval status
 	ByTriggerSource       map[string]map[string]int // human, agent → every approval status
-	MedianResponseSeconds *float64                  // creation → deciding decision, approved and rejected requests
+	MedianResponseSeconds *float64                  // medianApprovalResponse (WorkflowMetrics only)
 }
 
 // effectiveApprovalStatus is the SQL of a request's status as of ? (pending past expires_at: expired).
@@ -106,18 +106,23 @@ func approvalCounts(ctx context.Context, db bun.IDB, w MetricsWindow, now time.T
 		}
 		c.ByTriggerSource[g.Trigger][g.Status] += g.N
 	}
+	return c, nil
+}
+
+// medianApprovalResponse is the median seconds from the creation of the approval requests created in
+// w to the decision that approved or rejected them; nil when none was decided.
+func medianApprovalResponse(ctx context.Context, db bun.IDB, w MetricsWindow) (*float64, error) {
 	// A decided request takes no more decisions, so its last decision is the one that decided it.
 	var median sql.NullFloat64
-	err = db.NewRaw(`SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM d.decided_at - q.created_at))::float8)
+	err := db.NewRaw(`SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY elapsed_seconds(q.created_at, d.decided_at))
 		FROM workflow_approval_requests AS q
 		JOIN LATERAL (SELECT max(decided_at) AS decided_at FROM workflow_approval_decisions WHERE approval_uuid = q.uuid) AS d ON true
 		WHERE q.created_at >= ? AND q.created_at < ? AND q.status IN (?, ?) AND d.decided_at IS NOT NULL`,
 		w.From, w.To, ApprovalApproved, ApprovalRejected).Scan(ctx, &median)
 	if err != nil {
-		return ApprovalCounts{}, fmt.Errorf("median approval response: %w", mapErr(err))
+		return nil, fmt.Errorf("median approval response: %w", mapErr(err))
 	}
-	c.MedianResponseSeconds = nullable(median)
-	return c, nil
+	return nullable(median), nil
 }
 
 // WorkflowRunCount is a workflow with its runs in a window.
@@ -166,7 +171,10 @@ func (s *Store) WorkflowMetrics(ctx context.Context, w MetricsWindow) (WorkflowM
 		if err != nil {
 			return fmt.Errorf("most executed: %w", mapErr(err))
 		}
-		m.Approvals, err = approvalCounts(ctx, tx, w, now)
+		if m.Approvals, err = approvalCounts(ctx, tx, w, now); err != nil {
+			return err
+		}
+		m.Approvals.MedianResponseSeconds, err = medianApprovalResponse(ctx, tx, w)
 		return err
 	})
 	if err != nil {

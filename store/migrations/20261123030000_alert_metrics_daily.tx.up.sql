@@ -125,5 +125,15 @@ CREATE TRIGGER alerts_metrics_daily_truncate AFTER TRUNCATE ON alerts
 
 --bun:split
 
--- The alerts already stored.
-SELECT alert_metrics_daily_add(a, 1) FROM alerts AS a;
+-- The alerts already stored, in one pass (alert_metrics_daily_add's sums, grouped).
+INSERT INTO alert_metrics_daily (day, severity, shard, alerts, active, closed, false_positive, true_positive,
+                                 acknowledged, acknowledge_seconds, close_timed, close_seconds)
+SELECT day, severity, shard, count(*), count(*) FILTER (WHERE alert_is_active(status)), count(outcome),
+       count(*) FILTER (WHERE outcome = 'false_positive'), count(*) FILTER (WHERE outcome = 'true_positive'),
+       count(ack), coalesce(sum(ack::numeric), 0), count(close), coalesce(sum(close::numeric), 0)
+FROM (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, severity, (abs(hashtext(uuid::text)) % 8)::smallint AS shard, status,
+             alert_outcome(status, close_classification) AS outcome,
+             elapsed_seconds(ingested_at, acknowledged_at) AS ack,
+             CASE WHEN status = 'Closed' THEN elapsed_seconds(ingested_at, closed_at) END AS close
+      FROM alerts) AS x
+GROUP BY day, severity, shard;
