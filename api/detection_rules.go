@@ -426,10 +426,7 @@ func (s *Server) detectionRuleMetrics(c *fiber.Ctx) error {
 		return err
 	}
 	var q ruleMetricsQuery
-	if err := bindQuery(c, &q); err != nil {
-		return err
-	}
-	w, err := q.window(time.Now())
+	w, err := bindWindow(c, &q)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,19 @@ func (q MetricsWindowQuery) window(now time.Time) (store.MetricsWindow, error) {
 	return w, errs
 }
 
+// windowedQuery is a query struct embedding MetricsWindowQuery (passed as a pointer).
+type windowedQuery interface {
+	window(now time.Time) (store.MetricsWindow, error)
+}
+
+// bindWindow binds the query string into q and resolves its window.
+func bindWindow(c *fiber.Ctx, q windowedQuery) (store.MetricsWindow, error) {
+	if err := bindQuery(c, q); err != nil {
+		return store.MetricsWindow{}, err
+	}
+	return q.window(time.Now())
+}
+
 type alertMetricsQuery struct {
 	MetricsWindowQuery
 	SourceName        *string    `query:"source_name" maxLength:"100" doc:"Only alerts of this source (exact)."`
@@ -139,10 +152,7 @@ type alertMetricsResponse struct {
 
 func (s *Server) alertMetrics(c *fiber.Ctx) error {
 	var q alertMetricsQuery
-	if err := bindQuery(c, &q); err != nil {
-		return err
-	}
-	w, err := q.window(time.Now())
+	w, err := bindWindow(c, &q)
 	if err != nil {
 		return err
 	}
@@ -201,10 +211,7 @@ type workflowMetricsResponse struct {
 
 func (s *Server) workflowMetrics(c *fiber.Ctx) error {
 	var q MetricsWindowQuery
-	if err := bindQuery(c, &q); err != nil {
-		return err
-	}
-	w, err := q.window(time.Now())
+	w, err := bindWindow(c, &q)
 	if err != nil {
 		return err
 	}
@@ -264,10 +271,7 @@ type metricsSummaryResponse struct {
 
 func (s *Server) metricsSummary(c *fiber.Ctx) error {
 	var q MetricsWindowQuery
-	if err := bindQuery(c, &q); err != nil {
-		return err
-	}
-	w, err := q.window(time.Now())
+	w, err := bindWindow(c, &q)
 	if err != nil {
 		return err
 	}
