@@ -191,7 +191,7 @@ func (t alertTiming) seconds() (expr, filter string) {
 	return expr, filter
 }
 
-// timingColumns selects <name>_mean for each timing, and <name>_p50/<name>_p90 too with percentiles.
+// timingColumns selects <name>_mean for each timing, and <name>_pct ({p50, p90}) too with percentiles.
 func timingColumns(percentiles bool, names ...string) string {
 	var cols []string
 	for _, t := range alertTimings() {
@@ -200,10 +200,9 @@ func timingColumns(percentiles bool, names ...string) string {
 		}
 		expr, filter := t.seconds()
 		cols = append(cols, fmt.Sprintf("avg(%s) FILTER (WHERE %s) AS %s_mean", expr, filter, t.name))
-		if percentiles {
-			cols = append(cols,
-				fmt.Sprintf("percentile_cont(0.5) WITHIN GROUP (ORDER BY %s) FILTER (WHERE %s) AS %s_p50", expr, filter, t.name),
-				fmt.Sprintf("percentile_cont(0.9) WITHIN GROUP (ORDER BY %s) FILTER (WHERE %s) AS %s_p90", expr, filter, t.name))
+		if percentiles { // one call, one sort: two percentile_cont calls sort twice
+			cols = append(cols, fmt.Sprintf("percentile_cont(ARRAY[0.5, 0.9]) WITHIN GROUP (ORDER BY %s) FILTER (WHERE %s) AS %s_pct",
+				expr, filter, t.name))
 		}
 	}
 	return strings.Join(cols, ",\n\t")
@@ -238,20 +237,15 @@ type Timing struct {
 // timingRow receives timingColumns.
 type timingRow struct {
 	DetectMean      sql.NullFloat64 `bun:"detect_mean"`
-	DetectP50       sql.NullFloat64 `bun:"detect_p50"`
-	DetectP90       sql.NullFloat64 `bun:"detect_p90"`
+	DetectPct       []float64       `bun:"detect_pct,array"`
 	AcknowledgeMean sql.NullFloat64 `bun:"acknowledge_mean"`
-	AcknowledgeP50  sql.NullFloat64 `bun:"acknowledge_p50"`
-	AcknowledgeP90  sql.NullFloat64 `bun:"acknowledge_p90"`
+	AcknowledgePct  []float64       `bun:"acknowledge_pct,array"`
 	TriageMean      sql.NullFloat64 `bun:"triage_mean"`
-	TriageP50       sql.NullFloat64 `bun:"triage_p50"`
-	TriageP90       sql.NullFloat64 `bun:"triage_p90"`
+	TriagePct       []float64       `bun:"triage_pct,array"`
 	CloseMean       sql.NullFloat64 `bun:"close_mean"`
-	CloseP50        sql.NullFloat64 `bun:"close_p50"`
-	CloseP90        sql.NullFloat64 `bun:"close_p90"`
+	ClosePct        []float64       `bun:"close_pct,array"`
 	EnrichMean      sql.NullFloat64 `bun:"enrich_mean"`
-	EnrichP50       sql.NullFloat64 `bun:"enrich_p50"`
-	EnrichP90       sql.NullFloat64 `bun:"enrich_p90"`
+	EnrichPct       []float64       `bun:"enrich_pct,array"`
 }
 
 func nullable(f sql.NullFloat64) *float64 {
@@ -262,8 +256,13 @@ func nullable(f sql.NullFloat64) *float64 {
 	return &v
 }
 
-func timingOf(mean, p50, p90 sql.NullFloat64) Timing {
-	return Timing{Mean: nullable(mean), P50: nullable(p50), P90: nullable(p90)}
+// timingOf builds a Timing from a mean and the {p50, p90} array (NULL, so empty, when no row qualified).
+func timingOf(mean sql.NullFloat64, pct []float64) Timing {
+	t := Timing{Mean: nullable(mean)}
+	if len(pct) == 2 {
+		t.P50, t.P90 = &pct[0], &pct[1]
+	}
+	return t
 }
 
 // AlertTimings are the alert durations (alertTimings) in seconds.
@@ -277,11 +276,11 @@ type AlertTimings struct {
 
 func (r timingRow) timings() AlertTimings {
 	return AlertTimings{
-		Detect:      timingOf(r.DetectMean, r.DetectP50, r.DetectP90),
-		Acknowledge: timingOf(r.AcknowledgeMean, r.AcknowledgeP50, r.AcknowledgeP90),
-		Triage:      timingOf(r.TriageMean, r.TriageP50, r.TriageP90),
-		Close:       timingOf(r.CloseMean, r.CloseP50, r.CloseP90),
-		Enrich:      timingOf(r.EnrichMean, r.EnrichP50, r.EnrichP90),
+		Detect:      timingOf(r.DetectMean, r.DetectPct),
+		Acknowledge: timingOf(r.AcknowledgeMean, r.AcknowledgePct),
+		Triage:      timingOf(r.TriageMean, r.TriagePct),
+		Close:       timingOf(r.CloseMean, r.ClosePct),
+		Enrich:      timingOf(r.EnrichMean, r.EnrichPct),
 	}
 }
 
