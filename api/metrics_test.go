@@ -213,6 +213,9 @@ func TestMetricsAlerts(t *testing.T) {
 		require.InDelta(t, 0.0, m["false_positive_rate"], 1e-9)
 		m = getData(t, ts, reader, base+"detection_rule_uuid="+uuid.NewString()+"&"+windowQuery(t0, t0.Add(4*day)))
 		require.EqualValues(t, 0, m["total_alerts"])
+		// Hostile text is a value, never SQL.
+		m = getData(t, ts, reader, "/v1/metrics/alerts?source_name="+url.QueryEscape(source+"' OR '1'='1")+"&"+windowQuery(t0, t0.Add(4*day)))
+		require.EqualValues(t, 0, m["total_alerts"])
 	})
 
 	t.Run("one alert, hourly", func(t *testing.T) {
