@@ -29,11 +29,8 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	if err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
-	root, err := devstack.FindRepoRoot(cwd)
-	if err != nil {
-		root = cwd
-	}
-	dataDir := filepath.Join(root, ".vigil")
+	dataDir := devDataDir(cwd)
+	root := filepath.Dir(dataDir)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dataDir, err)
 	}

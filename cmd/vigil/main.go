@@ -37,6 +37,9 @@ Commands:
                    api and worker; data kept under .vigil/
   help             show this text and the configuration variables
 
+migrate and create-api-key without DATABASE_URL use the cluster of 'vigil dev' (.vigil/postgres)
+when there is one, and print the database they used.
+
 Configuration is read from environment variables only; see README.md or 'vigil help'.
 `
 
@@ -56,7 +59,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runAPI(ctx, cfg, log)
 	case "worker":
 		return runWorker(ctx, cfg, log)
-	case "migrate":
+	case "migrate", "create-api-key":
+		cwd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("working directory: %w", err)
+		}
+		release, err := resolveDatabase(ctx, &cfg, getenv, cwd, log, stderr)
+		if err != nil {
+			return err
+		}
+		defer release()
+		if args[0] == "create-api-key" {
+			return runCreateAPIKey(ctx, cfg, args[1:], stdout)
+		}
 		st, err := openStore(ctx, cfg, true)
 		if err != nil {
 			return err
@@ -64,8 +79,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer st.Close()
 		fmt.Fprintln(stdout, "migrations applied")
 		return nil
-	case "create-api-key":
-		return runCreateAPIKey(ctx, cfg, args[1:], stdout)
 	case "dev":
 		return runDev(ctx, cfg, getenv, log, stdout)
 	case "help", "-h", "--help":
