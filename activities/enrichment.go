@@ -29,6 +29,23 @@ type EnrichmentDeps struct {
 	Env store.Env
 	// HTTP sends provider requests: the SSRF guard's client in production.
 	HTTP httpsteps.Doer
+	// Circuit is the providers' circuit-breaker policy (zero: store.DefaultCircuitPolicy).
+	Circuit store.CircuitPolicy
+}
+
+// ErrTypeCircuitOpen is the (non-retryable) error type of a step refused because its provider's
+// circuit is open.
+const ErrTypeCircuitOpen = "ProviderCircuitOpen"
+
+// CircuitOpenMessage is the error of a call refused (or not planned) because the provider's circuit
+// is open; the alert is re-run once the provider answers again.
+const CircuitOpenMessage = "provider circuit open: calls paused after repeated failures; the alert is re-enriched when the provider answers again"
+
+func (d *EnrichmentDeps) circuitPolicy() store.CircuitPolicy {
+	if d.Circuit.Failures <= 0 {
+		return store.DefaultCircuitPolicy()
+	}
+	return d.Circuit
 }
 
 // Limits of enrichment activities.
@@ -97,6 +114,18 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 	if err != nil {
 		return EnrichPlan{}, fmt.Errorf("enrich plan: %w", err)
 	}
+	// Providers whose circuit is open and not due for its half-open probe are not called at all
+	// (the provider test endpoint bypasses the breaker).
+	refused := map[string]bool{}
+	if !in.Test {
+		circuits, err := d.Store.Circuits(ctx)
+		if err != nil {
+			return EnrichPlan{}, fmt.Errorf("enrich plan: %w", err)
+		}
+		for _, c := range circuits {
+			refused[c.ProviderName] = c.Open() && !c.Due
+		}
+	}
 	for ti, t := range plan.Targets {
 		for _, p := range providers {
 			if !p.Supports(t.Type) {
@@ -134,6 +163,10 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 						continue
 					}
 				}
+			}
+			if refused[p.ProviderName] {
+				plan.Done = append(plan.Done, Outcome{Target: ti, Result: enrichFailedResult(p.ProviderName, CircuitOpenMessage)})
+				continue
 			}
 			cfg, errs := enrichParseConfig(p)
 			if errs != nil {
@@ -284,6 +317,25 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 		return EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, ErrTypeStepPermanent, nil, rec)
 	}
 
+	// Circuit breaker (not for the provider test endpoint): an open circuit refuses the call unless
+	// this is its half-open probe.
+	breaker := !in.KeepRecords
+	if breaker {
+		admitted, err := d.Store.CircuitAdmit(ctx, p.ProviderName, d.circuitPolicy())
+		if err != nil {
+			return EnrichStepResult{}, fmt.Errorf("enrich step: %w", err)
+		}
+		if !admitted {
+			rec := httpsteps.FailedRecord(cfg, in.StepIndex, in.Target.Value, errors.New(CircuitOpenMessage))
+			rec.Error = CircuitOpenMessage
+			if step.Optional {
+				rec.Skipped = true
+				return EnrichStepResult{Record: rec, Skipped: true, State: in.State}, nil
+			}
+			return EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError(CircuitOpenMessage, ErrTypeCircuitOpen, nil, rec)
+		}
+	}
+
 	// Rate limit: reserve (or use) a slot, then leave exactly on it. A slot missed by more than
 	// SlotLateTolerance (a late dispatch on a loaded worker) is given up and a fresh one reserved:
 	// sending late could put this request in the same window as the slots after it.
@@ -316,6 +368,9 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 
 	runner := httpsteps.NewRunner(d.HTTP, httpsteps.WithMaxResponseBytes(MaxEnrichResponseBytes))
 	out, err := runner.Do(ctx, prepared)
+	if breaker {
+		a.recordCircuit(ctx, d, p.ProviderName, err)
+	}
 	rec := out.Record
 	if !in.KeepRecords {
 		rec.ResponseBody = nil
@@ -350,6 +405,33 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 		return EnrichStepResult{}, fmt.Errorf("seal step state: %w", err)
 	}
 	return EnrichStepResult{Record: rec, State: sealed, NotFound: out.NotFound}, nil
+}
+
+// recordCircuit feeds one call's outcome to the provider's breaker: no answer, a timeout or a 5xx
+// counts as a failure; any other answer (success, not found, 4xx, 429) closes the circuit. A request
+// the SSRF guard blocked, or one cut short by this worker stopping, says nothing about the provider.
+// Bookkeeping errors are logged, not returned: the call's result stands.
+func (a *Activities) recordCircuit(ctx context.Context, d *EnrichmentDeps, provider string, callErr error) {
+	if ctx.Err() != nil || (callErr != nil && netguard.IsBlocked(callErr)) {
+		return
+	}
+	var stepErr *httpsteps.StepError
+	failed := callErr != nil && errors.As(callErr, &stepErr) && stepErr.Kind == httpsteps.KindRetryable
+	var err error
+	if failed {
+		var open bool
+		if open, err = d.Store.CircuitFailure(ctx, provider, d.circuitPolicy()); err == nil && open && a.Log != nil {
+			a.Log.Warn("provider circuit open", "provider", provider, "err", callErr)
+		}
+	} else {
+		var wasOpen bool
+		if wasOpen, err = d.Store.CircuitSuccess(ctx, provider); err == nil && wasOpen && a.Log != nil {
+			a.Log.Info("provider circuit closed", "provider", provider)
+		}
+	}
+	if err != nil && a.Log != nil {
+		a.Log.Warn("provider circuit bookkeeping", "provider", provider, "err", err)
+	}
 }
 
 func enrichSecretValues(creds map[string]string) []string {

@@ -21,6 +21,7 @@ type PipelineStore interface {
 	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
 	AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]store.Indicator, error)
 	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event store.ActivityEvent) error
+	ParkEnrichment(ctx context.Context, alertID uuid.UUID, failed []string) error
 }
 
 // Error types of the pipeline activities (non-retryable).
@@ -229,6 +230,11 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 		if in.Error != "" {
 			event.References["error"] = pipelineTruncate(in.Error, 1000)
 		}
+	}
+	// Parked before the alert is marked: a failed provider's alerts are re-run once it answers again
+	// (temporal.CircuitHealer); a retry of this step parks the same rows again.
+	if err := st.ParkEnrichment(ctx, id, in.Failed); err != nil {
+		return PipelineFinishResult{}, err
 	}
 	if err := st.FinishEnrichment(ctx, id, in.Status, in.RunID, event); err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)

@@ -14,7 +14,7 @@ import (
 type HealthChecks struct {
 	Database  func(ctx context.Context) error
 	Temporal  func(ctx context.Context) error
-	Providers func(ctx context.Context) (map[string]string, error) // provider name → configured|unconfigured
+	Providers func(ctx context.Context) (map[string]string, error) // provider name → configured|unconfigured|circuit_open
 }
 
 type healthResponse struct {

@@ -250,21 +250,39 @@ func (s *Store) DeleteProvider(ctx context.Context, id uuid.UUID) error {
 		if _, err := tx.NewDelete().Table("enrichment_rate_state").Where("provider_name = ?", name).Exec(ctx); err != nil {
 			return fmt.Errorf("delete rate state of %s: %w", name, mapErr(err))
 		}
+		if _, err := tx.NewDelete().Table("provider_circuits").Where("provider_name = ?", name).Exec(ctx); err != nil {
+			return fmt.Errorf("delete circuit of %s: %w", name, mapErr(err))
+		}
+		if _, err := tx.NewDelete().Table("enrichment_parked").Where("provider_name = ?", name).Exec(ctx); err != nil {
+			return fmt.Errorf("delete alerts parked for %s: %w", name, mapErr(err))
+		}
 		return nil
 	})
 }
 
-// ProviderHealth maps every provider name to "configured" or "unconfigured" (GET /health).
+// ProviderHealth maps every provider name to "configured", "unconfigured" or, for a configured
+// provider whose circuit is open (calls refused after repeated failures), "circuit_open" (GET /health).
 func (s *Store) ProviderHealth(ctx context.Context, env Env) (map[string]string, error) {
 	ps, _, err := s.ListProviders(ctx, ProviderFilter{})
 	if err != nil {
 		return nil, err
+	}
+	circuits, err := s.Circuits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	open := map[string]bool{}
+	for _, c := range circuits {
+		open[c.ProviderName] = c.Open()
 	}
 	out := make(map[string]string, len(ps))
 	for _, p := range ps {
 		status := "unconfigured"
 		if p.IsConfigured(env) {
 			status = "configured"
+			if open[p.ProviderName] {
+				status = "circuit_open"
+			}
 		}
 		out[p.ProviderName] = status
 	}

@@ -114,7 +114,9 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 	}()
 	guard := netguard.NewGuard([]string{provLn.Addr().String()})
 	e.acts = &activities.Activities{Pipeline: st,
-		Enrichment: &activities.EnrichmentDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute)}}
+		Enrichment: &activities.EnrichmentDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
+			// A short cool-down so the outage test sees the circuit probe and close within seconds.
+			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}}}
 
 	srv := api.New(api.Config{RateLimitPerMinute: 1_000_000, AlertDedupWindow: 24 * time.Hour}, api.Deps{
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),

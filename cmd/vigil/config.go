@@ -31,6 +31,8 @@ type config struct {
 	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (Vigil's own settings hidden)
 	AlertDedupHours    int
 	PipelineMaxFlight  int
+	CircuitFailures    int // consecutive failed calls that open a provider's circuit
+	CircuitCooldownSec int // seconds an open circuit refuses calls before a probe
 	Version            string
 	LogLevel           slog.Level
 	LogFormat          string
@@ -62,6 +64,8 @@ func settings() []setting {
 		{"SSRF_ALLOWED_HOSTS", "", "Comma-separated hosts exempt from the SSRF guard (development only).", func(c *config, v string) error { c.SSRFAllowedHosts = splitList(v); return nil }},
 		{"ALERT_DEDUP_WINDOW_HOURS", "24", "Window in which a repeated alert is deduplicated; 0 disables.", intSetting(func(c *config) *int { return &c.AlertDedupHours }, 0, 24*365)},
 		{"PIPELINE_MAX_IN_FLIGHT", "256", "Alert pipelines started and not yet finished, over every worker; past it new alerts wait in the outbox.", intSetting(func(c *config) *int { return &c.PipelineMaxFlight }, 1, 100_000)},
+		{"PROVIDER_CIRCUIT_FAILURES", "5", "Consecutive failed calls (no answer, timeout, 5xx) that open an enrichment provider's circuit: calls stop until a probe succeeds.", intSetting(func(c *config) *int { return &c.CircuitFailures }, 1, 10_000)},
+		{"PROVIDER_CIRCUIT_COOLDOWN_SECONDS", "30", "Seconds an open provider circuit refuses calls before one probe call (again after each failed probe).", intSetting(func(c *config) *int { return &c.CircuitCooldownSec }, 1, 86_400)},
 		{"VIGIL_VERSION", "dev", "Version reported by /health and the OpenAPI document.", func(c *config, v string) error { c.Version = v; return nil }},
 		{"LOG_LEVEL", "info", "debug, info, warn or error.", func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"LOG_FORMAT", "json", "json or text.", enumSetting(func(c *config) *string { return &c.LogFormat }, "json", "text")},

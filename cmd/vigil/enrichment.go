@@ -53,7 +53,9 @@ func providerEnv(getenv func(string) string) store.Env {
 // guard (SSRF_ALLOWED_HOSTS are its only exceptions).
 func enrichmentDeps(st *store.Store, box *secretbox.Box, cfg config) *activities.EnrichmentDeps {
 	guard := netguard.NewGuard(cfg.SSRFAllowedHosts)
-	return &activities.EnrichmentDeps{Store: st, Box: box, Env: cfg.ProviderEnv, HTTP: guard.HTTPClient(providerCallTimeout)}
+	circuit := store.DefaultCircuitPolicy()
+	circuit.Failures, circuit.Cooldown = cfg.CircuitFailures, time.Duration(cfg.CircuitCooldownSec)*time.Second
+	return &activities.EnrichmentDeps{Store: st, Box: box, Env: cfg.ProviderEnv, HTTP: guard.HTTPClient(providerCallTimeout), Circuit: circuit}
 }
 
 // purgeEnrichmentCache reclaims expired enrichment cache rows every interval until ctx ends (the

@@ -146,6 +146,10 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight}).Run(gctx)
 	})
 	g.Go(func() error { return temporal.RunWorkers(gctx, tc, queues, acts, log) })
+	// Alerts a provider outage left un-enriched are re-run once the provider answers again.
+	g.Go(func() error {
+		return temporal.NewCircuitHealer(st, tc, queues, log, temporal.CircuitHealerOptions{}).Run(gctx)
+	})
 	return ignoreCanceled(g.Wait())
 }
 

@@ -8,6 +8,8 @@
 package ids
 
 import (
+	"strconv"
+
 	"github.com/google/uuid"
 	sdktemporal "go.temporal.io/sdk/temporal"
 )
@@ -27,6 +29,12 @@ func ProviderCall(provider string, indicator uuid.UUID) string {
 // value itself never appears in ids).
 func AdHocProviderCall(provider string) string {
 	return "enrich-" + provider + "-adhoc-" + uuid.NewString()
+}
+
+// CircuitProbe is circuit-probe-<provider>-<retry_at in Unix ms>: the half-open probe of an open
+// provider circuit, one per cool-down (workers racing to start it share the id).
+func CircuitProbe(provider string, retryAtUnixMilli int64) string {
+	return "circuit-probe-" + provider + "-" + strconv.FormatInt(retryAtUnixMilli, 10)
 }
 
 // EnrichIndicator is enrich-indicator-<indicator uuid> (every provider for one indicator).
