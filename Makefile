@@ -3,7 +3,7 @@ GO       ?= go
 TEMPORAL := bin/temporal
 TEMPORAL_VERSION := v1.5.1
 
-.PHONY: dev test vet build bench temporal-cli clean
+.PHONY: dev test vet build bench bench-ingest temporal-cli clean
 
 dev: $(TEMPORAL)
 	$(GO) run ./cmd/vigil dev
@@ -17,6 +17,11 @@ build:
 
 bench: $(TEMPORAL)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./api/...
+
+# The ingest side-by-side table of docs/PERFORMANCE.md, on a stack started the way `make dev` does:
+# RATES="50 200" DURATION=20 CPU_ALERTS=1000 make bench-ingest (needs pgbench and psql).
+bench-ingest: $(TEMPORAL)
+	cmd/vigil-load/bench-ingest.sh
 
 # The Temporal CLI (dev server) is installed pinned from source; the newest releases do not build from
 # the module proxy. About 3.5 minutes cold, cached afterwards.

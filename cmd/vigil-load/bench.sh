@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs the ingest rows of docs/PERFORMANCE.md against a stack started by stack.sh. For each rate:
-#   1. the pgbench floor (floor.sql) at that rate on the idle stack;
-#   2. the same floor while the pipeline drains a backlog flat out (the worker is paused while the
-#      backlog is ingested, then resumed): the machine as busy as during an ingest run that outpaces
-#      the pipeline;
-#   3. `vigil-load ingest` at that rate, the pipeline running, then the wait for it to drain
-#      (ingest→Enriched).
+# Runs the ingest rows of docs/PERFORMANCE.md against a stack started by stack.sh or devstack.sh. For
+# each rate:
+#   1. the pgbench floor (floor.sql) at that rate before the ingest;
+#   2. LOADED_FLOOR=1 (default): the same floor while the pipeline drains a backlog flat out (the worker
+#      is paused while the backlog is ingested when it is a process of its own, then resumed): the
+#      machine as busy as during an ingest run that outpaces the pipeline;
+#   3. `vigil-load ingest` at that rate, the pipeline running;
+#   4. the floor again right after the ingest (the pipeline still draining what it could not keep up
+#      with), then the wait for the drain (ingest→Enriched, alerts Enriched per second).
 # One JSON line per rate.   RATES="50 200 400" DURATION=20 cmd/vigil-load/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -21,24 +23,33 @@ floor() {
   pgbench -n -R "$1" -T "$DURATION" -c 16 -j 2 -f floor.sql --log --log-prefix="$BENCH_DIR/pgb" "$DSN" >/dev/null 2>&1
   "$LOAD" pgbench-log -prefix-log "$BENCH_DIR/pgb"
 }
+LOADED_FLOOR=${LOADED_FLOOR:-1}
 for rate in $RATES; do
   drain
   idle=$(floor "$rate")
-  kill -STOP "$WPID"
-  # ~50 alerts per second of floor run and then some: more than the pipeline drains meanwhile.
-  "$LOAD" ingest -url "$URL" -key "$KEY" -rate 400 -duration "$(( (DURATION + 15) * 50 / 400 + 1 ))s" -warmup 0s >/dev/null
-  kill -CONT "$WPID"
-  sleep 5
-  loaded=$(floor "$rate")
-  drain
-  load=$("$LOAD" ingest -url "$URL" -key "$KEY" -rate "$rate" -duration "${DURATION}s" -dsn "$DSN" -wait "$WAIT")
-  python3 - "$rate" "$idle" "$loaded" "$load" <<'PY'
+  loaded='{"floor":{}}'
+  if [ "$LOADED_FLOOR" = 1 ]; then
+    [ "$WPID" != "$APID" ] && kill -STOP "$WPID"
+    # ~50 alerts per second of floor run and then some: more than the pipeline drains meanwhile.
+    "$LOAD" ingest -url "$URL" -key "$KEY" -rate 400 -duration "$(( (DURATION + 15) * 50 / 400 + 1 ))s" -warmup 0s >/dev/null
+    [ "$WPID" != "$APID" ] && kill -CONT "$WPID"
+    sleep 5
+    loaded=$(floor "$rate")
+    drain
+  fi
+  load=$("$LOAD" ingest -url "$URL" -key "$KEY" -rate "$rate" -duration "${DURATION}s")
+  after=$(floor "$rate")
+  run=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["run"])' "$load")
+  e2e=$("$LOAD" enriched -dsn "$DSN" -run "$run" -wait "$WAIT")
+  python3 - "$rate" "$idle" "$loaded" "$after" "$load" "$e2e" <<'PY'
 import json, sys
-rate, idle, loaded, load = sys.argv[1], json.loads(sys.argv[2])["floor"], json.loads(sys.argv[3])["floor"], json.loads(sys.argv[4])
-a, e = load["ack"], load.get("ingest_to_enriched", {})
+rate = sys.argv[1]
+idle, loaded, after = (json.loads(a)["floor"] for a in sys.argv[2:5])
+a, e = json.loads(sys.argv[5])["ack"], json.loads(sys.argv[6]).get("ingest_to_enriched", {})
 print(json.dumps({"rate": float(rate), "achieved": round(a["achieved_rate"], 1), "errors": a["errors"],
   "floor_idle_p50": idle["p50_ms"], "floor_idle_p99": idle["p99_ms"],
-  "floor_loaded_p50": loaded["p50_ms"], "floor_loaded_p99": loaded["p99_ms"],
+  "floor_loaded_p50": loaded.get("p50_ms"), "floor_loaded_p99": loaded.get("p99_ms"),
+  "floor_after_p50": after["p50_ms"], "floor_after_p99": after["p99_ms"],
   "ingest_p50": a["p50_ms"], "ingest_p99": a["p99_ms"], "ingest_max": a["max_ms"], "over_200ms": a["over_200ms"],
   "e2e_p50": round(e.get("p50_ms", 0), 1), "e2e_p99": round(e.get("p99_ms", 0), 1),
   "enriched_per_s": round(e.get("enriched_per_second", 0), 1), "pending": e.get("pending")}))

@@ -56,7 +56,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|list|backlog|probe|seed|provider|pgbench-log [flags]")
+		return errors.New("usage: vigil-load ingest|enriched|list|backlog|probe|seed|provider|pgbench-log [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	prefix := fs.String("prefix", "vigil", "task queue prefix")
 	addr := fs.String("addr", "127.0.0.1:9900", "provider listen address")
 	logPrefix := fs.String("prefix-log", "pgb", "pgbench --log-prefix of the files to read")
+	runID := fs.String("run", "", "run id of an earlier ingest (enriched)")
 	indicators := fs.Int("indicators", 2, "routable indicators per ingested alert (enriched by providers)")
 	runs := fs.Int("runs", 0, "workflow runs seeded beside the alerts (seed)")
 	path := fs.String("path", "/v1/alerts", "path requested by list (e.g. /v1/metrics/summary)")
@@ -82,10 +83,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	enc.SetIndent("", "  ")
 	switch args[0] {
 	case "ingest":
-		runID := uuid.NewString()[:8]
+		run := uuid.NewString()[:8]
 		i := atomic.Int64{}
 		mk := func() (*http.Request, error) {
-			body := alertBody(runID, int(i.Add(1)), *indicators)
+			body := alertBody(run, int(i.Add(1)), *indicators)
 			req, err := http.NewRequest(http.MethodPost, *url+"/v1/ingest/generic", bytes.NewReader(body))
 			if err != nil {
 				return nil, err
@@ -98,15 +99,26 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		report := map[string]any{"ack": res, "run": runID}
+		report := map[string]any{"ack": res, "run": run}
 		if *dsn != "" {
-			e2e, err := enrichedLatency(ctx, *dsn, "load "+runID+" ", *wait)
+			e2e, err := enrichedLatency(ctx, *dsn, "load "+run+" ", *wait)
 			if err != nil {
 				return err
 			}
 			report["ingest_to_enriched"] = e2e
 		}
 		return enc.Encode(report)
+	case "enriched":
+		// Waits for the alerts of one ingest run (its "run" id) to leave Pending and reports
+		// ingest→Enriched and the drain rate, like ingest -dsn does right after sending.
+		if *runID == "" || *dsn == "" {
+			return errors.New("enriched: -run and -dsn are required")
+		}
+		e2e, err := enrichedLatency(ctx, *dsn, "load "+*runID+" ", *wait)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(map[string]any{"run": *runID, "ingest_to_enriched": e2e})
 	case "list":
 		mk := func() (*http.Request, error) {
 			req, err := http.NewRequest(http.MethodGet, *url+*path+"?"+*query, nil)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Starts the stack the way `make dev` does — one `vigil dev` with its own Postgres cluster and Temporal
+# dev server under $BENCH_DIR/dev/.vigil — plus the local load provider, an admin key and the floor
+# tables of floor.sql, and leaves it running. Writes $BENCH_DIR/env like stack.sh (URL, KEY, DSN, LOAD,
+# PIDS, APID = vigil dev, WPID = its worker process, or vigil dev itself when the worker runs in it,
+# TPID = the Temporal server, PGPID = the cluster's postmaster), so bench.sh and cpu.sh run against it unchanged. Stop with: kill $APID
+#   VIGIL_BIN=/path/to/other/vigil cmd/vigil-load/devstack.sh   # compare another build
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench-dev}
+API_PORT=${API_PORT:-8100}
+PROVIDER_ADDR=${PROVIDER_ADDR:-127.0.0.1:9900}
+export GOTOOLCHAIN=local
+mkdir -p "$BENCH_DIR"
+if [ -z "${VIGIL_BIN:-}" ]; then
+  go build -o "$BENCH_DIR/vigil" ./cmd/vigil
+  VIGIL_BIN=$BENCH_DIR/vigil
+fi
+go build -o "$BENCH_DIR/vigil-load" ./cmd/vigil-load
+[ -x bin/temporal ] || make temporal-cli
+
+# A fresh "checkout" for vigil dev: no go.mod, so .vigil/ is made here; bin/temporal is the repo's.
+rm -rf "$BENCH_DIR/dev" && mkdir -p "$BENCH_DIR/dev/bin" && chmod 755 "$BENCH_DIR" "$BENCH_DIR/dev"
+ln -s "$PWD/bin/temporal" "$BENCH_DIR/dev/bin/temporal"
+(
+  cd "$BENCH_DIR/dev"
+  unset DATABASE_URL TEMPORAL_ADDRESS ENCRYPTION_KEY
+  API_ADDR=127.0.0.1:$API_PORT SSRF_ALLOWED_HOSTS=$PROVIDER_ADDR RATE_LIMIT_DEFAULT_PER_MINUTE=10000000 LOG_LEVEL=warn \
+    exec "$VIGIL_BIN" dev >"$BENCH_DIR/dev.out" 2>"$BENCH_DIR/dev.log"
+) &
+APID=$!
+for _ in $(seq 600); do grep -q "Vigil is running" "$BENCH_DIR/dev.out" 2>/dev/null && break; sleep 0.5; done
+grep -q "Vigil is running" "$BENCH_DIR/dev.out" || { tail -n 20 "$BENCH_DIR/dev.log" "$BENCH_DIR/dev.out"; kill "$APID"; exit 1; }
+KEY=$(grep -o 'cai_[A-Za-z0-9_-]*' "$BENCH_DIR/dev.out" | head -1)
+DSN="$(awk '$1 == "Postgres" {print $2}' "$BENCH_DIR/dev.out")"
+TPID=$(pgrep -P "$APID" -f 'server start-dev' | head -1)
+WPID=$(pgrep -P "$APID" -f ' worker$' | head -1 || true)
+WPID=${WPID:-$APID}
+PGPID=$(head -1 "$BENCH_DIR/dev/.vigil/postgres/data/postmaster.pid")
+"$BENCH_DIR/vigil-load" provider -addr "$PROVIDER_ADDR" >"$BENCH_DIR/provider.log" 2>&1 &
+PPID_=$!
+URL=http://127.0.0.1:$API_PORT
+curl -fsS -X POST "$URL/v1/enrichment-providers" -H "Authorization: Bearer $KEY" \
+  -H 'Content-Type: application/json' -d @- >/dev/null <<JSON
+{"provider_name":"loadprov","display_name":"Load provider","supported_indicator_types":["ip"],"auth_type":"none",
+ "default_cache_ttl_seconds":1,
+ "http_config":{"steps":[{"name":"lookup","url":"http://$PROVIDER_ADDR/{{indicator.value}}","timeout_seconds":10}]},
+ "malice_rules":{"rules":[{"field":"score","operator":">=","value":80,"verdict":"Malicious"}],"default_verdict":"Benign"}}
+JSON
+psql -q "$DSN" -c "CREATE TABLE floor_alerts (LIKE alerts INCLUDING ALL); CREATE TABLE floor_outbox (LIKE alert_outbox INCLUDING ALL);"
+
+cat >"$BENCH_DIR/env" <<ENV
+URL=$URL
+KEY=$KEY
+DSN=$DSN
+LOAD=$BENCH_DIR/vigil-load
+PIDS="$APID $PPID_"
+APID=$APID
+WPID=$WPID
+TPID=$TPID
+PGPID=$PGPID
+ENV
+cat "$BENCH_DIR/env"
