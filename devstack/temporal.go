@@ -97,6 +97,8 @@ type TemporalOptions struct {
 	UIPort int
 	// Log receives the server's stdout and stderr; nil discards them.
 	Log io.Writer
+	// Nice > 0 runs the server as a background process (BackgroundCommand) at that CPU priority: `vigil dev` keeps it from taking the CPU the API's requests need.
+	Nice int
 }
 
 // TemporalServer is a running `temporal server start-dev` process.
@@ -224,9 +226,12 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 	stderr := newTailBuffer(8 << 10)
 	// Not CommandContext: the server outlives ctx (ctx bounds the start, Stop ends the server).
 	cmd := exec.Command(opts.Binary, args...)
+	cmd.SysProcAttr = childProcAttr()
+	if opts.Nice > 0 {
+		cmd = BackgroundCommand(opts.Nice, opts.Binary, args...)
+	}
 	cmd.Stdout = io.MultiWriter(opts.Log, stderr)
 	cmd.Stderr = io.MultiWriter(opts.Log, stderr)
-	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", opts.Binary, err)
 	}

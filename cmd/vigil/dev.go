@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -24,7 +25,12 @@ import (
 )
 
 // runDev brings up everything on this machine, keeping its data under .vigil/ between runs.
-func runDev(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger, stdout io.Writer) error {
+//
+// The API runs in this process; the worker runs as a child process (`vigil worker`, this binary) and
+// the Temporal dev server as another, both at a lower CPU priority (devstack.BackgroundNice), so draining pipelines never takes the CPU an ingest's 202 needs
+// (docs/INGEST.md "Protecting the 202"). Their output is copied to stderr with a "worker | " or
+// "temporal | " prefix. Ctrl-C stops the API, then the worker, then the dev server and Postgres.
+func runDev(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger, stdout, stderr io.Writer) error {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("working directory: %w", err)
@@ -65,7 +71,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 			port = 0
 		}
 		ts, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{Binary: bin, DBFile: filepath.Join(dataDir, "temporal.db"),
-			UIPort: 8233, Port: port, Log: io.Discard})
+			UIPort: 8233, Port: port, Log: devstack.NewPrefixWriter(stderr, "temporal | "), Nice: devstack.BackgroundNice})
 		if err != nil {
 			return fmt.Errorf("start temporal: %w", err)
 		}
@@ -99,7 +105,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveAPI(gctx, cfg, log, st, box, tc, ln) })
-	g.Go(func() error { return serveWorker(gctx, cfg, log, st, box, tc) })
+	g.Go(func() error { return runWorkerProcess(gctx, cfg, log, stderr) })
 	g.Go(func() error {
 		probeCtx, cancel := context.WithTimeout(gctx, time.Minute)
 		defer cancel()
@@ -124,6 +130,49 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	err = g.Wait()
 	fmt.Fprintln(stdout, "Vigil stopped.")
 	return ignoreCanceled(err)
+}
+
+// workerStopLimit bounds a worker child's graceful stop before it is killed.
+const workerStopLimit = 20 * time.Second
+
+// runWorkerProcess runs `vigil worker` (this same binary) as a background process with this
+// process's environment plus the settings `vigil dev` decided (database, Temporal, encryption key;
+// migrations are done already) until ctx ends, then stops it (SIGTERM, SIGKILL after 20 s). A worker
+// that exits by itself is an error: `vigil dev` stops.
+func runWorkerProcess(ctx context.Context, cfg config, log *slog.Logger, stderr io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this binary to run the worker: %w", err)
+	}
+	cmd := devstack.BackgroundCommand(devstack.BackgroundNice, self, "worker")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "TEMPORAL_ADDRESS="+cfg.TemporalAddress,
+		"ENCRYPTION_KEY="+cfg.EncryptionKey, "VIGIL_AUTO_MIGRATE=false")
+	out := devstack.NewPrefixWriter(stderr, "worker | ")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the worker: %w", err)
+	}
+	log.Info("worker process started", "pid", cmd.Process.Pid, "nice", devstack.BackgroundNice)
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		out.Flush()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return fmt.Errorf("the worker process exited: %v", err)
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(workerStopLimit):
+		log.Warn("worker did not stop in time; killing it", "pid", cmd.Process.Pid)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	return nil
 }
 
 // ensureAdminKey creates and returns a first admin key when no active admin key exists.

@@ -34,7 +34,7 @@ Commands:
                    --name NAME --scopes admin[,alerts:read,...] [--key-type human|agent]
                    [--allowed-sources a,b] [--expires-at RFC3339] [--rate-limit-per-minute N]
   dev              run everything on this machine: Postgres, Temporal dev server with its UI,
-                   api and worker; data kept under .vigil/
+                   api, and the worker as a child process; data kept under .vigil/
   help             show this text and the configuration variables
 
 migrate and create-api-key without DATABASE_URL use the cluster of 'vigil dev' (.vigil/postgres)
@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, "migrations applied")
 		return nil
 	case "dev":
-		return runDev(ctx, cfg, getenv, log, stdout)
+		return runDev(ctx, cfg, getenv, log, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage, "\nEnvironment:\n")
 		for _, s := range settings() {
