@@ -40,14 +40,7 @@ PGPID=$(head -1 "$BENCH_DIR/dev/.vigil/postgres/data/postmaster.pid")
 "$BENCH_DIR/vigil-load" provider -addr "$PROVIDER_ADDR" >"$BENCH_DIR/provider.log" 2>&1 &
 PPID_=$!
 URL=http://127.0.0.1:$API_PORT
-curl -fsS -X POST "$URL/v1/enrichment-providers" -H "Authorization: Bearer $KEY" \
-  -H 'Content-Type: application/json' -d @- >/dev/null <<JSON
-{"provider_name":"loadprov","display_name":"Load provider","supported_indicator_types":["ip"],"auth_type":"none",
- "default_cache_ttl_seconds":1,
- "http_config":{"steps":[{"name":"lookup","url":"http://$PROVIDER_ADDR/{{indicator.value}}","timeout_seconds":10}]},
- "malice_rules":{"rules":[{"field":"score","operator":">=","value":80,"verdict":"Malicious"}],"default_verdict":"Benign"}}
-JSON
-psql -q "$DSN" -c "CREATE TABLE floor_alerts (LIKE alerts INCLUDING ALL); CREATE TABLE floor_outbox (LIKE alert_outbox INCLUDING ALL);"
+cmd/vigil-load/prepare.sh "$URL" "$KEY" "$DSN" "$PROVIDER_ADDR"
 
 cat >"$BENCH_DIR/env" <<ENV
 URL=$URL

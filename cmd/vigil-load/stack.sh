@@ -59,15 +59,7 @@ PPID_=$!
 for _ in $(seq 100); do curl -fsS "http://$API_ADDR/health" >/dev/null 2>&1 && break; sleep 0.3; done
 curl -fsS "http://$API_ADDR/health" >/dev/null || { tail -n 5 "$BENCH_DIR"/api.log; exit 1; }
 
-# The load provider: one GET per IP, cached for 1 s (every alert's IPs are fresh anyway).
-curl -fsS -X POST "http://$API_ADDR/v1/enrichment-providers" -H "Authorization: Bearer $KEY" \
-  -H 'Content-Type: application/json' -d @- >/dev/null <<JSON
-{"provider_name":"loadprov","display_name":"Load provider","supported_indicator_types":["ip"],"auth_type":"none",
- "default_cache_ttl_seconds":1,
- "http_config":{"steps":[{"name":"lookup","url":"http://$PROVIDER_ADDR/{{indicator.value}}","timeout_seconds":10}]},
- "malice_rules":{"rules":[{"field":"score","operator":">=","value":80,"verdict":"Malicious"}],"default_verdict":"Benign"}}
-JSON
-psql -q "$DATABASE_URL" -c "CREATE TABLE floor_alerts (LIKE alerts INCLUDING ALL); CREATE TABLE floor_outbox (LIKE alert_outbox INCLUDING ALL);"
+cmd/vigil-load/prepare.sh "http://$API_ADDR" "$KEY" "$DATABASE_URL" "$PROVIDER_ADDR"
 
 cat >"$BENCH_DIR/env" <<ENV
 URL=http://$API_ADDR
