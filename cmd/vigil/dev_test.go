@@ -123,7 +123,7 @@ func TestDev_WorkerProcess_CtrlC_AndSIGKILLMidIngest(t *testing.T) {
 	addr := freeAddr(t)
 	env := append(os.Environ(), "DATABASE_URL="+dsn, "TEMPORAL_ADDRESS="+testenv.TemporalAddress(t),
 		"TEMPORAL_TASK_QUEUE_PREFIX="+testenv.TaskQueuePrefix(t)+"-dev", "API_ADDR="+addr,
-		"ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "RATE_LIMIT_DEFAULT_PER_MINUTE=1000000", "LOG_LEVEL=info")
+		"ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "DATABASE_MAX_CONNS=4", "RATE_LIMIT_DEFAULT_PER_MINUTE=1000000", "LOG_LEVEL=info")
 	key, _ := createKey(t, envOf(map[string]string{"DATABASE_URL": dsn}), "--name", "dev-test", "--scopes", "admin")
 	base := "http://" + addr
 
@@ -192,10 +192,10 @@ func TestDev_WorkerProcess_CtrlC_AndSIGKILLMidIngest(t *testing.T) {
 	wg.Wait()
 	<-p.exited
 	require.NotEmpty(t, accepted)
-	p = startDev(t, bin, work, env)
 	st, err := store.Open(context.Background(), dsn, store.Options{MaxOpenConns: 2})
 	require.NoError(t, err)
 	defer st.Close()
+	p = startDev(t, bin, work, env)
 	deadline := time.Now().Add(3 * time.Minute)
 	for _, id := range accepted {
 		for {
