@@ -15,6 +15,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/netguard"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -147,7 +148,7 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 			}
 			if reason, skip := netguard.NonRoutable(t.Type, t.Value); skip {
 				plan.Done = append(plan.Done, Outcome{Target: ti, Result: store.EnrichmentResult{Provider: p.ProviderName,
-					Status: store.EnrichSkipped, Malice: httpsteps.VerdictPending, Extracted: map[string]any{}, ErrorMessage: reason}})
+					Status: store.EnrichSkipped, Malice: string(indicators.MalicePending), Extracted: map[string]any{}, ErrorMessage: reason}})
 				continue
 			}
 			if !in.Test && !in.SkipCache {
@@ -184,7 +185,7 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 }
 
 func enrichFailedResult(provider, msg string) store.EnrichmentResult {
-	return store.EnrichmentResult{Provider: provider, Status: store.EnrichFailed, Malice: httpsteps.VerdictPending,
+	return store.EnrichmentResult{Provider: provider, Status: store.EnrichFailed, Malice: string(indicators.MalicePending),
 		Extracted: map[string]any{}, ErrorMessage: msg}
 }
 
@@ -518,7 +519,7 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 
 // resultOf turns a finished call into its result and, for a success, the cache entry to store.
 func (d *EnrichmentDeps) resultOf(ctx context.Context, provider string, t EnrichTarget, co CallOutcome, now time.Time) (store.EnrichmentResult, *store.CacheEntry, error) {
-	res := store.EnrichmentResult{Provider: provider, Malice: httpsteps.VerdictPending, Extracted: map[string]any{}, DurationMS: co.DurationMS}
+	res := store.EnrichmentResult{Provider: provider, Malice: string(indicators.MalicePending), Extracted: map[string]any{}, DurationMS: co.DurationMS}
 	if !co.Success {
 		res.Status, res.ErrorMessage = store.EnrichFailed, co.Error
 		if res.ErrorMessage == "" {

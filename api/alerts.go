@@ -2,11 +2,8 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,8 +11,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/targeting"
 	"github.com/vigil-soc/vigil/temporal/ids"
@@ -41,46 +38,46 @@ type AlertStore interface {
 	ApplicableContextDocuments(ctx context.Context, subj targeting.Subject) ([]store.ContextDocument, error)
 }
 
-// alertTransitions is the explicit status graph of API.md §3.
-var alertTransitions = map[string][]string{
-	store.StatusOpen:      {store.StatusTriaging, store.StatusEscalated, store.StatusClosed},
-	store.StatusTriaging:  {store.StatusEscalated, store.StatusClosed},
-	store.StatusEscalated: {store.StatusTriaging, store.StatusClosed},
-	store.StatusClosed:    {store.StatusOpen},
+// alertHandlers are the alert routes. They read the alert store for views and call the alerts
+// service for every rule (patch, findings, adding indicators).
+type alertHandlers struct {
+	store AlertStore
+	rules *alerts.Service
 }
 
 func (s *Server) alertRoutes() {
+	h := &alertHandlers{store: s.deps.Alerts, rules: s.alertRules}
 	read := []string{auth.ScopeAlertsRead}
 	write := []string{auth.ScopeAlertsWrite}
 	const tag = "Alerts"
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts", Tag: tag, Summary: "List alerts",
 		Description: "Alert summaries (no raw_payload, no indicators). Multi-value filters take comma-separated values; `tags` is repeatable and the alert must have all of them.",
-		Scopes:      read, Query: listAlertsQuery{}, Response: alertSummary{}, List: true}, s.listAlerts)
+		Scopes:      read, Query: listAlertsQuery{}, Response: alertSummary{}, List: true}, h.listAlerts)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Get an alert",
 		Description: "The full alert with indicators, detection rule, applicable context documents, agent findings and computed malice.",
-		Scopes:      read, Response: alertDetail{}}, s.getAlert)
+		Scopes:      read, Response: alertDetail{}}, h.getAlert)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Update an alert",
 		Description: "Status moves follow the transition graph (Open→Triaging|Escalated|Closed, Triaging→Escalated|Closed, Escalated→Triaging|Closed, Closed→Open); others are 422 invalid_transition. Closing needs close_classification. null leaves a field unchanged; reset_malice_override may not be null.",
-		Scopes:      write, Body: patchAlertRequest{}, Response: alertDetail{}}, s.patchAlert)
+		Scopes:      write, Body: patchAlertRequest{}, Response: alertDetail{}}, h.patchAlert)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Delete an alert",
-		Scopes: []string{auth.ScopeAdmin}, Status: http.StatusNoContent}, s.deleteAlert)
+		Scopes: []string{auth.ScopeAdmin}, Status: http.StatusNoContent}, h.deleteAlert)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/findings", Tag: tag, Summary: "Post an agent finding",
-		Description: "Append-only.", Scopes: write, Body: createFindingRequest{}, Response: findingResponse{}, Status: http.StatusCreated}, s.createFinding)
+		Description: "Append-only.", Scopes: write, Body: createFindingRequest{}, Response: findingResponse{}, Status: http.StatusCreated}, h.createFinding)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/findings", Tag: tag, Summary: "List an alert's findings",
-		Description: "Oldest first.", Scopes: read, Response: []findingResponse{}}, s.listFindings)
+		Description: "Oldest first.", Scopes: read, Response: []findingResponse{}}, h.listFindings)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "List an alert's indicators",
 		Description: "Enriched indicators; provider raw responses are stripped (GET /v1/indicators/{uuid} has them).",
-		Scopes:      read, Response: []indicatorResponse{}}, s.listAlertIndicators)
+		Scopes:      read, Response: []indicatorResponse{}}, h.listAlertIndicators)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "Add indicators to an alert",
 		Description: "1..100 `{value, type?}`; a missing type is inferred from the value. Each is upserted globally on (type, value) and linked. With enrich=true (default) the alert's pipeline re-runs to enrich them (202-style: queued through the outbox).",
-		Scopes:      write, Query: addIndicatorsQuery{}, Body: addIndicatorsRequest{}, Response: addIndicatorsResponse{}, Status: http.StatusCreated}, s.addAlertIndicators)
+		Scopes:      write, Query: addIndicatorsQuery{}, Body: addIndicatorsRequest{}, Response: addIndicatorsResponse{}, Status: http.StatusCreated}, h.addAlertIndicators)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/activity", Tag: tag, Summary: "An alert's activity",
-		Description: "Newest first.", Scopes: read, Query: alertActivityQuery{}, Response: activityEventResponse{}, List: true}, s.alertActivity)
+		Description: "Newest first.", Scopes: read, Query: alertActivityQuery{}, Response: activityEventResponse{}, List: true}, h.alertActivity)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/enrich", Tag: tag, Summary: "Re-run the enrichment pipeline",
 		Description: "Queues a re-run of `alert-<uuid>` (a running pipeline is not started twice). Safe to repeat.",
-		Scopes:      write, Response: alertEnrichResponse{}, Status: http.StatusAccepted}, s.enrichAlert)
+		Scopes:      write, Response: alertEnrichResponse{}, Status: http.StatusAccepted}, h.enrichAlert)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/relationship-graph", Tag: tag, Summary: "Alerts related through shared indicators",
-		Scopes: read, Query: graphQuery{}, Response: graphResponse{}}, s.relationshipGraph)
+		Scopes: read, Query: graphQuery{}, Response: graphResponse{}}, h.relationshipGraph)
 }
 
 // Responses.
@@ -137,18 +134,6 @@ type enrichmentMeta struct {
 	EnrichedAt *time.Time `json:"enriched_at"`
 }
 
-// alertMalice is the effective malice: the override, else the worst indicator malice, else Pending.
-func alertMalice(override *string, indicatorMalices []string) string {
-	if override != nil {
-		return *override
-	}
-	worst := indicators.MalicePending
-	for _, m := range indicatorMalices {
-		worst = indicators.Worst(worst, indicators.MaliceLevel(m))
-	}
-	return string(worst)
-}
-
 func toAlertSummary(a store.Alert, malices []string) alertSummary {
 	tags := a.Tags
 	if tags == nil {
@@ -159,7 +144,7 @@ func toAlertSummary(a store.Alert, malices []string) alertSummary {
 		IsEnriched: a.IsEnriched, Fingerprint: a.Fingerprint, CloseClassification: a.CloseClassification,
 		AcknowledgedAt: utcPtr(a.AcknowledgedAt), TriagedAt: utcPtr(a.TriagedAt), ClosedAt: utcPtr(a.ClosedAt), Tags: tags,
 		DetectionRuleID: a.DetectionRuleID, Description: a.Description, DuplicateCount: a.DuplicateCount, LastSeenAt: utcPtr(a.LastSeenAt),
-		Malice: alertMalice(a.MaliceOverride, malices), MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
+		Malice: alerts.Malice(a.MaliceOverride, malices), MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
 		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 }
 
@@ -203,13 +188,13 @@ func (q listAlertsQuery) Validate() validate.Errors {
 	return errs
 }
 
-func (s *Server) listAlerts(c *fiber.Ctx) error {
+func (h *alertHandlers) listAlerts(c *fiber.Ctx) error {
 	var q listAlertsQuery
 	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	rows, total, err := s.deps.Alerts.ListAlerts(ctx, store.AlertFilter{
+	rows, total, err := h.store.ListAlerts(ctx, store.AlertFilter{
 		Statuses: q.Status, Severities: q.Severity, SourceNames: q.SourceName, EnrichmentStatuses: q.EnrichmentStatus,
 		IsEnriched: q.IsEnriched, DetectionRuleUUID: q.DetectionRuleUUID, From: q.FromTime, To: q.ToTime, Tags: q.Tags,
 		Query: q.Q, SortBy: q.SortBy, SortDesc: q.SortOrder == "desc", Page: q.storePage(),
@@ -221,7 +206,7 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 	for i, a := range rows {
 		ids[i] = a.UUID
 	}
-	malices, err := s.deps.Alerts.AlertMalices(ctx, ids)
+	malices, err := h.store.AlertMalices(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -234,8 +219,8 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 
 // Detail.
 
-func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, alertDetailMeta, error) {
-	inds, err := s.deps.Alerts.AlertIndicators(ctx, a.UUID)
+func (h *alertHandlers) alertDetail(ctx context.Context, a store.Alert) (alertDetail, alertDetailMeta, error) {
+	inds, err := h.store.AlertIndicators(ctx, a.UUID)
 	if err != nil {
 		return alertDetail{}, alertDetailMeta{}, err
 	}
@@ -263,7 +248,7 @@ func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, a
 	d.alertSummary = toAlertSummary(a, malices)
 	var rule *store.DetectionRule
 	if a.DetectionRuleID != nil {
-		r, err := s.deps.Alerts.GetDetectionRuleByID(ctx, *a.DetectionRuleID)
+		r, err := h.store.GetDetectionRuleByID(ctx, *a.DetectionRuleID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
@@ -275,7 +260,7 @@ func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, a
 			meta.DetectionRuleMatched = !r.IsStub
 		}
 	}
-	docs, err := s.deps.Alerts.ApplicableContextDocuments(ctx, store.SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, rule))
+	docs, err := h.store.ApplicableContextDocuments(ctx, store.SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, rule))
 	if err != nil {
 		return alertDetail{}, alertDetailMeta{}, err
 	}
@@ -283,7 +268,7 @@ func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, a
 		d.ContextDocuments = append(d.ContextDocuments, toContextDocumentResponse(doc))
 	}
 	meta.ContextDocumentsApplied = len(d.ContextDocuments)
-	findings, err := s.deps.Alerts.ListFindings(ctx, a.UUID)
+	findings, err := h.store.ListFindings(ctx, a.UUID)
 	if err != nil {
 		return alertDetail{}, alertDetailMeta{}, err
 	}
@@ -302,17 +287,17 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-func (s *Server) getAlert(c *fiber.Ctx) error {
+func (h *alertHandlers) getAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	a, err := s.deps.Alerts.GetAlert(ctx, id)
+	a, err := h.store.GetAlert(ctx, id)
 	if err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	d, meta, err := s.alertDetail(ctx, a)
+	d, meta, err := h.alertDetail(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -330,141 +315,31 @@ type patchAlertRequest struct {
 	ResetMaliceOverride bool               `json:"reset_malice_override" doc:"true clears malice_override, its source and time. null is rejected."`
 }
 
-// Validate checks rules that do not need the stored alert.
-func (r patchAlertRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	if r.Status != nil && *r.Status == store.StatusClosed && r.CloseClassification == nil {
-		errs.Add([]any{"close_classification"}, validate.TypeMissing, "close_classification is required when status is Closed.", nil)
-	}
-	if r.ResetMaliceOverride && r.MaliceOverride != nil {
-		errs.Add([]any{"reset_malice_override"}, validate.TypeValue, "reset_malice_override cannot be combined with malice_override.", true)
-	}
+// patch is the request as the alerts service takes it (a null field leaves the value unchanged).
+func (r patchAlertRequest) patch() alerts.Patch {
+	p := alerts.Patch{Status: r.Status, Severity: r.Severity, CloseClassification: r.CloseClassification,
+		MaliceOverride: r.MaliceOverride, ResetMaliceOverride: r.ResetMaliceOverride}
 	if r.Tags.Set && !r.Tags.Null {
-		for i, t := range r.Tags.Value {
-			if strings.TrimSpace(t) == "" {
-				errs.Add([]any{"tags", i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
-			}
-			if strings.IndexByte(t, 0) >= 0 {
-				errs.Add([]any{"tags", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
-			}
-		}
+		p.Tags = &r.Tags.Value
 	}
-	return errs
+	return p
 }
 
-func cleanTags(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, t := range in {
-		t = strings.TrimSpace(t)
-		if t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
+// Validate checks the rules that do not need the stored alert (alerts.Patch.Validate).
+func (r patchAlertRequest) Validate() validate.Errors { return r.patch().Validate() }
+
+// inBody moves the locations of a domain service's validation errors under "body"; other errors pass.
+func inBody(err error) error {
+	var verrs validate.Errors
+	if errors.As(err, &verrs) {
+		var out validate.Errors
+		out.Merge([]any{"body"}, verrs)
+		return out
 	}
-	return out
+	return err
 }
 
-func strOr(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-// decidePatch applies req to a (already locked) and returns the change, or a 422.
-func decidePatch(req patchAlertRequest, p auth.Principal, a *store.Alert, now time.Time) (store.AlertChange, error) {
-	var ch store.AlertChange
-	prefix := &p.KeyPrefix
-	if p.KeyPrefix == "" {
-		prefix = nil
-	}
-	event := func(typ string, refs map[string]any) {
-		ch.Events = append(ch.Events, store.ActivityEvent{EventType: typ, ActorType: store.ActorAPI, ActorKeyPrefix: prefix, References: refs})
-	}
-	from := a.Status
-	to := from
-	if req.Status != nil {
-		to = *req.Status
-	}
-	if to != from && !slices.Contains(alertTransitions[from], to) {
-		var errs validate.Errors
-		errs.AddCtx([]any{"body", "status"}, "invalid_transition", "Cannot move an alert from "+from+" to "+to+".", to,
-			map[string]any{"from": from, "to": to, "allowed": alertTransitions[from]})
-		return ch, errs
-	}
-	if req.CloseClassification != nil && to != store.StatusClosed {
-		var errs validate.Errors
-		errs.AddCtx([]any{"body", "close_classification"}, validate.TypeValue,
-			"close_classification is accepted only when the alert is or becomes Closed.", *req.CloseClassification,
-			map[string]any{"status": to})
-		return ch, errs
-	}
-	if to != from {
-		a.Status = to
-		ch.Columns = append(ch.Columns, "status")
-		if from == store.StatusOpen && a.AcknowledgedAt == nil {
-			a.AcknowledgedAt = &now
-			ch.Columns = append(ch.Columns, "acknowledged_at")
-		}
-		if to == store.StatusTriaging && a.TriagedAt == nil {
-			a.TriagedAt = &now
-			ch.Columns = append(ch.Columns, "triaged_at")
-		}
-		refs := map[string]any{"from": from, "to": to}
-		switch {
-		case to == store.StatusClosed:
-			a.ClosedAt = &now
-			a.CloseClassification = req.CloseClassification
-			ch.Columns = append(ch.Columns, "closed_at", "close_classification")
-			refs["close_classification"] = *req.CloseClassification
-			event("alert_closed", refs)
-		case from == store.StatusClosed:
-			refs["previous_close_classification"] = strOr(a.CloseClassification)
-			a.ClosedAt, a.CloseClassification = nil, nil
-			ch.Columns = append(ch.Columns, "closed_at", "close_classification")
-			event("alert_reopened", refs)
-		default:
-			event("alert_status_updated", refs)
-		}
-	} else if req.CloseClassification != nil && (a.CloseClassification == nil || *a.CloseClassification != *req.CloseClassification) {
-		// Reclassifying a closed alert.
-		event("alert_status_updated", map[string]any{"from": from, "to": to,
-			"close_classification": map[string]any{"from": strOr(a.CloseClassification), "to": *req.CloseClassification}})
-		a.CloseClassification = req.CloseClassification
-		ch.Columns = append(ch.Columns, "close_classification")
-	}
-	if req.Severity != nil && *req.Severity != a.Severity {
-		event("alert_severity_updated", map[string]any{"from": a.Severity, "to": *req.Severity})
-		a.Severity = *req.Severity
-		ch.Columns = append(ch.Columns, "severity")
-	}
-	if req.Tags.Set && !req.Tags.Null {
-		tags := cleanTags(req.Tags.Value)
-		if !slices.Equal(tags, a.Tags) {
-			event("alert_tags_updated", map[string]any{"from": a.Tags, "to": tags})
-			a.Tags = tags
-			ch.Columns = append(ch.Columns, "tags")
-		}
-	}
-	switch {
-	case req.MaliceOverride != nil:
-		src := "analyst"
-		if p.IsAgent() {
-			src = "agent"
-		}
-		if a.MaliceOverride == nil || *a.MaliceOverride != *req.MaliceOverride || a.MaliceOverrideSource == nil || *a.MaliceOverrideSource != src {
-			event("alert_malice_updated", map[string]any{"from": strOr(a.MaliceOverride), "to": *req.MaliceOverride, "source": src})
-			a.MaliceOverride, a.MaliceOverrideSource, a.MaliceOverrideAt = req.MaliceOverride, &src, &now
-			ch.Columns = append(ch.Columns, "malice_override", "malice_override_source", "malice_override_at")
-		}
-	case req.ResetMaliceOverride && a.MaliceOverride != nil:
-		event("alert_malice_updated", map[string]any{"from": *a.MaliceOverride, "to": nil, "reset": true})
-		a.MaliceOverride, a.MaliceOverrideSource, a.MaliceOverrideAt = nil, nil, nil
-		ch.Columns = append(ch.Columns, "malice_override", "malice_override_source", "malice_override_at")
-	}
-	return ch, nil
-}
-
-func (s *Server) patchAlert(c *fiber.Ctx) error {
+func (h *alertHandlers) patchAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -474,26 +349,23 @@ func (s *Server) patchAlert(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	p := principal(c)
-	a, err := s.deps.Alerts.PatchAlert(ctx, id, func(a *store.Alert, now time.Time) (store.AlertChange, error) {
-		return decidePatch(req, p, a, now)
-	})
+	a, err := h.rules.Patch(ctx, id, req.patch(), principal(c).Actor(store.ActorAPI))
 	if err != nil {
-		return notFoundAs(err, "Alert")
+		return notFoundAs(inBody(err), "Alert")
 	}
-	d, meta, err := s.alertDetail(ctx, a)
+	d, meta, err := h.alertDetail(ctx, a)
 	if err != nil {
 		return err
 	}
 	return respondMeta(c, http.StatusOK, d, meta)
 }
 
-func (s *Server) deleteAlert(c *fiber.Ctx) error {
+func (h *alertHandlers) deleteAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Alerts.DeleteAlert(c.UserContext(), id); err != nil {
+	if err := h.store.DeleteAlert(c.UserContext(), id); err != nil {
 		return notFoundAs(err, "Alert")
 	}
 	return c.SendStatus(http.StatusNoContent)
@@ -509,30 +381,13 @@ type createFindingRequest struct {
 	Evidence          map[string]any `json:"evidence" doc:"Free-form object, at most 64 KB of JSON."`
 }
 
-const maxEvidenceBytes = 64 << 10
-
-// Validate bounds the evidence and refuses NUL characters.
-func (r createFindingRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	for loc, v := range map[string]string{"agent_name": r.AgentName, "summary": r.Summary} {
-		if strings.IndexByte(v, 0) >= 0 {
-			errs.Add([]any{loc}, validate.TypeValue, "NUL characters are not accepted.", nil)
-		}
-	}
-	if r.RecommendedAction != nil && strings.IndexByte(*r.RecommendedAction, 0) >= 0 {
-		errs.Add([]any{"recommended_action"}, validate.TypeValue, "NUL characters are not accepted.", nil)
-	}
-	if r.Evidence != nil {
-		if size := jsonSize(r.Evidence); size > maxEvidenceBytes {
-			errs.AddCtx([]any{"evidence"}, validate.TypeTooLong, "evidence must be at most 64 KB of JSON.", nil,
-				map[string]any{"max_bytes": maxEvidenceBytes, "bytes": size})
-		} else if p, found := findNUL(r.Evidence); found {
-			errs.Add(append([]any{"evidence"}, p...), validate.TypeValue, "NUL characters are not accepted.", nil)
-		}
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return validate.LocString(errs[i].Loc) < validate.LocString(errs[j].Loc) })
-	return errs
+func (r createFindingRequest) finding() alerts.NewFinding {
+	return alerts.NewFinding{AgentName: r.AgentName, Summary: r.Summary, Confidence: r.Confidence,
+		RecommendedAction: r.RecommendedAction, Evidence: r.Evidence}
 }
+
+// Validate bounds the evidence and refuses NUL characters (alerts.NewFinding.Validate).
+func (r createFindingRequest) Validate() validate.Errors { return r.finding().Validate() }
 
 type findingResponse struct {
 	ID                uuid.UUID      `json:"id"`
@@ -549,7 +404,7 @@ func toFindingResponse(f store.Finding) findingResponse {
 		RecommendedAction: f.RecommendedAction, Evidence: f.Evidence, PostedAt: f.PostedAt.UTC()}
 }
 
-func (s *Server) createFinding(c *fiber.Ctx) error {
+func (h *alertHandlers) createFinding(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -558,30 +413,21 @@ func (s *Server) createFinding(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	p := principal(c)
-	f := store.Finding{AlertUUID: id, AgentName: req.AgentName, Summary: req.Summary, Confidence: req.Confidence,
-		RecommendedAction: req.RecommendedAction, Evidence: req.Evidence}
-	if p.KeyPrefix != "" {
-		f.ActorKeyPrefix = &p.KeyPrefix
-	}
-	if err := s.deps.Alerts.CreateFinding(c.UserContext(), &f, store.ActorAPI); err != nil {
-		return notFoundAs(err, "Alert")
+	f, err := h.rules.AddFinding(c.UserContext(), id, req.finding(), principal(c).Actor(store.ActorAPI))
+	if err != nil {
+		return notFoundAs(inBody(err), "Alert")
 	}
 	return respond(c, http.StatusCreated, toFindingResponse(f))
 }
 
-func (s *Server) listFindings(c *fiber.Ctx) error {
+func (h *alertHandlers) listFindings(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
-		return notFoundAs(err, "Alert")
-	}
-	rows, err := s.deps.Alerts.ListFindings(ctx, id)
+	rows, err := h.rules.Findings(c.UserContext(), id)
 	if err != nil {
-		return err
+		return notFoundAs(err, "Alert")
 	}
 	out := mapSlice(rows, toFindingResponse)
 	return respond(c, http.StatusOK, out)
@@ -589,16 +435,16 @@ func (s *Server) listFindings(c *fiber.Ctx) error {
 
 // Alert indicators.
 
-func (s *Server) listAlertIndicators(c *fiber.Ctx) error {
+func (h *alertHandlers) listAlertIndicators(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
+	if err := h.store.AlertExists(ctx, id); err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	rows, err := s.deps.Alerts.AlertIndicators(ctx, id)
+	rows, err := h.store.AlertIndicators(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -619,31 +465,12 @@ type addIndicatorsRequest struct {
 	Indicators []addIndicatorElement `json:"indicators" required:"true" minItems:"1" maxItems:"100"`
 }
 
-// keys infers missing types and normalizes every value, reporting each bad element.
-func (r addIndicatorsRequest) keys() ([]store.IndicatorKey, validate.Errors) {
-	var errs validate.Errors
-	keys := make([]store.IndicatorKey, 0, len(r.Indicators))
+func (r addIndicatorsRequest) indicators() []alerts.NewIndicator {
+	out := make([]alerts.NewIndicator, len(r.Indicators))
 	for i, el := range r.Indicators {
-		loc := []any{"body", "indicators", i}
-		var typ indicators.Type
-		if el.Type != nil {
-			typ = indicators.Type(*el.Type)
-		} else {
-			t, ok := indicators.Infer(el.Value)
-			if !ok {
-				errs.Add(append(loc, "value"), validate.TypeValue, "The indicator type cannot be inferred from the value; give a type.", truncateInput(el.Value))
-				continue
-			}
-			typ = t
-		}
-		v, err := indicators.Normalize(typ, el.Value)
-		if err != nil {
-			errs.AddCtx(append(loc, "value"), validate.TypeValue, err.Error(), truncateInput(el.Value), map[string]any{"type": string(typ)})
-			continue
-		}
-		keys = append(keys, store.IndicatorKey{Type: string(typ), Value: v})
+		out[i] = alerts.NewIndicator{Value: el.Value, Type: el.Type}
 	}
-	return keys, errs
+	return out
 }
 
 type addIndicatorsResponse struct {
@@ -652,7 +479,7 @@ type addIndicatorsResponse struct {
 	EnrichRequested bool                `json:"enrich_requested"`
 }
 
-func (s *Server) addAlertIndicators(c *fiber.Ctx) error {
+func (h *alertHandlers) addAlertIndicators(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -665,52 +492,19 @@ func (s *Server) addAlertIndicators(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	keys, verrs := req.keys()
-	if len(verrs) > 0 {
-		return verrs
-	}
-	ctx := c.UserContext()
-	inds, added, err := s.deps.Alerts.LinkIndicators(ctx, id, keys, "api")
+	added, err := h.rules.AddIndicators(c.UserContext(), id, req.indicators(), q.Enrich, principal(c).Actor(store.ActorAPI))
 	if err != nil {
-		return notFoundAs(err, "Alert")
+		return notFoundAs(inBody(err), "Alert")
 	}
-	if q.Enrich && len(inds) > 0 {
-		if err := s.enrichAdded(ctx, id, inds, principal(c).KeyPrefix); err != nil {
-			return err
-		}
-	}
-	out := addIndicatorsResponse{AddedCount: added, Indicators: make([]indicatorResponse, len(inds)), EnrichRequested: q.Enrich}
-	for i, ind := range inds {
+	out := addIndicatorsResponse{AddedCount: added.NewLinks, Indicators: make([]indicatorResponse, len(added.Indicators)), EnrichRequested: q.Enrich}
+	for i, ind := range added.Indicators {
 		out.Indicators[i] = toIndicatorResponse(ind, false)
 	}
 	return respond(c, http.StatusCreated, out)
 }
 
-// IndicatorEnricher starts enrichment of stored indicators (EnrichIndicator workflows; implemented
-// by temporal.IndicatorEnrichmentStarter).
-type IndicatorEnricher interface {
-	StartIndicatorEnrichment(ctx context.Context, ids []uuid.UUID) ([]string, error)
-}
-
-// enrichAdded starts enrichment of indicators added to an alert. When Temporal cannot take the
-// starts (or none is wired), the alert's pipeline re-run is queued through the outbox instead, so the
-// request never depends on Temporal being up; the re-run enriches every indicator of the alert.
-func (s *Server) enrichAdded(ctx context.Context, alertID uuid.UUID, inds []store.Indicator, keyPrefix string) error {
-	if s.deps.IndicatorEnricher != nil {
-		ids := make([]uuid.UUID, len(inds))
-		for i, ind := range inds {
-			ids[i] = ind.UUID
-		}
-		startCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_, err := s.deps.IndicatorEnricher.StartIndicatorEnrichment(startCtx, ids)
-		if err == nil {
-			return nil
-		}
-		s.log.WarnContext(ctx, "start indicator enrichment failed; queueing the alert's pipeline instead", "alert_uuid", alertID.String(), "err", err)
-	}
-	return notFoundAs(s.deps.Alerts.EnqueueRerun(ctx, alertID, store.ActorAPI, keyPrefix), "Alert")
-}
+// IndicatorEnricher starts enrichment of indicators added to an alert (alerts.IndicatorEnricher).
+type IndicatorEnricher = alerts.IndicatorEnricher
 
 // Activity.
 
@@ -740,7 +534,7 @@ func toActivityEventResponse(e store.ActivityEvent) activityEventResponse {
 		AlertUUID: e.AlertUUID, WorkflowUUID: e.WorkflowUUID, DetectionRuleUUID: e.DetectionRuleUUID, References: refs, CreatedAt: e.CreatedAt.UTC()}
 }
 
-func (s *Server) alertActivity(c *fiber.Ctx) error {
+func (h *alertHandlers) alertActivity(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -750,10 +544,10 @@ func (s *Server) alertActivity(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
+	if err := h.store.AlertExists(ctx, id); err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	rows, total, err := s.deps.Alerts.ListActivity(ctx, store.ActivityFilter{AlertUUID: &id, EventTypes: q.EventType, Page: q.storePage()})
+	rows, total, err := h.store.ListActivity(ctx, store.ActivityFilter{AlertUUID: &id, EventTypes: q.EventType, Page: q.storePage()})
 	if err != nil {
 		return err
 	}
@@ -767,12 +561,12 @@ type alertEnrichResponse struct {
 	WorkflowID string `json:"workflow_id"`
 }
 
-func (s *Server) enrichAlert(c *fiber.Ctx) error {
+func (h *alertHandlers) enrichAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Alerts.EnqueueRerun(c.UserContext(), id, store.ActorAPI, principal(c).KeyPrefix); err != nil {
+	if err := h.store.EnqueueRerun(c.UserContext(), id, store.ActorAPI, principal(c).KeyPrefix); err != nil {
 		return notFoundAs(err, "Alert")
 	}
 	return respond(c, http.StatusAccepted, alertEnrichResponse{WorkflowID: ids.Alert(id)})
@@ -806,7 +600,7 @@ type graphResponse struct {
 	Indicators []graphIndicator `json:"indicators"`
 }
 
-func (s *Server) relationshipGraph(c *fiber.Ctx) error {
+func (h *alertHandlers) relationshipGraph(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -816,15 +610,15 @@ func (s *Server) relationshipGraph(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	a, err := s.deps.Alerts.GetAlert(ctx, id)
+	a, err := h.store.GetAlert(ctx, id)
 	if err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	inds, err := s.deps.Alerts.AlertIndicators(ctx, id)
+	inds, err := h.store.AlertIndicators(ctx, id)
 	if err != nil {
 		return err
 	}
-	sibs, err := s.deps.Alerts.SiblingAlerts(ctx, id, q.SiblingLimit)
+	sibs, err := h.store.SiblingAlerts(ctx, id, q.SiblingLimit)
 	if err != nil {
 		return err
 	}
@@ -843,13 +637,4 @@ func (s *Server) relationshipGraph(c *fiber.Ctx) error {
 		out.Indicators[i] = graphIndicator{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, Malice: ind.Malice, RelatedAlerts: rel}
 	}
 	return respond(c, http.StatusOK, out)
-}
-
-// jsonSize is the length of v's JSON encoding (unencodable values count as too large).
-func jsonSize(v any) int {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return math.MaxInt
-	}
-	return len(b)
 }

@@ -328,13 +328,13 @@ func checkString(s string, tag reflect.StructTag, loc []any, errs *validate.Erro
 	}
 	n := len([]rune(s))
 	if m, ok := intTag(tag, "minLength"); ok && n < m {
-		errs.AddCtx(loc, validate.TypeStringTooShort, fmt.Sprintf("String should have at least %d character(s).", m), truncateInput(s), map[string]any{"min_length": m})
+		errs.AddCtx(loc, validate.TypeStringTooShort, fmt.Sprintf("String should have at least %d character(s).", m), validate.Truncate(s), map[string]any{"min_length": m})
 	}
 	if m, ok := intTag(tag, "maxLength"); ok && n > m {
-		errs.AddCtx(loc, validate.TypeStringTooLong, fmt.Sprintf("String should have at most %d character(s).", m), truncateInput(s), map[string]any{"max_length": m})
+		errs.AddCtx(loc, validate.TypeStringTooLong, fmt.Sprintf("String should have at most %d character(s).", m), validate.Truncate(s), map[string]any{"max_length": m})
 	}
 	if p := tag.Get("pattern"); p != "" && !compiledPattern(p).MatchString(s) {
-		errs.AddCtx(loc, validate.TypePattern, "String should match pattern '"+p+"'.", truncateInput(s), map[string]any{"pattern": p})
+		errs.AddCtx(loc, validate.TypePattern, "String should match pattern '"+p+"'.", validate.Truncate(s), map[string]any{"pattern": p})
 	}
 }
 
@@ -429,13 +429,6 @@ func rawInput(raw json.RawMessage) any {
 		return string(raw)
 	}
 	return x
-}
-
-func truncateInput(s string) string {
-	if len(s) > 256 {
-		return s[:256] + "…"
-	}
-	return s
 }
 
 // bindQuery decodes query parameters into dst (a pointer to a struct with query tags).
@@ -555,7 +548,7 @@ func setQueryValue(v reflect.Value, raw []string, loc []any, errs *validate.Erro
 		case validate.TypeBool:
 			typ = validate.TypeBoolParsing
 		}
-		errs.Add(loc, typ, typeMessage(t), truncateInput(s))
+		errs.Add(loc, typ, typeMessage(t), validate.Truncate(s))
 	}
 }
 
@@ -565,7 +558,7 @@ func pathUUID(c *fiber.Ctx, name string) (uuid.UUID, error) {
 	id, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
 		var errs validate.Errors
-		errs.Add([]any{"path", name}, validate.TypeUUID, "Input should be a valid UUID.", truncateInput(s))
+		errs.Add([]any{"path", name}, validate.TypeUUID, "Input should be a valid UUID.", validate.Truncate(s))
 		return uuid.Nil, errs
 	}
 	return id, nil

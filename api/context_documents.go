@@ -259,13 +259,13 @@ func bindMultipartDocument(c *fiber.Ctx, req *createContextDocumentRequest) erro
 		case "is_global":
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
-				fail(loc, validate.TypeBoolParsing, "Input should be a valid boolean.", truncateInput(v))
+				fail(loc, validate.TypeBoolParsing, "Input should be a valid boolean.", validate.Truncate(v))
 				continue
 			}
 			body[name] = b
 		case "targeting_rules":
 			if !json.Valid([]byte(v)) {
-				fail(loc, validate.TypeValue, "targeting_rules should be a JSON object.", truncateInput(v))
+				fail(loc, validate.TypeValue, "targeting_rules should be a JSON object.", validate.Truncate(v))
 				continue
 			}
 			body[name] = json.RawMessage(v)

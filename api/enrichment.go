@@ -580,7 +580,7 @@ func normalizeIndicator(typ, value string, loc []any) (string, error) {
 	norm, err := indicators.Normalize(t, value)
 	if err != nil {
 		var errs validate.Errors
-		errs.Add(validate.Join([]any{"body"}, loc[1]), validate.TypeValue, "Invalid "+typ+" value: "+err.Error(), truncateInput(value))
+		errs.Add(validate.Join([]any{"body"}, loc[1]), validate.TypeValue, "Invalid "+typ+" value: "+err.Error(), validate.Truncate(value))
 		return "", errs
 	}
 	return norm, nil
@@ -721,7 +721,7 @@ func (s *Server) enrichNow(c *fiber.Ctx) error {
 			verdicts = append(verdicts, r.Malice)
 		}
 	}
-	out.Malice = store.WorstMalice(verdicts...)
+	out.Malice = string(indicators.WorstOf(verdicts...))
 	return respond(c, http.StatusOK, out)
 }
 

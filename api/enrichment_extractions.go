@@ -72,7 +72,7 @@ type extractionRequest struct {
 func (r extractionRequest) Validate() validate.Errors {
 	var errs validate.Errors
 	if err := fieldpath.Validate(r.SourcePath); err != nil {
-		errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), truncateInput(r.SourcePath))
+		errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), validate.Truncate(r.SourcePath))
 	}
 	return errs
 }
@@ -214,7 +214,7 @@ func (r updateExtractionRequest) Validate() validate.Errors {
 	var errs validate.Errors
 	if r.SourcePath != nil {
 		if err := fieldpath.Validate(*r.SourcePath); err != nil {
-			errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), truncateInput(*r.SourcePath))
+			errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), validate.Truncate(*r.SourcePath))
 		}
 	}
 	return errs

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
@@ -23,17 +24,25 @@ type IndicatorStore interface {
 	SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *string, recompute func(map[string]any) string, actorType, actorKeyPrefix string) (store.Indicator, error)
 }
 
+// indicatorHandlers are the indicator routes: the indicator store for views, the alerts service for
+// the malice override.
+type indicatorHandlers struct {
+	store IndicatorStore
+	rules *alerts.Service
+}
+
 func (s *Server) indicatorRoutes() {
+	h := &indicatorHandlers{store: s.deps.Indicators, rules: s.alertRules}
 	const tag = "Indicators"
 	s.add(route{Method: http.MethodGet, Path: "/v1/indicators", Tag: tag, Summary: "Search indicators",
 		Description: "Most recently seen first. `value` is exact after normalization for the given type (or as given without one); `q` is a value prefix.",
-		Scopes:      []string{auth.ScopeEnrichmentsRead}, Query: listIndicatorsQuery{}, Response: indicatorResponse{}, List: true}, s.listIndicators)
+		Scopes:      []string{auth.ScopeEnrichmentsRead}, Query: listIndicatorsQuery{}, Response: indicatorResponse{}, List: true}, h.listIndicators)
 	s.add(route{Method: http.MethodGet, Path: "/v1/indicators/:uuid", Tag: tag, Summary: "Get an indicator",
 		Description: "With raw provider responses and the number of linked alerts.",
-		Scopes:      []string{auth.ScopeEnrichmentsRead}, Response: indicatorDetail{}}, s.getIndicator)
+		Scopes:      []string{auth.ScopeEnrichmentsRead}, Response: indicatorDetail{}}, h.getIndicator)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/indicators/:uuid", Tag: tag, Summary: "Override an indicator's malice",
 		Description: "A level is a sticky analyst override (enrichment no longer changes it); null removes the override and recomputes malice from the stored enrichment results.",
-		Scopes:      []string{auth.ScopeAlertsWrite}, Body: patchIndicatorRequest{}, Response: indicatorDetail{}}, s.patchIndicator)
+		Scopes:      []string{auth.ScopeAlertsWrite}, Body: patchIndicatorRequest{}, Response: indicatorDetail{}}, h.patchIndicator)
 }
 
 // indicatorResponse is SEED-SPEC §2.2's EnrichedIndicator.
@@ -101,7 +110,7 @@ func (q listIndicatorsQuery) Validate() validate.Errors {
 	return errs
 }
 
-func (s *Server) listIndicators(c *fiber.Ctx) error {
+func (h *indicatorHandlers) listIndicators(c *fiber.Ctx) error {
 	var q listIndicatorsQuery
 	if err := bindQuery(c, &q); err != nil {
 		return err
@@ -113,7 +122,7 @@ func (s *Server) listIndicators(c *fiber.Ctx) error {
 			value = v
 		}
 	}
-	rows, total, err := s.deps.Indicators.ListIndicators(c.UserContext(), store.IndicatorFilter{Types: q.Type, Value: value,
+	rows, total, err := h.store.ListIndicators(c.UserContext(), store.IndicatorFilter{Types: q.Type, Value: value,
 		ValuePrefix: q.Q, Malices: q.Malice, Page: q.storePage()})
 	if err != nil {
 		return err
@@ -122,25 +131,25 @@ func (s *Server) listIndicators(c *fiber.Ctx) error {
 	return respondList(c, out, total, q.PageQuery)
 }
 
-func (s *Server) indicatorDetail(ctx context.Context, ind store.Indicator) (indicatorDetail, error) {
-	n, err := s.deps.Indicators.IndicatorAlertCount(ctx, ind.UUID)
+func (h *indicatorHandlers) indicatorDetail(ctx context.Context, ind store.Indicator) (indicatorDetail, error) {
+	n, err := h.store.IndicatorAlertCount(ctx, ind.UUID)
 	if err != nil {
 		return indicatorDetail{}, err
 	}
 	return indicatorDetail{indicatorResponse: toIndicatorResponse(ind, false), AlertCount: n}, nil
 }
 
-func (s *Server) getIndicator(c *fiber.Ctx) error {
+func (h *indicatorHandlers) getIndicator(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	ind, err := s.deps.Indicators.GetIndicator(ctx, id)
+	ind, err := h.store.GetIndicator(ctx, id)
 	if err != nil {
 		return notFoundAs(err, "Indicator")
 	}
-	d, err := s.indicatorDetail(ctx, ind)
+	d, err := h.indicatorDetail(ctx, ind)
 	if err != nil {
 		return err
 	}
@@ -151,22 +160,7 @@ type patchIndicatorRequest struct {
 	Malice Optional[string] `json:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"A level (sticky override) or null (recompute from enrichment)."`
 }
 
-// recomputeMalice is the worst verdict over the successful provider results.
-func recomputeMalice(results map[string]any) string {
-	var verdicts []string
-	for _, r := range results {
-		m, _ := r.(map[string]any)
-		if ok, _ := m["success"].(bool); !ok {
-			continue
-		}
-		if v, ok := m["malice"].(string); ok {
-			verdicts = append(verdicts, v)
-		}
-	}
-	return store.WorstMalice(verdicts...)
-}
-
-func (s *Server) patchIndicator(c *fiber.Ctx) error {
+func (h *indicatorHandlers) patchIndicator(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -185,11 +179,11 @@ func (s *Server) patchIndicator(c *fiber.Ctx) error {
 		level = &req.Malice.Value
 	}
 	ctx := c.UserContext()
-	ind, err := s.deps.Indicators.SetIndicatorMalice(ctx, id, level, recomputeMalice, store.ActorAPI, principal(c).KeyPrefix)
+	ind, err := h.rules.SetIndicatorMalice(ctx, id, level, principal(c).Actor(store.ActorAPI))
 	if err != nil {
-		return notFoundAs(err, "Indicator")
+		return notFoundAs(inBody(err), "Indicator")
 	}
-	d, err := s.indicatorDetail(ctx, ind)
+	d, err := h.indicatorDetail(ctx, ind)
 	if err != nil {
 		return err
 	}

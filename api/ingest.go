@@ -185,7 +185,7 @@ func (s *Server) checkSource(c *fiber.Ctx, name string) (sources.Plugin, cachedI
 	plugin, ok := s.deps.SourceRegistry.Get(name)
 	if !ok {
 		return nil, cachedIntegration{}, NewError(http.StatusNotFound, "UNKNOWN_SOURCE", "Unknown source.").
-			WithDetails(map[string]any{"source_name": truncateInput(name), "known_sources": s.sourceNames()})
+			WithDetails(map[string]any{"source_name": validate.Truncate(name), "known_sources": s.sourceNames()})
 	}
 	if !principal(c).AllowsSource(name) {
 		return nil, cachedIntegration{}, NewError(http.StatusForbidden, "SOURCE_NOT_ALLOWED", "This API key may not ingest from this source.").
@@ -263,7 +263,7 @@ func (s *Server) ingestPayload(c *fiber.Ctx, plugin sources.Plugin, ci cachedInt
 		errs.Add(loc, validate.TypeObject, "The payload must be a JSON object.", nil)
 		return errInvalidPayload("The payload must be a JSON object.", errs)
 	}
-	if path, found := findNUL(payload); found {
+	if path, found := validate.FindNUL(payload); found {
 		var errs validate.Errors
 		errs.Add(append(append([]any{}, loc...), path...), validate.TypeValue, "NUL characters are not accepted.", nil)
 		return errInvalidPayload("The payload contains a NUL character.", errs)
@@ -330,29 +330,4 @@ func describeFirst(errs validate.Errors) string {
 		return "invalid"
 	}
 	return validate.LocString(errs[0].Loc) + ": " + errs[0].Msg
-}
-
-// findNUL looks for a NUL character in any key or string of v (Postgres text and jsonb cannot hold
-// one), returning its location.
-func findNUL(v any) ([]any, bool) {
-	switch x := v.(type) {
-	case string:
-		return nil, strings.IndexByte(x, 0) >= 0
-	case map[string]any:
-		for k, item := range x {
-			if strings.IndexByte(k, 0) >= 0 {
-				return []any{k}, true
-			}
-			if p, ok := findNUL(item); ok {
-				return append([]any{k}, p...), true
-			}
-		}
-	case []any:
-		for i, item := range x {
-			if p, ok := findNUL(item); ok {
-				return append([]any{i}, p...), true
-			}
-		}
-	}
-	return nil, false
 }

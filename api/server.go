@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/secretbox"
@@ -76,7 +77,14 @@ type Server struct {
 	routes []route
 	apiDoc docCache
 
-	ingestCfg *ingestCache // per-source integrations and mappings read by ingestion
+	ingestCfg  *ingestCache    // per-source integrations and mappings read by ingestion
+	alertRules *alerts.Service // alert PATCH, findings, adding indicators, indicator malice
+}
+
+// alertRulesStore is what the alerts service needs, from the alert and indicator stores of Deps.
+type alertRulesStore struct {
+	AlertStore
+	IndicatorStore
 }
 
 // New builds the Fiber app with every route registered.
@@ -98,6 +106,7 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
 	s.ingestCfg = newIngestCache()
+	s.alertRules = alerts.New(alertRulesStore{deps.Alerts, deps.Indicators}, deps.IndicatorEnricher, deps.Log)
 	if s.deps.SourceRegistry == nil {
 		s.deps.SourceRegistry = sources.NewRegistry()
 	}

@@ -76,7 +76,7 @@ func (s *Server) executeWorkflow(c *fiber.Ctx) error {
 	}
 	value, nerr := indicators.Normalize(indicators.Type(req.IndicatorType), req.IndicatorValue)
 	if nerr != nil {
-		errs.Add([]any{"body", "indicator_value"}, validate.TypeValue, "Not a valid "+req.IndicatorType+": "+nerr.Error(), truncateInput(req.IndicatorValue))
+		errs.Add([]any{"body", "indicator_value"}, validate.TypeValue, "Not a valid "+req.IndicatorType+": "+nerr.Error(), validate.Truncate(req.IndicatorValue))
 	}
 	if err := errs.Err(); err != nil {
 		return err

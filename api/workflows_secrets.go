@@ -40,7 +40,7 @@ func secretName(c *fiber.Ctx) (string, error) {
 	name := c.Params("name")
 	if !secretNameRE.MatchString(name) {
 		var errs validate.Errors
-		errs.AddCtx([]any{"path", "name"}, validate.TypePattern, "Secret names match ^[A-Z][A-Z0-9_]{0,63}$.", truncateInput(name),
+		errs.AddCtx([]any{"path", "name"}, validate.TypePattern, "Secret names match ^[A-Z][A-Z0-9_]{0,63}$.", validate.Truncate(name),
 			map[string]any{"pattern": secretNameRE.String()})
 		return "", errs
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // Key format: "cai_" followed by 32 URL-safe random characters.
@@ -128,3 +129,9 @@ func (p Principal) Expired(now time.Time) bool {
 
 // IsAgent reports whether the principal is an agent key.
 func (p Principal) IsAgent() bool { return p.KeyType == KeyTypeAgent }
+
+// Actor is the principal acting through front door actorType (store.ActorAPI, store.ActorMCP): the
+// actor the domain services record in the activity trail.
+func (p Principal) Actor(actorType string) store.Actor {
+	return store.Actor{Type: actorType, KeyPrefix: p.KeyPrefix, Agent: p.IsAgent()}
+}

@@ -7,24 +7,12 @@ import (
 	"strings"
 
 	"github.com/vigil-soc/vigil/fieldpath"
+	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/validate"
-)
-
-// MaliceLevel values.
-const (
-	VerdictPending    = "Pending"
-	VerdictBenign     = "Benign"
-	VerdictSuspicious = "Suspicious"
-	VerdictMalicious  = "Malicious"
 )
 
 // MaxMaliceRules bounds the number of rules in one malice_rules object.
 const MaxMaliceRules = 100
-
-// Verdicts lists the MaliceLevel values.
-func Verdicts() []string {
-	return []string{VerdictPending, VerdictBenign, VerdictSuspicious, VerdictMalicious}
-}
 
 // Operators lists the rule operators.
 func Operators() []string {
@@ -50,7 +38,7 @@ type MaliceRules struct {
 // relative to the object (["rules", 0, "operator"]). Empty input or null is valid: no rules, both
 // verdicts Pending.
 func ParseMaliceRules(raw json.RawMessage) (MaliceRules, validate.Errors) {
-	out := MaliceRules{DefaultVerdict: VerdictPending, NotFoundVerdict: VerdictPending, Rules: []Rule{}}
+	out := MaliceRules{DefaultVerdict: string(indicators.MalicePending), NotFoundVerdict: string(indicators.MalicePending), Rules: []Rule{}}
 	trimmed := strings.TrimSpace(string(raw))
 	if trimmed == "" || trimmed == "null" {
 		return out, nil
@@ -106,9 +94,9 @@ func verdictValue(v any, loc []any, errs *validate.Errors) (string, bool) {
 		errs.Add(loc, validate.TypeString, "verdict must be a string", nil)
 		return "", false
 	}
-	if !contains(Verdicts(), s) {
-		errs.AddCtx(loc, validate.TypeEnum, "verdict must be one of "+strings.Join(Verdicts(), ", "), s,
-			map[string]any{"expected": strings.Join(Verdicts(), ", ")})
+	if !indicators.MaliceLevel(s).Valid() {
+		verdicts := strings.Join(indicators.MaliceNames(), ", ")
+		errs.AddCtx(loc, validate.TypeEnum, "verdict must be one of "+verdicts, s, map[string]any{"expected": verdicts})
 		return "", false
 	}
 	return s, true
@@ -184,7 +172,7 @@ func (m MaliceRules) Evaluate(extracted map[string]any, notFound bool) string {
 
 func orPending(v string) string {
 	if v == "" {
-		return VerdictPending
+		return string(indicators.MalicePending)
 	}
 	return v
 }

@@ -55,6 +55,17 @@ func Types() []Type {
 	return []Type{TypeIP, TypeDomain, TypeMD5, TypeSHA1, TypeSHA256, TypeURL, TypeEmail, TypeAccount}
 }
 
+// TypeNames returns every indicator type as a string, in enumeration order: the one list the API's
+// enums, the OpenAPI document and validation messages use.
+func TypeNames() []string {
+	types := Types()
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = string(t)
+	}
+	return out
+}
+
 // Valid reports whether t is one of the enumerated types.
 func (t Type) Valid() bool {
 	switch t {
@@ -367,13 +378,53 @@ func ParseMalice(s string) (MaliceLevel, error) {
 	return m, nil
 }
 
+// MaliceNames returns every level as a string, in ascending order of severity.
+func MaliceNames() []string {
+	levels := MaliceLevels()
+	out := make([]string, len(levels))
+	for i, l := range levels {
+		out[i] = string(l)
+	}
+	return out
+}
+
 // Worst returns the most severe of levels (Malicious > Suspicious > Benign > Pending). Unknown values
-// are ignored; with no known level it returns Pending.
+// are ignored; with no known level it returns Pending. It is the one owner of "worst malice": the
+// store's enrichment record, the on-demand enrichment answer, the indicator malice reset and the
+// alert's effective malice all call it.
 func Worst(levels ...MaliceLevel) MaliceLevel {
 	worst := MalicePending
 	for _, l := range levels {
 		if l.Rank() > worst.Rank() {
 			worst = l
+		}
+	}
+	return worst
+}
+
+// WorstOf is Worst over levels given as strings (stored verdicts).
+func WorstOf(verdicts ...string) MaliceLevel {
+	worst := MalicePending
+	for _, v := range verdicts {
+		worst = Worst(worst, MaliceLevel(v))
+	}
+	return worst
+}
+
+// ResultsMalice is an indicator's malice computed from its enrichment results (provider name →
+// result object): the worst verdict over the results with "success": true. Other shapes are ignored.
+func ResultsMalice(results map[string]any) MaliceLevel {
+	worst := MalicePending
+	for _, v := range results {
+		r, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		if success, _ := r["success"].(bool); !success {
+			continue
+		}
+		if m, ok := r["malice"].(string); ok {
+			worst = Worst(worst, MaliceLevel(m))
 		}
 	}
 	return worst

@@ -185,3 +185,23 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+// TestWorstOf moved here from store (TestWorstMalice) when store's copy of the rule was removed.
+func TestWorstOf(t *testing.T) {
+	require.Equal(t, "Pending", string(WorstOf()))
+	require.Equal(t, "Benign", string(WorstOf("Pending", "Benign")))
+	require.Equal(t, "Malicious", string(WorstOf("Suspicious", "Malicious", "Benign")))
+	require.Equal(t, "Suspicious", string(WorstOf("bogus", "Suspicious")))
+}
+
+func TestResultsMalice(t *testing.T) {
+	require.Equal(t, MalicePending, ResultsMalice(nil))
+	require.Equal(t, MaliceSuspicious, ResultsMalice(map[string]any{
+		"a": map[string]any{"success": true, "malice": "Suspicious"},
+		"b": map[string]any{"success": false, "malice": "Malicious"}, // failed results do not count
+		"c": map[string]any{"malice": "Malicious"},                   // no success flag
+		"d": "not an object",
+		"e": map[string]any{"success": true, "malice": 7},
+		"f": map[string]any{"success": true, "malice": "bogus"},
+	}))
+}

@@ -1,54 +1,25 @@
 package sources
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/vigil-soc/vigil/severity"
 )
 
-// Severity is an alert severity (seed §2.10 AlertSeverity).
-type Severity string
+// Severity is the alert severity vocabulary, owned by package severity; the names here let the source
+// plugins keep reading as they did.
+type Severity = severity.Level
 
-// Alert severities.
+// Alert severities (package severity's levels).
 const (
-	SeverityPending       Severity = "Pending"
-	SeverityInformational Severity = "Informational"
-	SeverityLow           Severity = "Low"
-	SeverityMedium        Severity = "Medium"
-	SeverityHigh          Severity = "High"
-	SeverityCritical      Severity = "Critical"
+	SeverityPending       = severity.Pending
+	SeverityInformational = severity.Informational
+	SeverityLow           = severity.Low
+	SeverityMedium        = severity.Medium
+	SeverityHigh          = severity.High
+	SeverityCritical      = severity.Critical
 )
-
-// ErrUnknownSeverity is returned by ParseSeverity for a value outside the enumeration.
-var ErrUnknownSeverity = errors.New("unknown alert severity")
-
-// Severities returns every severity, Pending first, then ascending.
-func Severities() []Severity {
-	return []Severity{SeverityPending, SeverityInformational, SeverityLow, SeverityMedium, SeverityHigh, SeverityCritical}
-}
-
-// Rank orders severities: Pending 0, Informational 1, Low 2, Medium 3, High 4, Critical 5; unknown -1.
-func (s Severity) Rank() int {
-	for i, v := range Severities() {
-		if s == v {
-			return i
-		}
-	}
-	return -1
-}
-
-// Valid reports whether s is one of the enumerated severities.
-func (s Severity) Valid() bool { return s.Rank() >= 0 }
-
-// ParseSeverity returns the severity named s (exact match, as the API validates enums).
-func ParseSeverity(s string) (Severity, error) {
-	sev := Severity(s)
-	if !sev.Valid() {
-		return "", fmt.Errorf("%w: %q", ErrUnknownSeverity, s)
-	}
-	return sev, nil
-}
 
 // severityByName maps a source's severity word to a Severity, case-insensitively, accepting the
 // common aliases "info" and "informational". It reports false for anything else.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/severity"
 	"github.com/vigil-soc/vigil/validate"
 )
 
@@ -108,7 +109,7 @@ func ApplySeverityOverrides(n Normalized, overrides map[string]string) Normalize
 		if !strings.EqualFold(strings.TrimSpace(k), src) {
 			continue
 		}
-		if sev, err := ParseSeverity(overrides[k]); err == nil {
+		if sev, err := severity.Parse(overrides[k]); err == nil {
 			n.Severity = sev
 			return n
 		}
@@ -133,9 +134,9 @@ func ValidateSeverityMapping(m map[string]string) validate.Errors {
 		if len([]rune(k)) > 100 {
 			errs.Add([]any{k}, validate.TypeStringTooLong, "source severity value must be at most 100 characters", k)
 		}
-		if _, err := ParseSeverity(m[k]); err != nil {
+		if _, err := severity.Parse(m[k]); err != nil {
 			errs.AddCtx([]any{k}, validate.TypeEnum, "must be an alert severity", m[k],
-				map[string]any{"allowed": Severities()})
+				map[string]any{"allowed": severity.Levels()})
 		}
 	}
 	return errs

@@ -17,6 +17,30 @@ const (
 	ActorWorkflow = "workflow"
 )
 
+// Actor is who acts, as the activity trail records it: the front door (Type: ActorAPI, ActorMCP,
+// ActorWorkflow or ActorSystem), the API key's prefix ("" when no key acts) and whether that key is an
+// agent's (key type agent) rather than a human's. Every front door builds one (auth.Principal.Actor
+// for keyed callers) and hands it to the domain services, so they write the same events.
+type Actor struct {
+	Type      string
+	KeyPrefix string
+	Agent     bool
+}
+
+// KeyPrefixPtr is the key prefix as the nullable actor_key_prefix column wants it (nil when none).
+func (a Actor) KeyPrefixPtr() *string {
+	if a.KeyPrefix == "" {
+		return nil
+	}
+	p := a.KeyPrefix
+	return &p
+}
+
+// Event is an activity event of type typ by a, with refs.
+func (a Actor) Event(typ string, refs map[string]any) ActivityEvent {
+	return ActivityEvent{EventType: typ, ActorType: a.Type, ActorKeyPrefix: a.KeyPrefixPtr(), References: refs}
+}
+
 // ActivityEvent is one entry of the audit trail.
 type ActivityEvent struct {
 	bun.BaseModel `bun:"table:activity_events"`

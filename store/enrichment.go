@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/vigil-soc/vigil/indicators"
 )
 
 // FieldExtraction copies one field of a provider's response into the extracted map of an
@@ -258,20 +260,6 @@ type IndicatorEnrichment struct {
 	Results map[string]any
 }
 
-// maliceRank orders verdicts: the worst wins.
-var maliceRank = map[string]int{"Pending": 0, "Benign": 1, "Suspicious": 2, "Malicious": 3}
-
-// WorstMalice returns the worst of verdicts (Pending when none).
-func WorstMalice(verdicts ...string) string {
-	worst := "Pending"
-	for _, v := range verdicts {
-		if maliceRank[v] > maliceRank[worst] {
-			worst = v
-		}
-	}
-	return worst
-}
-
 // RecordEnrichment commits one enrichment pass in one transaction (one durable commit): the cache
 // entries (replacing earlier ones; TTL ≤ 0 stores nothing), then each indicator's results (see
 // recordIndicatorEnrichment); an indicator deleted meanwhile is left out. Rows are locked in key
@@ -316,19 +304,6 @@ func (s *Store) recordIndicatorEnrichment(ctx context.Context, tx bun.Tx, e Indi
 	for k, v := range e.Results {
 		merged[k] = v
 	}
-	var verdicts []string
-	for _, v := range merged {
-		r, ok := v.(map[string]any)
-		if !ok {
-			continue
-		}
-		if success, _ := r["success"].(bool); !success {
-			continue
-		}
-		if m, ok := r["malice"].(string); ok {
-			verdicts = append(verdicts, m)
-		}
-	}
 	now := s.Now()
 	ind.EnrichmentResults = merged
 	ind.IsEnriched = true
@@ -338,7 +313,7 @@ func (s *Store) recordIndicatorEnrichment(ctx context.Context, tx bun.Tx, e Indi
 	}
 	cols := []string{"enrichment_results", "is_enriched", "updated_at", "last_seen"}
 	if ind.MaliceOverriddenAt == nil {
-		ind.Malice = WorstMalice(verdicts...)
+		ind.Malice = string(indicators.ResultsMalice(merged))
 		src := "enrichment"
 		ind.MaliceSource = &src
 		cols = append(cols, "malice", "malice_source")

@@ -95,12 +95,6 @@ func TestRateLimit_Interval(t *testing.T) {
 	require.Equal(t, time.Duration(0), store.RateLimit{Requests: -1, PerSeconds: 5}.Interval())
 }
 
-func TestWorstMalice(t *testing.T) {
-	require.Equal(t, "Pending", store.WorstMalice())
-	require.Equal(t, "Benign", store.WorstMalice("Pending", "Benign"))
-	require.Equal(t, "Malicious", store.WorstMalice("Suspicious", "Malicious", "Benign"))
-	require.Equal(t, "Suspicious", store.WorstMalice("bogus", "Suspicious"))
-}
 
 func TestEnrichmentResult_MapRoundTrip(t *testing.T) {
 	now := time.Date(2026, 11, 22, 1, 2, 3, 4000, time.UTC)

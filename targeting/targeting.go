@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vigil-soc/vigil/sources"
+	"github.com/vigil-soc/vigil/severity"
 	"github.com/vigil-soc/vigil/validate"
 )
 
@@ -176,7 +176,7 @@ func stringField(s Subject, field string) string {
 
 // severityRank returns Informational 1 … Critical 5, Pending 0, unknown -1 (case-insensitive).
 func severityRank(s string) int {
-	for _, sev := range sources.Severities() {
+	for _, sev := range severity.Levels() {
 		if strings.EqualFold(s, string(sev)) {
 			return sev.Rank()
 		}
@@ -407,7 +407,7 @@ func checkString(s string, at []any, errs *validate.Errors) bool {
 }
 
 func canonicalSeverity(s string, rankedOnly bool, at []any, errs *validate.Errors) (string, bool) {
-	allowed := sources.Severities()
+	allowed := severity.Levels()
 	if rankedOnly {
 		allowed = allowed[1:] // Pending is not on the scale
 	}

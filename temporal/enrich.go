@@ -17,6 +17,7 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/workflows"
@@ -94,7 +95,7 @@ func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]store.Enric
 					return
 				}
 				res = workflows.ProviderCallResult{Result: store.EnrichmentResult{Provider: call.Provider, Status: store.EnrichFailed,
-					Malice: httpsteps.VerdictPending, Extracted: map[string]any{},
+					Malice: string(indicators.MalicePending), Extracted: map[string]any{},
 					ErrorMessage: "the provider did not answer in time; the call continues in the background and its result will be cached"}}
 			}
 			mu.Lock()
@@ -121,7 +122,7 @@ func (e *Enricher) TestProvider(ctx context.Context, provider, typ, value string
 		return store.EnrichmentResult{}, nil, err
 	}
 	if !res.Found {
-		return store.EnrichmentResult{Provider: provider, Status: store.EnrichFailed, Malice: httpsteps.VerdictPending,
+		return store.EnrichmentResult{Provider: provider, Status: store.EnrichFailed, Malice: string(indicators.MalicePending),
 			Extracted: map[string]any{}, ErrorMessage: "provider not found"}, res.Steps, nil
 	}
 	return res.Result, res.Steps, nil

@@ -7,7 +7,9 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -106,4 +108,46 @@ func LocString(loc []any) string {
 		}
 	}
 	return b.String()
+}
+
+// FindNUL looks for a NUL character in any key or string of v, a decoded JSON value (Postgres text
+// and jsonb cannot hold one), returning its location relative to v.
+func FindNUL(v any) ([]any, bool) {
+	switch x := v.(type) {
+	case string:
+		return nil, strings.IndexByte(x, 0) >= 0
+	case map[string]any:
+		for k, item := range x {
+			if strings.IndexByte(k, 0) >= 0 {
+				return []any{k}, true
+			}
+			if p, ok := FindNUL(item); ok {
+				return append([]any{k}, p...), true
+			}
+		}
+	case []any:
+		for i, item := range x {
+			if p, ok := FindNUL(item); ok {
+				return append([]any{i}, p...), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Truncate shortens an input echoed in a FieldError to 256 bytes (plus "…").
+func Truncate(s string) string {
+	if len(s) > 256 {
+		return s[:256] + "…"
+	}
+	return s
+}
+
+// JSONSize is the length of v's JSON encoding; a value that cannot be encoded counts as too large.
+func JSONSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(b)
 }
