@@ -95,7 +95,6 @@ func TestRateLimit_Interval(t *testing.T) {
 	require.Equal(t, time.Duration(0), store.RateLimit{Requests: -1, PerSeconds: 5}.Interval())
 }
 
-
 func TestEnrichmentResult_MapRoundTrip(t *testing.T) {
 	now := time.Date(2026, 11, 22, 1, 2, 3, 4000, time.UTC)
 	r := store.EnrichmentResult{Provider: "p", Status: store.EnrichSuccess, Success: true, Extracted: map[string]any{"n": float64(3)},

@@ -1,0 +1,59 @@
+package alerts_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var (
+	storeOnce sync.Once
+	sharedSt  *store.Store
+	storeErr  error
+)
+
+// testStore opens (once per test binary) the package's own fresh, migrated database.
+func testStore(t testing.TB) *store.Store {
+	t.Helper()
+	dsn := testenv.DatabaseURL(t)
+	storeOnce.Do(func() {
+		ctx := context.Background()
+		sharedSt, storeErr = store.Open(ctx, dsn, store.Options{})
+		if storeErr == nil {
+			storeErr = sharedSt.Migrate(ctx)
+		}
+	})
+	require.NoError(t, storeErr)
+	return sharedSt
+}
+
+// newAlert commits a fresh Open alert through the ingest statement and returns its uuid.
+func newAlert(t *testing.T, st *store.Store) uuid.UUID {
+	t.Helper()
+	res, err := st.Ingest(context.Background(), store.IngestAlert{Title: "alert " + uuid.NewString(), Severity: "Low",
+		SourceName: "generic", Fingerprint: uuid.NewString(), RawPayload: []byte(`{}`), Normalized: []byte(`{}`),
+		ActorType: store.ActorAPI}, time.Hour)
+	require.NoError(t, err)
+	return res.AlertUUID
+}
+
+// activity returns the alert's activity event types, oldest first.
+func activity(t *testing.T, st *store.Store, id uuid.UUID) []store.ActivityEvent {
+	t.Helper()
+	rows, _, err := st.ListActivity(context.Background(), store.ActivityFilter{AlertUUID: &id, Page: store.Page{Number: 1, Size: 100}})
+	require.NoError(t, err)
+	out := make([]store.ActivityEvent, len(rows))
+	for i, e := range rows {
+		out[len(rows)-1-i] = e
+	}
+	return out
+}
