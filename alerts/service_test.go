@@ -158,10 +158,17 @@ func TestService_AddIndicators(t *testing.T) {
 	down := alerts.New(st, enricherFunc(func([]uuid.UUID) error { return errors.New("temporal unreachable") }), nil)
 	_, err = down.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "10.0.0.2"}}, true, human)
 	require.NoError(t, err)
-	// The outbox holds the queued re-run.
-	var n int
-	require.NoError(t, st.DB().NewRaw("SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id).Scan(ctx, &n))
-	require.Positive(t, n)
+	// The re-run is queued through the outbox: an alert_enrichment_requested event by the actor, which
+	// neither the successful start nor the enrich=false call above wrote.
+	var requested []store.ActivityEvent
+	for _, e := range activity(t, st, id) {
+		if e.EventType == "alert_enrichment_requested" {
+			requested = append(requested, e)
+		}
+	}
+	require.Len(t, requested, 1)
+	require.Equal(t, store.ActorAPI, requested[0].ActorType)
+	require.Equal(t, "cai_hum", *requested[0].ActorKeyPrefix)
 
 	_, err = svc.AddIndicators(ctx, uuid.New(), []alerts.NewIndicator{{Value: "10.0.0.3"}}, false, human)
 	require.ErrorIs(t, err, store.ErrNotFound)
