@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
+	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal/ids"
@@ -17,7 +18,7 @@ import (
 // PipelineStore is what the alert pipeline's activities need.
 type PipelineStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
-	ActiveMappings(ctx context.Context, sourceName string) ([]store.IndicatorMapping, error)
+	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
 	AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]store.Indicator, error)
 	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event store.ActivityEvent) error
@@ -102,18 +103,6 @@ func alertErr(id uuid.UUID, err error) error {
 	return err
 }
 
-func pipelineMappings(rows []store.IndicatorMapping) []indicators.Mapping {
-	out := make([]indicators.Mapping, 0, len(rows))
-	for _, r := range rows {
-		m := indicators.Mapping{FieldPath: r.FieldPath, Type: indicators.Type(r.IndicatorType), Target: indicators.Target(r.ExtractionTarget)}
-		if r.SourceName != nil {
-			m.SourceName = *r.SourceName
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // PipelineExtract (local activity) runs the three extraction passes over the stored alert: pass 1
 // from the plugin output kept at ingest, pass 2 (mappings over the normalized fields) and pass 3
 // (mappings over the raw payload, with array fan-out). Pure reads: safe to retry.
@@ -130,7 +119,7 @@ func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (Pip
 	if err != nil {
 		return PipelineExtraction{}, alertErr(id, fmt.Errorf("load alert: %w", err))
 	}
-	rows, err := st.ActiveMappings(ctx, alert.SourceName)
+	mappings, err := st.ActiveMappings(ctx, alert.SourceName)
 	if err != nil {
 		return PipelineExtraction{}, fmt.Errorf("load indicator mappings: %w", err)
 	}
@@ -138,7 +127,7 @@ func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (Pip
 	for i, p := range alert.Normalized.Indicators {
 		pass1[i] = indicators.Indicator{Type: indicators.Type(p.Type), Value: p.Value}
 	}
-	res := indicators.Extract(alert.Normalized.Fields, alert.RawPayload, alert.SourceName, pass1, pipelineMappings(rows))
+	res := indicators.Extract(alert.Normalized.Fields, alert.RawPayload, alert.SourceName, pass1, mappings)
 	if len(res.Skipped) > 0 {
 		activity.GetLogger(ctx).Info("extraction skipped values", "alert_uuid", id.String(), "skipped", len(res.Skipped)+res.SkippedOmitted)
 	}
@@ -213,16 +202,13 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	if err != nil {
 		return PipelineFinishResult{}, fmt.Errorf("load indicators: %w", err)
 	}
-	malice := indicators.MalicePending
-	if alert.MaliceOverride != nil {
-		malice = indicators.MaliceLevel(*alert.MaliceOverride)
-	} else {
-		for _, ind := range inds {
-			malice = indicators.Worst(malice, indicators.MaliceLevel(ind.Malice))
-		}
+	malices := make([]string, len(inds))
+	for i, ind := range inds {
+		malices[i] = ind.Malice
 	}
+	malice := alerts.Malice(alert.MaliceOverride, malices)
 	event := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{
-		"workflow_id": ids.Alert(id), "indicator_count": len(inds), "malice": string(malice),
+		"workflow_id": ids.Alert(id), "indicator_count": len(inds), "malice": malice,
 		"providers_succeeded": pipelineList(in.Succeeded), "providers_failed": pipelineList(in.Failed),
 	}}
 	if in.Status == store.EnrichmentFailed {
@@ -239,7 +225,7 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	if err := st.FinishEnrichment(ctx, id, in.Status, in.RunID, event); err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)
 	}
-	return PipelineFinishResult{Malice: string(malice)}, nil
+	return PipelineFinishResult{Malice: malice}, nil
 }
 
 func pipelineList(s []string) []string {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/sources"
+	"github.com/vigil-soc/vigil/ingest"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
@@ -25,7 +25,7 @@ type IndicatorMappingStore interface {
 	ListIndicatorMappings(ctx context.Context, f store.IndicatorMappingFilter) ([]store.IndicatorMapping, int, error)
 	UpdateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping, columns ...string) error
 	DeleteIndicatorMapping(ctx context.Context, id uuid.UUID) error
-	ActiveMappings(ctx context.Context, sourceName string) ([]store.IndicatorMapping, error)
+	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 }
 
 func (s *Server) indicatorMappingRoutes() {
@@ -144,7 +144,7 @@ func (s *Server) createMapping(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	s.ingestCfg.invalidate()
+	s.ingest.Invalidate()
 	return respond(c, http.StatusCreated, toMappingResponse(m))
 }
 
@@ -240,7 +240,7 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 			}
 			return notFoundAs(err, "Indicator mapping")
 		}
-		s.ingestCfg.invalidate()
+		s.ingest.Invalidate()
 	}
 	return respond(c, http.StatusOK, toMappingResponse(m))
 }
@@ -261,7 +261,7 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	if err := s.deps.Mappings.DeleteIndicatorMapping(ctx, id); err != nil {
 		return notFoundAs(err, "Indicator mapping")
 	}
-	s.ingestCfg.invalidate()
+	s.ingest.Invalidate()
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -311,25 +311,25 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 		errs.Add([]any{"body", "raw_payload"}, validate.TypeObject, "raw_payload must be a JSON object.", nil)
 		return errs
 	}
-	ci, err := s.integrationFor(c.UserContext(), plugin.Name())
+	src, err := s.ingest.Configured(c.UserContext(), plugin)
 	if err != nil {
 		return err
 	}
-	var overrides map[string]string
-	if ci.si != nil {
-		overrides = ci.si.SeverityMapping
+	n, err := ingest.Normalize(src, payload)
+	if err != nil {
+		var perr *ingest.PayloadError
+		if errors.As(err, &perr) {
+			var errs validate.Errors
+			errs.Merge([]any{"body", "raw_payload"}, perr.Detail)
+			return errInvalidPayload(perr.Message, errs)
+		}
+		return err
 	}
-	n, verrs := sources.Normalize(plugin, payload, overrides)
-	if len(verrs) > 0 {
-		var errs validate.Errors
-		errs.Merge([]any{"body", "raw_payload"}, verrs)
-		return errInvalidPayload("The payload is not a valid "+plugin.Name()+" alert: "+describeFirst(verrs)+".", errs)
-	}
-	rows, err := s.deps.Mappings.ActiveMappings(c.UserContext(), plugin.Name())
+	mappings, err := s.deps.Mappings.ActiveMappings(c.UserContext(), plugin.Name())
 	if err != nil {
 		return err
 	}
-	res := indicators.Extract(n.Fields, payload, plugin.Name(), n.Indicators, toMappings(rows))
+	res := indicators.Extract(n.Fields, payload, plugin.Name(), n.Indicators, mappings)
 	prev := normalizedPreview{Title: n.Title, Severity: string(n.Severity), SourceSeverity: n.SourceSeverity, Description: n.Description,
 		Tags: n.Tags, Fields: n.Fields, Pass1Raw: n.Indicators}
 	if !n.OccurredAt.IsZero() {
@@ -347,5 +347,5 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	}
 	return respond(c, http.StatusOK, testExtractionResponse{Pass1: res.Pass1, Pass2: res.Pass2, Pass3: res.Pass3, Indicators: res.Indicators,
 		Skipped: res.Skipped, SkippedOmitted: res.SkippedOmitted, Truncated: res.Truncated,
-		Fingerprint: sources.Fingerprint(n.Title, plugin.Name(), res.FingerprintIndicators()), Normalized: prev})
+		Fingerprint: ingest.Fingerprint(n, plugin.Name(), res), Normalized: prev})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/ingest"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/sources"
 )
@@ -77,7 +78,7 @@ type Server struct {
 	routes []route
 	apiDoc docCache
 
-	ingestCfg  *ingestCache    // per-source integrations and mappings read by ingestion
+	ingest     *ingest.Service // ingestion, with the integrations and mappings it caches
 	alertRules *alerts.Service // alert PATCH, findings, adding indicators, indicator malice
 }
 
@@ -105,11 +106,15 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
-	s.ingestCfg = newIngestCache()
-	s.alertRules = alerts.New(alertRulesStore{deps.Alerts, deps.Indicators}, deps.IndicatorEnricher, deps.Log)
 	if s.deps.SourceRegistry == nil {
 		s.deps.SourceRegistry = sources.NewRegistry()
 	}
+	var secrets ingest.SecretOpener
+	if s.deps.Secrets != nil {
+		secrets = s.deps.Secrets
+	}
+	s.ingest = ingest.New(deps.Ingest, s.deps.SourceRegistry, secrets, cfg.AlertDedupWindow)
+	s.alertRules = alerts.New(alertRulesStore{deps.Alerts, deps.Indicators}, deps.IndicatorEnricher, deps.Log)
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
 		// fasthttp's own cap answers by closing the connection, which clients see as a reset; so it sits

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/ingest"
 	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
@@ -22,11 +23,6 @@ type SourceIntegrationStore interface {
 	ListSourceIntegrations(ctx context.Context, f store.SourceIntegrationFilter) ([]store.SourceIntegration, int, error)
 	UpdateSourceIntegration(ctx context.Context, si *store.SourceIntegration, columns ...string) error
 	DeleteSourceIntegration(ctx context.Context, id uuid.UUID) error
-}
-
-// sourceSecret is the sealed auth_config.
-type sourceSecret struct {
-	Secret string `json:"secret"`
 }
 
 func (s *Server) sourceIntegrationRoutes() {
@@ -123,7 +119,7 @@ func (s *Server) sealSecret(secret string) ([]byte, error) {
 	if s.deps.Secrets == nil {
 		return nil, errors.New("seal source secret: no encryption key configured")
 	}
-	return s.deps.Secrets.SealJSON(sourceSecret{Secret: secret})
+	return s.deps.Secrets.SealJSON(ingest.Secret{Secret: secret})
 }
 
 func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
@@ -163,7 +159,7 @@ func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	s.ingestCfg.invalidate()
+	s.ingest.Invalidate()
 	return respond(c, http.StatusCreated, toSourceIntegrationResponse(si))
 }
 
@@ -250,7 +246,7 @@ func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
 		if err := s.deps.Integrations.UpdateSourceIntegration(ctx, &si, cols...); err != nil {
 			return notFoundAs(err, "Source integration")
 		}
-		s.ingestCfg.invalidate()
+		s.ingest.Invalidate()
 	}
 	return respond(c, http.StatusOK, toSourceIntegrationResponse(si))
 }
@@ -263,6 +259,6 @@ func (s *Server) deleteSourceIntegration(c *fiber.Ctx) error {
 	if err := s.deps.Integrations.DeleteSourceIntegration(c.UserContext(), id); err != nil {
 		return notFoundAs(err, "Source integration")
 	}
-	s.ingestCfg.invalidate()
+	s.ingest.Invalidate()
 	return c.SendStatus(http.StatusNoContent)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/ingest"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -65,7 +66,7 @@ func TestSourceIntegrationsAPI(t *testing.T) {
 	stored, err := ts.Store.GetSourceIntegration(ctx, uuid.MustParse(id))
 	require.NoError(t, err)
 	require.NotContains(t, string(stored.AuthConfig), "top-secret-value", "sealed at rest")
-	var sec sourceSecret
+	var sec ingest.Secret
 	require.NoError(t, ts.Server.deps.Secrets.OpenJSON(stored.AuthConfig, &sec))
 	require.Equal(t, "top-secret-value", sec.Secret)
 

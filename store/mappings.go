@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+	"github.com/vigil-soc/vigil/indicators"
 )
 
 // IndicatorMapping is one pass-2/pass-3 extraction rule (API.md §4). System rows are seeded from the
@@ -24,6 +25,19 @@ type IndicatorMapping struct {
 	Description      *string   `bun:"description"`
 	CreatedAt        time.Time `bun:"created_at"`
 	UpdatedAt        time.Time `bun:"updated_at"`
+}
+
+// Mapping is the row as the extraction rule it stores (indicators.Mapping): the one conversion, used
+// by ingest (pass 2), the pipeline (passes 2 and 3) and the test-extraction route.
+func (m IndicatorMapping) Mapping() indicators.Mapping {
+	out := indicators.Mapping{FieldPath: m.FieldPath, Type: indicators.Type(m.IndicatorType), Target: indicators.Target(m.ExtractionTarget)}
+	if m.SourceName != nil {
+		out.SourceName = *m.SourceName
+	}
+	if m.Description != nil {
+		out.Description = *m.Description
+	}
+	return out
 }
 
 const mappingConflict = "(coalesce(source_name, ''), field_path, indicator_type, extraction_target)"
@@ -105,16 +119,20 @@ func (s *Store) ListIndicatorMappings(ctx context.Context, f IndicatorMappingFil
 	return out, int(total), nil
 }
 
-// ActiveMappings returns every active mapping that applies to sourceName ("" = all sources' rows
+// ActiveMappings returns, as extraction rules, every active mapping that applies to sourceName ("" = all sources' rows
 // only), in creation order: the rule set of extraction passes 2 and 3.
-func (s *Store) ActiveMappings(ctx context.Context, sourceName string) ([]IndicatorMapping, error) {
-	var out []IndicatorMapping
-	err := s.db.NewSelect().Model(&out).
+func (s *Store) ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error) {
+	var rows []IndicatorMapping
+	err := s.db.NewSelect().Model(&rows).
 		Where("is_active").
 		Where("(source_name IS NULL OR source_name = ?)", sourceName).
 		OrderExpr("created_at ASC, uuid ASC").Limit(10_000).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("active mappings of %s: %w", sourceName, mapErr(err))
+	}
+	out := make([]indicators.Mapping, len(rows))
+	for i, r := range rows {
+		out[i] = r.Mapping()
 	}
 	return out, nil
 }

@@ -1,0 +1,50 @@
+package ingest
+
+import (
+	"sync"
+	"time"
+)
+
+// ConfigTTL bounds how long a process uses a source integration or the indicator mappings it read,
+// so the ingest path costs one database round trip. Writes through this process invalidate at once
+// (Service.Invalidate); other processes see a change within the TTL.
+const ConfigTTL = 2 * time.Second
+
+// ttlCache keeps values loaded per key for ConfigTTL.
+type ttlCache[V any] struct {
+	mu      sync.Mutex
+	entries map[string]ttlEntry[V]
+}
+
+type ttlEntry[V any] struct {
+	v  V
+	at time.Time
+}
+
+// get returns key's value, loading it when absent or older than ConfigTTL. Errors are not cached.
+func (c *ttlCache[V]) get(key string, load func() (V, error)) (V, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < ConfigTTL {
+		return e.v, nil
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[string]ttlEntry[V]{}
+	}
+	c.entries[key] = ttlEntry[V]{v: v, at: now}
+	c.mu.Unlock()
+	return v, nil
+}
+
+func (c *ttlCache[V]) clear() {
+	c.mu.Lock()
+	clear(c.entries)
+	c.mu.Unlock()
+}
