@@ -85,8 +85,8 @@ func (s *Server) alertRoutes() {
 type alertSummary struct {
 	UUID                 uuid.UUID  `json:"uuid"`
 	Title                string     `json:"title"`
-	Severity             string     `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
-	Status               string     `json:"status" enum:"Open,Triaging,Escalated,Closed"`
+	Severity             string     `json:"severity" enum:"$severity"`
+	Status               string     `json:"status" enum:"$alert_status"`
 	EnrichmentStatus     string     `json:"enrichment_status" enum:"Pending,Enriched,Failed"`
 	SourceName           string     `json:"source_name"`
 	OccurredAt           time.Time  `json:"occurred_at"`
@@ -103,7 +103,7 @@ type alertSummary struct {
 	Description          *string    `json:"description"`
 	DuplicateCount       int        `json:"duplicate_count"`
 	LastSeenAt           *time.Time `json:"last_seen_at"`
-	Malice               string     `json:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"The override, else the worst indicator malice, else Pending."`
+	Malice               string     `json:"malice" enum:"$malice" doc:"The override, else the worst indicator malice, else Pending."`
 	MaliceOverride       *string    `json:"malice_override"`
 	MaliceOverrideSource *string    `json:"malice_override_source" enum:"analyst,agent"`
 	MaliceOverrideAt     *time.Time `json:"malice_override_at"`
@@ -152,8 +152,8 @@ func toAlertSummary(a store.Alert, malices []string) alertSummary {
 
 type listAlertsQuery struct {
 	PageQuery
-	Status            []string   `query:"status" enum:"Open,Triaging,Escalated,Closed" doc:"Comma-separated; any of."`
-	Severity          []string   `query:"severity" enum:"Pending,Informational,Low,Medium,High,Critical" doc:"Comma-separated; any of."`
+	Status            []string   `query:"status" enum:"$alert_status" doc:"Comma-separated; any of."`
+	Severity          []string   `query:"severity" enum:"$severity" doc:"Comma-separated; any of."`
 	SourceName        []string   `query:"source_name" maxLength:"100" doc:"Comma-separated; any of."`
 	EnrichmentStatus  []string   `query:"enrichment_status" enum:"Pending,Enriched,Failed" doc:"Comma-separated; any of."`
 	IsEnriched        *bool      `query:"is_enriched"`
@@ -307,11 +307,11 @@ func (h *alertHandlers) getAlert(c *fiber.Ctx) error {
 // PATCH.
 
 type patchAlertRequest struct {
-	Status              *string            `json:"status" enum:"Open,Triaging,Escalated,Closed"`
-	Severity            *string            `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
-	CloseClassification *string            `json:"close_classification" enum:"True Positive - Suspicious Activity,Benign Positive - Suspicious but Expected,False Positive - Incorrect Detection Logic,False Positive - Inaccurate Data,Undetermined,Duplicate,Not Applicable"`
+	Status              *string            `json:"status" enum:"$alert_status"`
+	Severity            *string            `json:"severity" enum:"$severity"`
+	CloseClassification *string            `json:"close_classification" enum:"$close_classification"`
 	Tags                Optional[[]string] `json:"tags" maxItems:"50" maxLength:"100" doc:"Replaces the list (blank and repeated tags are dropped)."`
-	MaliceOverride      *string            `json:"malice_override" enum:"Pending,Benign,Suspicious,Malicious"`
+	MaliceOverride      *string            `json:"malice_override" enum:"$malice"`
 	ResetMaliceOverride bool               `json:"reset_malice_override" doc:"true clears malice_override, its source and time. null is rejected."`
 }
 
@@ -458,7 +458,7 @@ type addIndicatorsQuery struct {
 
 type addIndicatorElement struct {
 	Value string  `json:"value" required:"true" minLength:"1" maxLength:"2048"`
-	Type  *string `json:"type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account" doc:"Inferred from the value when absent."`
+	Type  *string `json:"type" enum:"$indicator_type" doc:"Inferred from the value when absent."`
 }
 
 type addIndicatorsRequest struct {

@@ -17,6 +17,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/alerts"
+	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/severity"
 	"github.com/vigil-soc/vigil/validate"
 )
 
@@ -318,9 +321,30 @@ func checkTags(v reflect.Value, tag reflect.StructTag, loc []any, errs *validate
 	}
 }
 
+// enumValues is the enum a struct tag declares: a comma-separated list, or "$name" for a vocabulary
+// its domain package owns (so the list is written once, there, and the binder and the OpenAPI document
+// read the same values).
+func enumValues(tag reflect.StructTag) []string {
+	switch e := tag.Get("enum"); e {
+	case "":
+		return nil
+	case "$indicator_type":
+		return indicators.TypeNames()
+	case "$malice":
+		return indicators.MaliceNames()
+	case "$severity":
+		return severity.Names()
+	case "$alert_status":
+		return alerts.Statuses()
+	case "$close_classification":
+		return alerts.CloseClassifications()
+	default:
+		return strings.Split(e, ",")
+	}
+}
+
 func checkString(s string, tag reflect.StructTag, loc []any, errs *validate.Errors) {
-	if e := tag.Get("enum"); e != "" {
-		allowed := strings.Split(e, ",")
+	if allowed := enumValues(tag); allowed != nil {
 		if !containsString(allowed, s) {
 			errs.AddCtx(loc, validate.TypeEnum, "Input should be one of: "+strings.Join(allowed, ", ")+".", s, map[string]any{"expected": allowed})
 			return

@@ -57,7 +57,7 @@ type detectionRuleResponse struct {
 	Name               string    `json:"name"`
 	SourceRuleID       *string   `json:"source_rule_id"`
 	SourceName         *string   `json:"source_name"`
-	Severity           *string   `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	Severity           *string   `json:"severity" enum:"$severity"`
 	IsActive           bool      `json:"is_active"`
 	MitreTactics       []string  `json:"mitre_tactics"`
 	MitreTechniques    []string  `json:"mitre_techniques"`
@@ -88,7 +88,7 @@ func toDetectionRuleResponse(r store.DetectionRule) detectionRuleResponse {
 type listDetectionRulesQuery struct {
 	PageQuery
 	SourceName     *string  `query:"source_name" minLength:"1" maxLength:"100" doc:"Exact source name."`
-	Severity       []string `query:"severity" enum:"Pending,Informational,Low,Medium,High,Critical" doc:"Any of these severities."`
+	Severity       []string `query:"severity" enum:"$severity" doc:"Any of these severities."`
 	IsActive       *bool    `query:"is_active"`
 	Q              string   `query:"q" maxLength:"500" doc:"Case-insensitive substring of the name."`
 	MitreTactic    string   `query:"mitre_tactic" maxLength:"100" doc:"Exact element of mitre_tactics (e.g. TA0001 or Initial Access, as stored)."`
@@ -140,7 +140,7 @@ type createDetectionRuleRequest struct {
 	Name               string   `json:"name" required:"true" minLength:"1" maxLength:"500"`
 	SourceRuleID       *string  `json:"source_rule_id" minLength:"1" maxLength:"500" doc:"The rule's id in its source (SIEM)."`
 	SourceName         *string  `json:"source_name" minLength:"1" maxLength:"100" doc:"The source the rule lives in, e.g. sentinel."`
-	Severity           *string  `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	Severity           *string  `json:"severity" enum:"$severity"`
 	IsActive           *bool    `json:"is_active" doc:"Default true."`
 	MitreTactics       []string `json:"mitre_tactics" maxItems:"50" minLength:"1" maxLength:"100"`
 	MitreTechniques    []string `json:"mitre_techniques" maxItems:"100" minLength:"1" maxLength:"100"`
@@ -274,7 +274,7 @@ type updateDetectionRuleRequest struct {
 	Name               *string          `json:"name" minLength:"1" maxLength:"500"`
 	SourceRuleID       Optional[string] `json:"source_rule_id" minLength:"1" maxLength:"500"`
 	SourceName         Optional[string] `json:"source_name" minLength:"1" maxLength:"100"`
-	Severity           Optional[string] `json:"severity" enum:"Pending,Informational,Low,Medium,High,Critical"`
+	Severity           Optional[string] `json:"severity" enum:"$severity"`
 	IsActive           *bool            `json:"is_active"`
 	MitreTactics       *[]string        `json:"mitre_tactics" maxItems:"50" minLength:"1" maxLength:"100" doc:"Replaces the list."`
 	MitreTechniques    *[]string        `json:"mitre_techniques" maxItems:"100" minLength:"1" maxLength:"100" doc:"Replaces the list."`

@@ -222,7 +222,7 @@ type createProviderRequest struct {
 	ProviderName            string            `json:"provider_name" required:"true" minLength:"1" maxLength:"100" pattern:"^[a-z0-9_]+$"`
 	DisplayName             string            `json:"display_name" required:"true" minLength:"1" maxLength:"200"`
 	Description             *string           `json:"description" maxLength:"4000"`
-	SupportedIndicatorTypes []string          `json:"supported_indicator_types" required:"true" minItems:"1" maxItems:"8" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	SupportedIndicatorTypes []string          `json:"supported_indicator_types" required:"true" minItems:"1" maxItems:"8" enum:"$indicator_type"`
 	HTTPConfig              enrichRaw         `json:"http_config" required:"true" doc:"{steps: [...], url_templates_by_type?}; see API.md §7."`
 	AuthType                string            `json:"auth_type" required:"true" enum:"none,api_key,bearer,basic,oauth2_client_credentials,custom"`
 	AuthConfig              map[string]string `json:"auth_config" doc:"Write-only credentials (string values), stored encrypted; templates read them as {{auth.<field>}}."`
@@ -391,7 +391,7 @@ type updateProviderRequest struct {
 	DisplayName             *string                     `json:"display_name" minLength:"1" maxLength:"200"`
 	Description             *string                     `json:"description" maxLength:"4000"`
 	IsActive                *bool                       `json:"is_active"`
-	SupportedIndicatorTypes []string                    `json:"supported_indicator_types" minItems:"1" maxItems:"8" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	SupportedIndicatorTypes []string                    `json:"supported_indicator_types" minItems:"1" maxItems:"8" enum:"$indicator_type"`
 	HTTPConfig              enrichRaw                   `json:"http_config"`
 	AuthType                *string                     `json:"auth_type" enum:"none,api_key,bearer,basic,oauth2_client_credentials,custom"`
 	AuthConfig              Optional[map[string]string] `json:"auth_config" doc:"Write-only; null removes the stored credentials."`
@@ -553,7 +553,7 @@ func (s *Server) setProviderActive(active bool) fiber.Handler {
 // --- provider test and on-demand enrichment ---------------------------------------------------
 
 type testProviderRequest struct {
-	IndicatorType  string `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType  string `json:"indicator_type" required:"true" enum:"$indicator_type"`
 	IndicatorValue string `json:"indicator_value" required:"true" minLength:"1" maxLength:"2048"`
 }
 
@@ -638,9 +638,9 @@ func (s *Server) testProvider(c *fiber.Ctx) error {
 }
 
 type enrichmentRequest struct {
-	Type           *string `json:"type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	Type           *string `json:"type" enum:"$indicator_type"`
 	Value          *string `json:"value" minLength:"1" maxLength:"2048"`
-	IndicatorType  *string `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account" doc:"Alias of type."`
+	IndicatorType  *string `json:"indicator_type" enum:"$indicator_type" doc:"Alias of type."`
 	IndicatorValue *string `json:"indicator_value" minLength:"1" maxLength:"2048" doc:"Alias of value."`
 }
 
@@ -673,7 +673,7 @@ type enrichmentProviderResult struct {
 	Status       string         `json:"status" enum:"success,failed,skipped"`
 	Success      bool           `json:"success"`
 	Extracted    map[string]any `json:"extracted"`
-	Malice       string         `json:"malice" enum:"Pending,Benign,Suspicious,Malicious"`
+	Malice       string         `json:"malice" enum:"$malice"`
 	EnrichedAt   *time.Time     `json:"enriched_at"`
 	ErrorMessage string         `json:"error_message"`
 	CacheHit     bool           `json:"cache_hit"`
@@ -683,7 +683,7 @@ type enrichmentResponse struct {
 	Type       string                              `json:"type"`
 	Value      string                              `json:"value"`
 	Results    map[string]enrichmentProviderResult `json:"results"`
-	Malice     string                              `json:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"Worst verdict over the successful providers."`
+	Malice     string                              `json:"malice" enum:"$malice" doc:"Worst verdict over the successful providers."`
 	EnrichedAt time.Time                           `json:"enriched_at"`
 }
 

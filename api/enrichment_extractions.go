@@ -36,7 +36,7 @@ func toExtractionResponse(e store.FieldExtraction) extractionResponse {
 type listExtractionsQuery struct {
 	PageQuery
 	ProviderName  string `query:"provider_name" maxLength:"100"`
-	IndicatorType string `query:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType string `query:"indicator_type" enum:"$indicator_type"`
 	IsActive      *bool  `query:"is_active"`
 	IsSystem      *bool  `query:"is_system"`
 }
@@ -61,7 +61,7 @@ func (s *Server) listExtractions(c *fiber.Ctx) error {
 
 type extractionRequest struct {
 	ProviderName  string  `json:"provider_name" required:"true" minLength:"1" maxLength:"100" pattern:"^[a-z0-9_]+$"`
-	IndicatorType string  `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType string  `json:"indicator_type" required:"true" enum:"$indicator_type"`
 	SourcePath    string  `json:"source_path" required:"true" minLength:"1" maxLength:"500" doc:"Dot path into the provider's final response; * fans out over lists."`
 	TargetKey     string  `json:"target_key" required:"true" minLength:"1" maxLength:"200"`
 	ValueType     string  `json:"value_type" required:"true" enum:"string,int,float,bool,list,dict,any"`
@@ -202,7 +202,7 @@ func (s *Server) getExtraction(c *fiber.Ctx) error {
 
 type updateExtractionRequest struct {
 	ProviderName  *string `json:"provider_name" minLength:"1" maxLength:"100" pattern:"^[a-z0-9_]+$"`
-	IndicatorType *string `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType *string `json:"indicator_type" enum:"$indicator_type"`
 	SourcePath    *string `json:"source_path" minLength:"1" maxLength:"500"`
 	TargetKey     *string `json:"target_key" minLength:"1" maxLength:"200"`
 	ValueType     *string `json:"value_type" enum:"string,int,float,bool,list,dict,any"`

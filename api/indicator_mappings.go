@@ -54,7 +54,7 @@ type mappingResponse struct {
 	UUID             uuid.UUID `json:"uuid"`
 	SourceName       *string   `json:"source_name" doc:"null: every source."`
 	FieldPath        string    `json:"field_path"`
-	IndicatorType    string    `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType    string    `json:"indicator_type" enum:"$indicator_type"`
 	ExtractionTarget string    `json:"extraction_target" enum:"normalized,raw_payload"`
 	IsActive         bool      `json:"is_active"`
 	IsSystem         bool      `json:"is_system"`
@@ -94,7 +94,7 @@ func (s *Server) listMappings(c *fiber.Ctx) error {
 type createMappingRequest struct {
 	SourceName       *string `json:"source_name" minLength:"1" maxLength:"100" doc:"null (default): every source."`
 	FieldPath        string  `json:"field_path" required:"true" minLength:"1" maxLength:"500" doc:"Dot path; numeric segments index arrays, * fans out (Entities.*.Address)."`
-	IndicatorType    string  `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType    string  `json:"indicator_type" required:"true" enum:"$indicator_type"`
 	ExtractionTarget string  `json:"extraction_target" required:"true" enum:"normalized,raw_payload"`
 	IsActive         *bool   `json:"is_active" doc:"Default true."`
 	Description      *string `json:"description" maxLength:"1000"`
@@ -163,7 +163,7 @@ func (s *Server) getMapping(c *fiber.Ctx) error {
 type updateMappingRequest struct {
 	SourceName       Optional[string] `json:"source_name" minLength:"1" maxLength:"100" doc:"An explicit null applies the mapping to every source."`
 	FieldPath        *string          `json:"field_path" minLength:"1" maxLength:"500"`
-	IndicatorType    *string          `json:"indicator_type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType    *string          `json:"indicator_type" enum:"$indicator_type"`
 	ExtractionTarget *string          `json:"extraction_target" enum:"normalized,raw_payload"`
 	IsActive         *bool            `json:"is_active"`
 	Description      Optional[string] `json:"description" maxLength:"1000" doc:"An explicit null clears it."`

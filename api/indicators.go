@@ -48,12 +48,12 @@ func (s *Server) indicatorRoutes() {
 // indicatorResponse is SEED-SPEC §2.2's EnrichedIndicator.
 type indicatorResponse struct {
 	UUID               uuid.UUID      `json:"uuid"`
-	Type               string         `json:"type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	Type               string         `json:"type" enum:"$indicator_type"`
 	Value              string         `json:"value"`
 	FirstSeen          time.Time      `json:"first_seen"`
 	LastSeen           time.Time      `json:"last_seen"`
 	IsEnriched         bool           `json:"is_enriched"`
-	Malice             string         `json:"malice" enum:"Pending,Benign,Suspicious,Malicious"`
+	Malice             string         `json:"malice" enum:"$malice"`
 	MaliceSource       *string        `json:"malice_source"`
 	MaliceOverriddenAt *time.Time     `json:"malice_overridden_at"`
 	EnrichmentResults  map[string]any `json:"enrichment_results" doc:"Provider name → result (status, success, malice, extracted, enriched_at, error_message; raw_response only on GET /v1/indicators/{uuid})."`
@@ -92,10 +92,10 @@ func toIndicatorResponse(ind store.Indicator, stripRaw bool) indicatorResponse {
 
 type listIndicatorsQuery struct {
 	PageQuery
-	Type   []string `query:"type" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account" doc:"Comma-separated; any of."`
+	Type   []string `query:"type" enum:"$indicator_type" doc:"Comma-separated; any of."`
 	Value  string   `query:"value" maxLength:"2048" doc:"Exact value (normalized when one type is given)."`
 	Q      string   `query:"q" maxLength:"2048" doc:"Value prefix."`
-	Malice []string `query:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"Comma-separated; any of."`
+	Malice []string `query:"malice" enum:"$malice" doc:"Comma-separated; any of."`
 }
 
 // Validate refuses NUL characters.
@@ -157,7 +157,7 @@ func (h *indicatorHandlers) getIndicator(c *fiber.Ctx) error {
 }
 
 type patchIndicatorRequest struct {
-	Malice Optional[string] `json:"malice" enum:"Pending,Benign,Suspicious,Malicious" doc:"A level (sticky override) or null (recompute from enrichment)."`
+	Malice Optional[string] `json:"malice" enum:"$malice" doc:"A level (sticky override) or null (recompute from enrichment)."`
 }
 
 func (h *indicatorHandlers) patchIndicator(c *fiber.Ctx) error {

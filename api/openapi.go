@@ -127,9 +127,9 @@ func applyTagSchema(s map[string]any, tag reflect.StructTag) {
 	if items, ok := s["items"].(map[string]any); ok && (tag.Get("enum") != "" || tag.Get("minLength") != "" || tag.Get("maxLength") != "") {
 		target = items // list of strings: string rules apply to the elements
 	}
-	if e := tag.Get("enum"); e != "" {
+	if allowed := enumValues(tag); allowed != nil {
 		vals := []any{}
-		for _, v := range strings.Split(e, ",") {
+		for _, v := range allowed {
 			vals = append(vals, v)
 		}
 		target["enum"] = vals

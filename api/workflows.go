@@ -138,7 +138,7 @@ type createWorkflowRequest struct {
 	Description            *string         `json:"description" maxLength:"5000"`
 	Documentation          *string         `json:"documentation" maxLength:"100000"`
 	WorkflowType           *string         `json:"workflow_type" enum:"indicator,alert" doc:"Default indicator."`
-	IndicatorTypes         []string        `json:"indicator_types" maxItems:"8" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account" doc:"Indicator types the workflow accepts; empty: every type."`
+	IndicatorTypes         []string        `json:"indicator_types" maxItems:"8" enum:"$indicator_type" doc:"Indicator types the workflow accepts; empty: every type."`
 	State                  *string         `json:"state" enum:"draft,active,inactive" doc:"Default draft."`
 	Steps                  json.RawMessage `json:"steps" required:"true" doc:"List of HTTP steps (provider step format)."`
 	TimeoutSeconds         *int            `json:"timeout_seconds" minimum:"1" maximum:"86400" doc:"Whole-run timeout, default 300."`
@@ -287,7 +287,7 @@ type updateWorkflowRequest struct {
 	Description            Optional[string] `json:"description" maxLength:"5000"`
 	Documentation          Optional[string] `json:"documentation" maxLength:"100000"`
 	WorkflowType           *string          `json:"workflow_type" enum:"indicator,alert"`
-	IndicatorTypes         []string         `json:"indicator_types" maxItems:"8" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorTypes         []string         `json:"indicator_types" maxItems:"8" enum:"$indicator_type"`
 	State                  *string          `json:"state" enum:"draft,active,inactive"`
 	Steps                  json.RawMessage  `json:"steps"`
 	TimeoutSeconds         *int             `json:"timeout_seconds" minimum:"1" maximum:"86400"`

@@ -29,7 +29,7 @@ type WorkflowRunStarter interface {
 }
 
 type executeWorkflowRequest struct {
-	IndicatorType  string     `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType  string     `json:"indicator_type" required:"true" enum:"$indicator_type"`
 	IndicatorValue string     `json:"indicator_value" required:"true" minLength:"1" maxLength:"2048"`
 	AlertUUID      *uuid.UUID `json:"alert_uuid"`
 	Reason         *string    `json:"reason" maxLength:"5000" doc:"Required (non-empty) for agent keys."`
@@ -201,7 +201,7 @@ type mockHTTPResponse struct {
 }
 
 type testWorkflowRequest struct {
-	IndicatorType     string                      `json:"indicator_type" required:"true" enum:"ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"`
+	IndicatorType     string                      `json:"indicator_type" required:"true" enum:"$indicator_type"`
 	IndicatorValue    string                      `json:"indicator_value" required:"true" minLength:"1" maxLength:"2048"`
 	AlertUUID         *uuid.UUID                  `json:"alert_uuid"`
 	MockHTTPResponses map[string]mockHTTPResponse `json:"mock_http_responses" doc:"By step name."`
