@@ -2,7 +2,6 @@ package alerts_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +14,9 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var (
-	storeOnce sync.Once
-	sharedSt  *store.Store
-	storeErr  error
-)
-
-// testStore opens (once per test binary) the package's own fresh, migrated database.
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	dsn := testenv.DatabaseURL(t)
-	storeOnce.Do(func() {
-		ctx := context.Background()
-		sharedSt, storeErr = store.Open(ctx, dsn, store.Options{})
-		if storeErr == nil {
-			storeErr = sharedSt.Migrate(ctx)
-		}
-	})
-	require.NoError(t, storeErr)
-	return sharedSt
-}
+// testStore is the package's own fresh, migrated database (testenv.Store); tests share it: give
+// rows unique keys.
+func testStore(t testing.TB) *store.Store { return testenv.Store(t) }
 
 // newAlert commits a fresh Open alert through the ingest statement and returns its uuid.
 func newAlert(t *testing.T, st *store.Store) uuid.UUID {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,26 +21,9 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var (
-	storeOnce sync.Once
-	sharedSt  *store.Store
-	storeErr  error
-)
-
-// testStore opens (once per test binary) the package's fresh, migrated database.
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	dsn := testenv.DatabaseURL(t)
-	storeOnce.Do(func() {
-		ctx := context.Background()
-		sharedSt, storeErr = store.Open(ctx, dsn, store.Options{})
-		if storeErr == nil {
-			storeErr = sharedSt.Migrate(ctx)
-		}
-	})
-	require.NoError(t, storeErr)
-	return sharedSt
-}
+// testStore is the package's own fresh, migrated database (testenv.Store); tests share it: give
+// rows unique keys.
+func testStore(t testing.TB) *store.Store { return testenv.Store(t) }
 
 type testServer struct {
 	URL    string

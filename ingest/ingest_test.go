@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +21,9 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var (
-	storeOnce sync.Once
-	sharedSt  *store.Store
-	storeErr  error
-)
-
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	dsn := testenv.DatabaseURL(t)
-	storeOnce.Do(func() {
-		ctx := context.Background()
-		sharedSt, storeErr = store.Open(ctx, dsn, store.Options{})
-		if storeErr == nil {
-			storeErr = sharedSt.Migrate(ctx)
-		}
-	})
-	require.NoError(t, storeErr)
-	return sharedSt
-}
+// testStore is the package's own fresh, migrated database (testenv.Store); tests share it: give
+// rows unique keys.
+func testStore(t testing.TB) *store.Store { return testenv.Store(t) }
 
 func anyKey(string) bool { return true }
 

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // Limits for bringing services up; a cold `go install` of the temporal CLI dominates.
@@ -55,6 +56,10 @@ type harness struct {
 	temporalOnce sync.Once
 	temporalAddr string
 	temporalErr  error
+
+	storeOnce sync.Once
+	st        *store.Store
+	stErr     error
 }
 
 var env harness
