@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vigil-soc/vigil/store"
 )
 
 func TestNewKeyFormat(t *testing.T) {
@@ -46,4 +47,16 @@ func TestPrincipal(t *testing.T) {
 	require.False(t, Principal{}.Expired(now))
 	require.True(t, ValidScope("workflows:write"))
 	require.False(t, ValidScope("root"))
+}
+
+func TestPrincipalActor(t *testing.T) {
+	agent := Principal{KeyPrefix: "cai_abcd", KeyType: KeyTypeAgent}
+	require.Equal(t, store.Actor{Type: store.ActorMCP, KeyPrefix: "cai_abcd", Agent: true}, agent.Actor(store.ActorMCP))
+	human := Principal{KeyPrefix: "cai_efgh", KeyType: KeyTypeHuman}
+	require.Equal(t, store.Actor{Type: store.ActorAPI, KeyPrefix: "cai_efgh"}, human.Actor(store.ActorAPI))
+	require.Nil(t, Principal{}.Actor(store.ActorAPI).KeyPrefixPtr(), "no key, no prefix")
+	e := human.Actor(store.ActorAPI).Event("alert_tags_updated", map[string]any{"to": []string{}})
+	require.Equal(t, "api", e.ActorType)
+	require.Equal(t, "cai_efgh", *e.ActorKeyPrefix)
+	require.Equal(t, "alert_tags_updated", e.EventType)
 }
