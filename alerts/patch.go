@@ -46,9 +46,9 @@ func (p Patch) Validate() validate.Errors {
 				map[string]any{"expected": allowed})
 		}
 	}
-	enum("status", p.Status, Statuses())
+	enum("status", p.Status, store.AlertStatuses())
 	enum("severity", p.Severity, severity.Names())
-	enum("close_classification", p.CloseClassification, CloseClassifications())
+	enum("close_classification", p.CloseClassification, store.CloseClassifications())
 	enum("malice_override", p.MaliceOverride, indicators.MaliceNames())
 	if len(errs) > 0 {
 		return errs

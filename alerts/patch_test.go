@@ -30,8 +30,8 @@ var allowed = map[[2]string]bool{
 // type; refused moves are invalid_transition with the allowed list and leave the alert untouched.
 func TestDecide_EveryTransition(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	for _, from := range alerts.Statuses() {
-		for _, to := range alerts.Statuses() {
+	for _, from := range store.AlertStatuses() {
+		for _, to := range store.AlertStatuses() {
 			t.Run(from+"→"+to, func(t *testing.T) {
 				a := &store.Alert{Status: from}
 				if from == store.StatusClosed {
@@ -95,7 +95,7 @@ func TestDecide_EveryTransition(t *testing.T) {
 		}
 	}
 	// The graph itself.
-	for _, from := range alerts.Statuses() {
+	for _, from := range store.AlertStatuses() {
 		for _, to := range alerts.Transitions(from) {
 			require.True(t, allowed[[2]string{from, to}], "%s→%s", from, to)
 		}

@@ -17,9 +17,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
 
@@ -335,9 +335,9 @@ func enumValues(tag reflect.StructTag) []string {
 	case "$severity":
 		return severity.Names()
 	case "$alert_status":
-		return alerts.Statuses()
+		return store.AlertStatuses()
 	case "$close_classification":
-		return alerts.CloseClassifications()
+		return store.CloseClassifications()
 	default:
 		return strings.Split(e, ",")
 	}

@@ -78,7 +78,7 @@ func bindWindow(c *fiber.Ctx, q windowedQuery) (store.MetricsWindow, error) {
 type alertMetricsQuery struct {
 	MetricsWindowQuery
 	SourceName        *string    `query:"source_name" maxLength:"100" doc:"Only alerts of this source (exact)."`
-	Severity          []string   `query:"severity" enum:"Pending,Informational,Low,Medium,High,Critical" doc:"Only alerts of these severities; any of."`
+	Severity          []string   `query:"severity" enum:"$severity" doc:"Only alerts of these severities; any of."`
 	DetectionRuleUUID *uuid.UUID `query:"detection_rule_uuid" doc:"Only alerts of this detection rule (an unknown rule matches no alert)."`
 }
 

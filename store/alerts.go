@@ -67,6 +67,25 @@ type IndicatorPair struct {
 	Value string `json:"value"`
 }
 
+// AlertStatuses returns every alert status in the order the API documents them (the API's enum and
+// the metrics' zero-filled counts read this list).
+func AlertStatuses() []string {
+	return []string{StatusOpen, StatusTriaging, StatusEscalated, StatusClosed}
+}
+
+// CloseClassifications returns every close_classification value (seed §2.10).
+func CloseClassifications() []string {
+	return []string{
+		"True Positive - Suspicious Activity",
+		"Benign Positive - Suspicious but Expected",
+		"False Positive - Incorrect Detection Logic",
+		"False Positive - Inaccurate Data",
+		"Undetermined",
+		"Duplicate",
+		"Not Applicable",
+	}
+}
+
 // Alert statuses, enrichment statuses and outbox kinds.
 const (
 	StatusOpen      = "Open"

@@ -6,22 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+	"github.com/vigil-soc/vigil/severity"
 )
-
-// Enumerations the metrics report every value of (zero counts included).
-func alertStatuses() []string { return []string{"Open", "Triaging", "Escalated", "Closed"} }
-
-func alertSeverities() []string {
-	return []string{"Pending", "Informational", "Low", "Medium", "High", "Critical"}
-}
-
-func closeClassifications() []string {
-	return []string{
-		"True Positive - Suspicious Activity", "Benign Positive - Suspicious but Expected",
-		"False Positive - Incorrect Detection Logic", "False Positive - Inaccurate Data",
-		"Undetermined", "Duplicate", "Not Applicable",
-	}
-}
 
 // TopIndicatorsLimit bounds DetectionRuleMetrics.TopIndicators.
 const TopIndicatorsLimit = 10
@@ -57,8 +43,8 @@ type IndicatorCount struct {
 // from the same building blocks as AlertMetrics (store/metrics.go).
 func (s *Store) DetectionRuleMetrics(ctx context.Context, ruleID int64, w MetricsWindow) (DetectionRuleMetrics, error) {
 	m := DetectionRuleMetrics{Window: w,
-		ByStatus: zeroCounts(alertStatuses()), BySeverity: zeroCounts(alertSeverities()),
-		CloseClassifications: zeroCounts(closeClassifications()), AlertsOverTime: []TimeBucket{}, TopIndicators: []IndicatorCount{}}
+		ByStatus: zeroCounts(AlertStatuses()), BySeverity: zeroCounts(severity.Names()),
+		CloseClassifications: zeroCounts(CloseClassifications()), AlertsOverTime: []TimeBucket{}, TopIndicators: []IndicatorCount{}}
 	if err := w.check(); err != nil {
 		return DetectionRuleMetrics{}, fmt.Errorf("detection rule #%d metrics: %w", ruleID, err)
 	}

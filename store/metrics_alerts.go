@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+	"github.com/vigil-soc/vigil/severity"
 )
 
 // activeAlert is the condition of an active alert (any status but Closed): alert_is_active, a SQL
@@ -61,8 +62,8 @@ func (s *Store) AlertMetrics(ctx context.Context, f AlertMetricsFilter) (AlertMe
 	if err := f.Window.check(); err != nil {
 		return AlertMetrics{}, fmt.Errorf("alert metrics: %w", err)
 	}
-	m := AlertMetrics{Window: f.Window, Bucket: f.Window.Bucket(), ByStatus: zeroCounts(alertStatuses()),
-		BySeverity: zeroCounts(alertSeverities()), BySource: map[string]int{}, ActiveBySeverity: zeroCounts(alertSeverities())}
+	m := AlertMetrics{Window: f.Window, Bucket: f.Window.Bucket(), ByStatus: zeroCounts(AlertStatuses()),
+		BySeverity: zeroCounts(severity.Names()), BySource: map[string]int{}, ActiveBySeverity: zeroCounts(severity.Names())}
 	scope := alertScope{Column: "created_at", Window: f.Window, SourceName: f.SourceName, Severities: f.Severities, RuleUUID: f.DetectionRuleUUID}
 	where, args := scope.where()
 	err := s.readSnapshot(ctx, func(ctx context.Context, tx bun.Tx) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+	"github.com/vigil-soc/vigil/severity"
 )
 
 func runStatuses() []string {
@@ -211,7 +212,7 @@ func (s *Store) MetricsSummary(ctx context.Context, w MetricsWindow, env Env) (M
 	if err := w.check(); err != nil {
 		return MetricsSummary{}, fmt.Errorf("metrics summary: %w", err)
 	}
-	m := MetricsSummary{Window: w, OpenBySeverity: zeroCounts(alertSeverities())}
+	m := MetricsSummary{Window: w, OpenBySeverity: zeroCounts(severity.Names())}
 	now := s.Now()
 	err := s.readSnapshot(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if err := summaryAlerts(ctx, tx, w, &m); err != nil {
