@@ -378,3 +378,16 @@ func Worst(levels ...MaliceLevel) MaliceLevel {
 	}
 	return worst
 }
+
+// AlertMalice is an alert's effective malice: its override when set, else the worst malice of its
+// indicators, else Pending (API.md §3).
+func AlertMalice(override *string, indicatorMalices []string) MaliceLevel {
+	if override != nil {
+		return MaliceLevel(*override)
+	}
+	worst := MalicePending
+	for _, m := range indicatorMalices {
+		worst = Worst(worst, MaliceLevel(m))
+	}
+	return worst
+}
