@@ -457,8 +457,12 @@ func TestStreamableHTTPSessionIsBoundToItsKey(t *testing.T) {
 		path      string
 		transport func(string, *http.Client) sdk.Transport
 	}{
-		{"/mcp", func(u string, c *http.Client) sdk.Transport { return &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: c} }},
-		{"/sse", func(u string, c *http.Client) sdk.Transport { return &sdk.SSEClientTransport{Endpoint: u, HTTPClient: c} }},
+		{"/mcp", func(u string, c *http.Client) sdk.Transport {
+			return &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: c}
+		}},
+		{"/sse", func(u string, c *http.Client) sdk.Transport {
+			return &sdk.SSEClientTransport{Endpoint: u, HTTPClient: c}
+		}},
 	} {
 		cs := connect(tc.path, tc.transport)
 		_, body := call(t, cs, "list_workflows", nil)
