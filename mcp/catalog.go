@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -244,6 +245,37 @@ func (s *Server) registerResources(srv *sdk.Server, who principalSource) {
 			}
 			return single[detectionRuleView]{Data: toDetectionRuleView(r), Meta: map[string]any{}}, nil
 		}})
+	s.addResource(srv, who, resource{uri: "vigil://context-documents", name: "context-documents", title: "Context documents", scopes: alertsRead,
+		description: "The 50 most recently updated context documents (runbooks, IR plans, SOPs, playbooks), without content.",
+		read: func(ctx context.Context, _ auth.Principal, _ map[string]string) (any, error) {
+			rows, total, err := s.cfg.Documents.ListContextDocuments(ctx, store.ContextDocumentFilter{SortBy: store.DocSortUpdatedAt, Desc: true,
+				Page: store.Page{Number: 1, Size: defaultPageSize}})
+			if err != nil {
+				return nil, err
+			}
+			return newList(rows, total, 1, defaultPageSize, toContextDocumentSummary), nil
+		}})
+	s.addResource(srv, who, resource{uri: "vigil://context-documents/{uuid}", name: "context-document", title: "One context document", scopes: alertsRead,
+		description: "One context document with its content (markdown).",
+		read: func(ctx context.Context, _ auth.Principal, p map[string]string) (any, error) {
+			id, err := uriUUID(p["uuid"])
+			if err != nil {
+				return nil, err
+			}
+			d, err := s.cfg.Documents.GetContextDocument(ctx, id)
+			if err != nil {
+				return nil, notFoundAs(err, "Context document")
+			}
+			return single[contextDocumentView]{Data: toContextDocumentView(d), Meta: map[string]any{}}, nil
+		}})
+	s.addResource(srv, who, resource{uri: "vigil://enrichments/{type}/{value}", name: "enrichment", title: "An indicator's enrichment",
+		scopes: []string{auth.ScopeEnrichmentsRead},
+		description: "One indicator (type ip, domain, hash_md5, hash_sha1, hash_sha256, url, email or account; the value " +
+			"percent-encoded: every character outside A-Z a-z 0-9 - . _ ~) with malice, every provider's full result including raw_response " +
+			"(untrusted_content) and the number of alerts it appears in.",
+		read: func(ctx context.Context, _ auth.Principal, p map[string]string) (any, error) {
+			return s.enrichment(ctx, p["type"], p["value"])
+		}})
 	workflowsRead := []string{auth.ScopeWorkflowsRead}
 	s.addResource(srv, who, resource{uri: "vigil://workflows", name: "workflows", title: "Response workflows", scopes: workflowsRead,
 		description: "The 50 newest workflows; list_workflows filters and pages.",
@@ -265,6 +297,39 @@ func (s *Server) registerResources(srv *sdk.Server, who principalSource) {
 			v.Documentation = w.Documentation
 			return single[workflowView]{Data: v, Meta: map[string]any{}}, nil
 		}})
+}
+
+// enrichment reads one indicator by (type, value), the value normalized as REST's exact search does.
+func (s *Server) enrichment(ctx context.Context, typ, rawValue string) (any, error) {
+	var errs validate.Errors
+	value, err := url.PathUnescape(rawValue)
+	if err != nil {
+		errs.Add([]any{"uri", "value"}, validate.TypeValue, "The value is not valid percent-encoding.", truncate(rawValue))
+		return nil, errs
+	}
+	t := indicators.Type(typ)
+	if !t.Valid() {
+		errs.AddCtx([]any{"uri", "type"}, validate.TypeEnum, "Unknown indicator type.", truncate(typ), map[string]any{"expected": indicators.Types()})
+		return nil, errs
+	}
+	normalized, err := indicators.Normalize(t, value)
+	if err != nil {
+		errs.AddCtx([]any{"uri", "value"}, validate.TypeValue, err.Error(), truncate(value), map[string]any{"type": typ})
+		return nil, errs
+	}
+	rows, _, err := s.cfg.Indicators.ListIndicators(ctx, store.IndicatorFilter{Types: []string{typ}, Value: normalized, Page: store.Page{Number: 1, Size: 1}})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, notFound{what: "Indicator"}
+	}
+	n, err := s.cfg.Indicators.IndicatorAlertCount(ctx, rows[0].UUID)
+	if err != nil {
+		return nil, err
+	}
+	return single[enrichmentView]{Data: enrichmentView{indicatorView: indicatorViewWith(rows[0], rows[0].EnrichmentResults), AlertCount: n},
+		Meta: map[string]any{}}, nil
 }
 
 // uriUUID parses the {uuid} of a resource URI (422-style error when malformed, as a REST path is).

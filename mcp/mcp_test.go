@@ -3,10 +3,12 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +62,7 @@ func newHarness(t *testing.T, perMinute int) *harness {
 	health := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
 	srv := New(Config{Version: "test", RateLimitPerMinute: perMinute, MaxBodyBytes: 1 << 20, Log: log, Auth: authn,
 		Limiter: ratelimit.NewMemory(), Health: health,
-		Alerts: st, AlertActivity: st, AlertContext: st, DetectionRules: st, Workflows: st})
+		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st})
 	return &harness{st: st, authn: authn, srv: srv}
 }
 
@@ -148,7 +150,7 @@ func TestListToolsAndResources(t *testing.T) {
 	for _, r := range res.Resources {
 		uris = append(uris, r.URI)
 	}
-	require.ElementsMatch(t, []string{"vigil://alerts", "vigil://detection-rules", "vigil://workflows"}, uris)
+	require.ElementsMatch(t, []string{"vigil://alerts", "vigil://context-documents", "vigil://detection-rules", "vigil://workflows"}, uris)
 	tpls, err := cs.ListResourceTemplates(ctx, nil)
 	require.NoError(t, err)
 	uris = nil
@@ -156,7 +158,7 @@ func TestListToolsAndResources(t *testing.T) {
 		uris = append(uris, r.URITemplate)
 	}
 	require.ElementsMatch(t, []string{"vigil://alerts/{uuid}", "vigil://alerts/{uuid}/context", "vigil://alerts/{uuid}/activity",
-		"vigil://detection-rules/{uuid}", "vigil://workflows/{uuid}"}, uris)
+		"vigil://context-documents/{uuid}", "vigil://enrichments/{type}/{value}", "vigil://detection-rules/{uuid}", "vigil://workflows/{uuid}"}, uris)
 }
 
 func TestSearchAndGetAlert(t *testing.T) {
@@ -374,6 +376,59 @@ func TestRulesWorkflowsApprovals(t *testing.T) {
 
 	_, body = call(t, cs, "list_pending_approvals", map[string]any{"workflow_uuid": wid})
 	require.Equal(t, 0.0, body["meta"].(map[string]any)["total"])
+}
+
+func TestContextDocumentsAndEnrichments(t *testing.T) {
+	h := newHarness(t, 1000)
+	ctx := context.Background()
+	token, _ := h.key(t, auth.KeyTypeAgent, auth.ScopeAlertsRead, auth.ScopeEnrichmentsRead)
+	cs := h.session(t, token)
+	read := func(uri string) map[string]any {
+		t.Helper()
+		rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+		require.NoError(t, err, uri)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal([]byte(rr.Contents[0].Text), &body))
+		return body
+	}
+	doc := store.ContextDocument{Title: "MCP runbook " + uuid.NewString(), DocumentType: "runbook", IsGlobal: true, Content: "# Steps\nIsolate the host."}
+	require.NoError(t, h.st.CreateContextDocument(ctx, &doc))
+	list := read("vigil://context-documents")
+	require.NotEmpty(t, list["data"])
+	for _, d := range list["data"].([]any) {
+		require.NotContains(t, d, "content", "list items carry no content")
+	}
+	one := read("vigil://context-documents/" + doc.UUID.String())["data"].(map[string]any)
+	require.Equal(t, doc.Content, one["content"])
+	// A global document applies to every alert.
+	id := h.alert(t, "MCP context "+uuid.NewString())
+	applied := read("vigil://alerts/" + id.String() + "/context")
+	require.Contains(t, fmt.Sprint(applied["data"]), doc.UUID.String())
+
+	// The alert's indicator, by type and value (normalized like REST's exact search), with raw responses.
+	e := read("vigil://enrichments/ip/203.0.113.7")["data"].(map[string]any)
+	require.Equal(t, "203.0.113.7", e["value"])
+	require.GreaterOrEqual(t, e["alert_count"], 1.0)
+	require.Equal(t, originProvider, e["untrusted_content"].(map[string]any)["origin"])
+	// A URL value is percent-encoded in the URI.
+	_, _, err := h.st.LinkIndicators(ctx, id, []store.IndicatorKey{{Type: "url", Value: "https://evil.example/a?b=1"}}, "api")
+	require.NoError(t, err)
+	e = read("vigil://enrichments/url/" + strings.ReplaceAll(url.QueryEscape("https://evil.example/a?b=1"), "+", "%20"))["data"].(map[string]any)
+	require.Equal(t, "https://evil.example/a?b=1", e["value"])
+
+	for uri, want := range map[string]string{
+		"vigil://enrichments/ip/198.51.100.250":         "not found",
+		"vigil://enrichments/ip/not-an-ip":              "VALIDATION_ERROR",
+		"vigil://enrichments/planet/earth":              "VALIDATION_ERROR",
+		"vigil://context-documents/" + uuid.NewString(): "not found",
+		"vigil://context-documents/123":                 "VALIDATION_ERROR",
+	} {
+		_, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+		require.ErrorContains(t, err, want, uri)
+	}
+	noEnrich, _ := h.key(t, auth.KeyTypeAgent, auth.ScopeAlertsRead)
+	_, err = h.session(t, noEnrich).ReadResource(ctx, &sdk.ReadResourceParams{URI: "vigil://enrichments/ip/203.0.113.7"})
+	require.ErrorContains(t, err, auth.ScopeEnrichmentsRead)
 }
 
 func TestHTTPAuthRateLimitHealth(t *testing.T) {

@@ -55,6 +55,18 @@ type AlertContextReader interface {
 	ApplicableContextDocuments(ctx context.Context, subj targeting.Subject) ([]store.ContextDocument, error)
 }
 
+// ContextDocumentReader reads context documents.
+type ContextDocumentReader interface {
+	ListContextDocuments(ctx context.Context, f store.ContextDocumentFilter) ([]store.ContextDocument, int, error)
+	GetContextDocument(ctx context.Context, id uuid.UUID) (store.ContextDocument, error)
+}
+
+// IndicatorReader reads an indicator and its enrichment.
+type IndicatorReader interface {
+	ListIndicators(ctx context.Context, f store.IndicatorFilter) ([]store.Indicator, int, error)
+	IndicatorAlertCount(ctx context.Context, id uuid.UUID) (int, error)
+}
+
 // DetectionRuleReader reads detection rules.
 type DetectionRuleReader interface {
 	ListDetectionRules(ctx context.Context, f store.DetectionRuleFilter) ([]store.DetectionRule, int, error)
@@ -82,6 +94,8 @@ type Config struct {
 	Alerts         AlertReader
 	AlertActivity  AlertActivityReader
 	AlertContext   AlertContextReader
+	Documents      ContextDocumentReader
+	Indicators     IndicatorReader
 	DetectionRules DetectionRuleReader
 	Workflows      WorkflowReader
 }

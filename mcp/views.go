@@ -152,14 +152,24 @@ type indicatorView struct {
 	UntrustedContent *untrusted `json:"untrusted_content"`
 }
 
+// toIndicatorView renders an alert's indicator: as on REST, without the providers' raw responses.
 func toIndicatorView(ind store.Indicator) indicatorView {
-	results := ind.EnrichmentResults
+	return indicatorViewWith(ind, ind.ResultsWithoutRaw())
+}
+
+func indicatorViewWith(ind store.Indicator, results map[string]any) indicatorView {
 	if results == nil {
 		results = map[string]any{}
 	}
 	return indicatorView{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, Malice: ind.Malice, MaliceSource: ind.MaliceSource,
 		IsEnriched: ind.IsEnriched, FirstSeen: ind.FirstSeen.UTC(), LastSeen: ind.LastSeen.UTC(),
 		UntrustedContent: wrapUntrusted(originProvider, map[string]any{"enrichment_results": results})}
+}
+
+// enrichmentView is one indicator with its providers' full responses (vigil://enrichments/...).
+type enrichmentView struct {
+	indicatorView
+	AlertCount int `json:"alert_count"`
 }
 
 type findingView struct {
@@ -232,8 +242,15 @@ type contextDocumentView struct {
 	Description  *string   `json:"description"`
 	Tags         []string  `json:"tags"`
 	Version      int       `json:"version"`
-	Content      string    `json:"content"`
+	Content      string    `json:"content,omitempty"`
 	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// toContextDocumentSummary is a list item: no content (as on REST).
+func toContextDocumentSummary(d store.ContextDocument) contextDocumentView {
+	v := toContextDocumentView(d)
+	v.Content = ""
+	return v
 }
 
 func toContextDocumentView(d store.ContextDocument) contextDocumentView {

@@ -112,7 +112,7 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &seen), stdout.String())
 	require.Equal(t, "vigil", seen.ServerName)
 	require.Equal(t, []string{"get_alert", "get_workflow_run", "list_pending_approvals", "list_workflows", "search_alerts", "search_detection_rules"}, seen.Tools)
-	require.Equal(t, []string{"vigil://alerts", "vigil://detection-rules", "vigil://workflows"}, seen.Resources)
+	require.Equal(t, []string{"vigil://alerts", "vigil://context-documents", "vigil://detection-rules", "vigil://workflows"}, seen.Resources)
 	require.Contains(t, seen.ResourceTemplates, "vigil://alerts/{uuid}")
 
 	require.Equal(t, "application/json", seen.AlertResource.MIMEType)

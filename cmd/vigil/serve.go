@@ -154,7 +154,7 @@ func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	srv := mcp.New(mcp.Config{
 		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, MaxBodyBytes: int64(cfg.MaxBodyMB) << 20,
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
-		Alerts: st, AlertActivity: st, AlertContext: st, DetectionRules: st, Workflows: st,
+		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 	})
 	log.Info("mcp listening", "addr", ln.Addr().String())
 	if err := srv.Serve(ctx, ln); err != nil {
