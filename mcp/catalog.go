@@ -234,17 +234,7 @@ func (s *Server) registerResources(srv *sdk.Server, who principalSource) {
 		}})
 	s.addResource(srv, who, resource{uri: "vigil://detection-rules/{uuid}", name: "detection-rule", title: "One detection rule", scopes: alertsRead,
 		description: "One detection rule with its MITRE mapping and documentation.",
-		read: func(ctx context.Context, _ auth.Principal, p map[string]string) (any, error) {
-			id, err := uriUUID(p["uuid"])
-			if err != nil {
-				return nil, err
-			}
-			r, err := s.cfg.DetectionRules.GetDetectionRule(ctx, id)
-			if err != nil {
-				return nil, notFoundAs(err, "Detection rule")
-			}
-			return single[detectionRuleView]{Data: toDetectionRuleView(r), Meta: map[string]any{}}, nil
-		}})
+		read:        byUUID("Detection rule", s.cfg.DetectionRules.GetDetectionRule, toDetectionRuleView)})
 	s.addResource(srv, who, resource{uri: "vigil://context-documents", name: "context-documents", title: "Context documents", scopes: alertsRead,
 		description: "The 50 most recently updated context documents (runbooks, IR plans, SOPs, playbooks), without content.",
 		read: func(ctx context.Context, _ auth.Principal, _ map[string]string) (any, error) {
@@ -257,17 +247,7 @@ func (s *Server) registerResources(srv *sdk.Server, who principalSource) {
 		}})
 	s.addResource(srv, who, resource{uri: "vigil://context-documents/{uuid}", name: "context-document", title: "One context document", scopes: alertsRead,
 		description: "One context document with its content (markdown).",
-		read: func(ctx context.Context, _ auth.Principal, p map[string]string) (any, error) {
-			id, err := uriUUID(p["uuid"])
-			if err != nil {
-				return nil, err
-			}
-			d, err := s.cfg.Documents.GetContextDocument(ctx, id)
-			if err != nil {
-				return nil, notFoundAs(err, "Context document")
-			}
-			return single[contextDocumentView]{Data: toContextDocumentView(d), Meta: map[string]any{}}, nil
-		}})
+		read:        byUUID("Context document", s.cfg.Documents.GetContextDocument, toContextDocumentView)})
 	s.addResource(srv, who, resource{uri: "vigil://enrichments/{type}/{value}", name: "enrichment", title: "An indicator's enrichment",
 		scopes: []string{auth.ScopeEnrichmentsRead},
 		description: "One indicator (type ip, domain, hash_md5, hash_sha1, hash_sha256, url, email or account; the value " +
@@ -284,19 +264,11 @@ func (s *Server) registerResources(srv *sdk.Server, who principalSource) {
 		}})
 	s.addResource(srv, who, resource{uri: "vigil://workflows/{uuid}", name: "workflow", title: "One workflow", scopes: workflowsRead,
 		description: "One workflow with its documentation, approval mode and risk level (its HTTP steps are not shown).",
-		read: func(ctx context.Context, _ auth.Principal, p map[string]string) (any, error) {
-			id, err := uriUUID(p["uuid"])
-			if err != nil {
-				return nil, err
-			}
-			w, err := s.cfg.Workflows.GetWorkflow(ctx, id)
-			if err != nil {
-				return nil, notFoundAs(err, "Workflow")
-			}
+		read: byUUID("Workflow", s.cfg.Workflows.GetWorkflow, func(w store.Workflow) workflowView {
 			v := toWorkflowView(w)
 			v.Documentation = w.Documentation
-			return single[workflowView]{Data: v, Meta: map[string]any{}}, nil
-		}})
+			return v
+		})})
 }
 
 // enrichment reads one indicator by (type, value), the value normalized as REST's exact search does.
@@ -330,6 +302,21 @@ func (s *Server) enrichment(ctx context.Context, typ, rawValue string) (any, err
 	}
 	return single[enrichmentView]{Data: enrichmentView{indicatorView: indicatorViewWith(rows[0], rows[0].EnrichmentResults), AlertCount: n},
 		Meta: map[string]any{}}, nil
+}
+
+// byUUID reads one record by the {uuid} of its resource URI and renders it as {data, meta}.
+func byUUID[T, V any](what string, get func(context.Context, uuid.UUID) (T, error), view func(T) V) func(context.Context, auth.Principal, map[string]string) (any, error) {
+	return func(ctx context.Context, _ auth.Principal, p map[string]string) (any, error) {
+		id, err := uriUUID(p["uuid"])
+		if err != nil {
+			return nil, err
+		}
+		rec, err := get(ctx, id)
+		if err != nil {
+			return nil, notFoundAs(err, what)
+		}
+		return single[V]{Data: view(rec), Meta: map[string]any{}}, nil
+	}
 }
 
 // uriUUID parses the {uuid} of a resource URI (422-style error when malformed, as a REST path is).

@@ -3,7 +3,8 @@ package store
 import (
 	"context"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/vigil-soc/vigil/indicators"
 )
@@ -49,7 +50,9 @@ func (s *Store) AlertDetail(ctx context.Context, a Alert) (AlertDetail, error) {
 		}
 	}
 	d.Malice = string(indicators.AlertMalice(a.MaliceOverride, malices))
-	d.EnrichmentSucceeded, d.EnrichmentFailed = sortedKeys(succeeded), sortedKeys(failed)
+	// Never nil: the lists are answered as JSON arrays.
+	d.EnrichmentSucceeded = append([]string{}, slices.Sorted(maps.Keys(succeeded))...)
+	d.EnrichmentFailed = append([]string{}, slices.Sorted(maps.Keys(failed))...)
 	if a.DetectionRuleID != nil {
 		r, err := s.GetDetectionRuleByID(ctx, *a.DetectionRuleID)
 		switch {
@@ -67,13 +70,4 @@ func (s *Store) AlertDetail(ctx context.Context, a Alert) (AlertDetail, error) {
 		return AlertDetail{}, err
 	}
 	return d, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
