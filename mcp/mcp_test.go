@@ -38,7 +38,7 @@ func testStore(t testing.TB) *store.Store {
 	dsn := testenv.DatabaseURL(t)
 	storeOnce.Do(func() {
 		ctx := context.Background()
-		sharedSt, storeErr = store.Open(ctx, dsn, store.Options{})
+		sharedSt, storeErr = store.Open(ctx, dsn, store.Options{MaxOpenConns: 4})
 		if storeErr == nil {
 			storeErr = sharedSt.Migrate(ctx)
 		}
@@ -534,6 +534,42 @@ func TestStreamableHTTPSessionIsBoundToItsKey(t *testing.T) {
 	require.NoError(t, h.st.UpdateAPIKey(ctx, &k, "is_active"))
 	_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_workflows"})
 	require.Error(t, err, "the next request of a revoked key is refused (HTTP 401)")
+}
+
+// TestSSESessionIsBoundToItsKey: a message posted to an SSE session with another key is refused.
+func TestSSESessionIsBoundToItsKey(t *testing.T) {
+	h := newHarness(t, 1000)
+	ts := httptest.NewServer(h.srv.Handler())
+	defer ts.Close()
+	owner, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeAlertsRead)
+	other, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeAdmin)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/sse", nil)
+	req.Header.Set("Authorization", "Bearer "+owner)
+	stream, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer stream.Body.Close()
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+	buf := make([]byte, 4096)
+	n, err := stream.Body.Read(buf)
+	require.NoError(t, err)
+	_, endpoint, ok := strings.Cut(string(buf[:n]), "data: ")
+	require.True(t, ok, string(buf[:n]))
+	endpoint = strings.TrimSpace(endpoint)
+	require.Contains(t, endpoint, "sessionid=")
+	post := func(path, token string) int {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusForbidden, post(endpoint, other))
+	require.Equal(t, http.StatusNotFound, post("/sse?sessionid=unknown", owner))
+	require.Equal(t, http.StatusAccepted, post(endpoint, owner))
 }
 
 type bearerTransport struct{ token string }

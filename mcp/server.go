@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -104,11 +106,14 @@ type Config struct {
 type Server struct {
 	cfg        Config
 	streamable *sdk.Server // one server for every streamable-HTTP session; the caller comes with each request
+
+	sseMu     sync.Mutex
+	sseOwners map[string]uuid.UUID // SSE session id → the key that opened it
 }
 
 // New builds the server.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, sseOwners: map[string]uuid.UUID{}}
 	s.streamable = s.newMCPServer(principalFromRequest)
 	return s
 }
@@ -174,7 +179,7 @@ func (s *Server) Handler() http.Handler {
 		token, _ := r.Context().Value(ctxToken).(string)
 		return s.newMCPServer(s.principalFromToken(token))
 	}, &sdk.SSEOptions{DisableLocalhostProtection: true})
-	mux.Handle("/sse", s.guard(sse))
+	mux.Handle("/sse", s.guard(s.bindSSESessions(sse)))
 	mux.Handle("GET /health", s.cfg.Health)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, "NOT_FOUND", "Not found. MCP is served at /mcp (streamable HTTP) and /sse.", nil)
@@ -222,6 +227,70 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 var errMissingKey = errors.New("missing bearer key")
+
+// bindSSESessions binds each SSE session to the key that opened it, as the SDK does for streamable
+// HTTP: a message posted to the session with another key is refused (403), and a session id this
+// server does not know is 404. The SDK announces the session id in the stream's first event, which is
+// where it is read from.
+func (s *Server) bindSSESessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := r.Context().Value(ctxPrincipal).(auth.Principal)
+		if r.Method == http.MethodPost {
+			s.sseMu.Lock()
+			owner, ok := s.sseOwners[r.URL.Query().Get("sessionid")]
+			s.sseMu.Unlock()
+			switch {
+			case !ok:
+				writeHTTPError(w, http.StatusNotFound, "NOT_FOUND", "Unknown SSE session; open one with GET /sse.", nil)
+			case owner != p.KeyUUID:
+				writeHTTPError(w, http.StatusForbidden, "FORBIDDEN", "The SSE session belongs to another API key.", nil)
+			default:
+				next.ServeHTTP(w, r)
+			}
+			return
+		}
+		sw := &sessionSniffer{ResponseWriter: w, found: func(id string) {
+			s.sseMu.Lock()
+			s.sseOwners[id] = p.KeyUUID
+			s.sseMu.Unlock()
+		}}
+		next.ServeHTTP(sw, r)
+		if sw.id != "" {
+			s.sseMu.Lock()
+			delete(s.sseOwners, sw.id)
+			s.sseMu.Unlock()
+		}
+	})
+}
+
+// sessionSniffer reads the session id from the SSE stream's endpoint event ("data: /sse?sessionid=…").
+type sessionSniffer struct {
+	http.ResponseWriter
+	id    string
+	found func(string)
+}
+
+func (w *sessionSniffer) Write(b []byte) (int, error) {
+	if w.id == "" {
+		if _, rest, ok := bytes.Cut(b, []byte("sessionid=")); ok {
+			end := bytes.IndexAny(rest, "&\r\n")
+			if end < 0 {
+				end = len(rest)
+			}
+			w.id = string(rest[:end])
+			w.found(w.id)
+		}
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionSniffer) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *sessionSniffer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // authFailure names an authentication failure as the API does; "" for an outage.
 func authFailure(err error) (code, msg string) {
