@@ -16,7 +16,8 @@ import (
 	"github.com/vigil-soc/vigil/validate"
 )
 
-// tool is one MCP tool: its scopes are checked, then its arguments, before run is called.
+// tool is one MCP tool: its scopes are checked, then its arguments, before run is called. Every tool
+// registered so far only reads (annotated read-only and idempotent).
 type tool struct {
 	name, title, description string
 	scopes                   []string
@@ -25,9 +26,8 @@ type tool struct {
 }
 
 func (s *Server) addTool(srv *sdk.Server, who principalSource, t tool) {
-	readOnly := true
 	srv.AddTool(&sdk.Tool{Name: t.name, Title: t.title, Description: t.description, InputSchema: schemaOf(t.args),
-		Annotations: &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: readOnly, IdempotentHint: true}},
+		Annotations: &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: true, IdempotentHint: true}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			p, err := who(ctx, req)
 			if err != nil {

@@ -153,3 +153,16 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	require.True(t, seen.BadKey.Code != nil && *seen.BadKey.Code == http.StatusUnauthorized || strings.Contains(seen.BadKey.Message, "401"),
 		"the client sees the 401: %+v", seen.BadKey)
 }
+
+func TestMCPAddrConfig(t *testing.T) {
+	cfg, err := loadConfig(envOf(nil))
+	require.NoError(t, err)
+	require.Equal(t, ":8001", cfg.MCPAddr)
+	cfg, err = loadConfig(envOf(map[string]string{"MCP_ADDR": "127.0.0.1:9901"}))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9901", cfg.MCPAddr)
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"help"}, envOf(nil), &out, &out))
+	require.Contains(t, out.String(), "MCP_ADDR")
+	require.Contains(t, out.String(), "mcp              run the MCP server")
+}
