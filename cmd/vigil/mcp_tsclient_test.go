@@ -68,8 +68,9 @@ func ingestAlert(tb testing.TB, apiAddr, key, title string) string {
 // TestMCPWithOfficialTypeScriptClient runs `vigil api` and `vigil mcp` through run() and drives the
 // MCP server with the official TypeScript SDK (@modelcontextprotocol/sdk, pinned in
 // mcp/testdata/tsclient/package-lock.json) under the machine's Node.js: it lists tools and resources,
-// reads vigil://alerts/{uuid} of an alert ingested over REST, searches alerts, sends bad arguments,
-// and is refused with a bad key. It fails, never skips, without node and npm (.ci/run has them).
+// reads vigil://alerts/{uuid} of an alert ingested over REST, searches alerts (over /mcp and over the
+// older SSE transport at /sse), sends bad arguments, and is refused with a bad key. It fails, never
+// skips, without node and npm (.ci/run has them).
 func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	require.NoError(t, err, "node (Node.js 18+) is required for the MCP client test")
@@ -117,6 +118,10 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 			Structured map[string]any `json:"structured"`
 			Text       string         `json:"text"`
 		} `json:"search"`
+		SSESearch struct {
+			IsError    bool           `json:"isError"`
+			Structured map[string]any `json:"structured"`
+		} `json:"sseSearch"`
 		BadArguments struct {
 			IsError    bool           `json:"isError"`
 			Structured map[string]any `json:"structured"`
@@ -144,6 +149,9 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	require.Equal(t, 1.0, seen.Search.Structured["meta"].(map[string]any)["total"])
 	require.Equal(t, alertUUID, seen.Search.Structured["data"].([]any)[0].(map[string]any)["uuid"])
 	require.Contains(t, seen.Search.Text, alertUUID)
+
+	require.False(t, seen.SSESearch.IsError, "the SSE transport serves the same tools")
+	require.Equal(t, 1.0, seen.SSESearch.Structured["meta"].(map[string]any)["total"])
 
 	require.True(t, seen.BadArguments.IsError)
 	detail := seen.BadArguments.Structured["detail"].([]any)

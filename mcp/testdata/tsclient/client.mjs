@@ -3,6 +3,7 @@
 // Output: one JSON object on stdout describing what the client saw; the Go test asserts on it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 
 const url = new URL(process.env.VIGIL_MCP_URL);
 const key = process.env.VIGIL_KEY;
@@ -33,6 +34,15 @@ out.search = { isError: search.isError ?? false, structured: search.structuredCo
 const bad = await client.callTool({ name: "get_alert", arguments: { alert_uuid: "nope", extra: 1 } });
 out.badArguments = { isError: bad.isError ?? false, structured: bad.structuredContent };
 await client.close();
+
+// The older HTTP+SSE transport at /sse, same key.
+const sseClient = new Client({ name: "vigil-tsclient-test-sse", version: "1.0.0" });
+await sseClient.connect(new SSEClientTransport(new URL("/sse", url), {
+  requestInit: { headers: { Authorization: `Bearer ${key}` } },
+}));
+const sseSearch = await sseClient.callTool({ name: "search_alerts", arguments: { q: title } });
+out.sseSearch = { isError: sseSearch.isError ?? false, structured: sseSearch.structuredContent };
+await sseClient.close();
 
 try {
   await connect("cai_" + "x".repeat(32));
