@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
-	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal/ids"
@@ -206,7 +205,7 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	for i, ind := range inds {
 		malices[i] = ind.Malice
 	}
-	malice := alerts.Malice(alert.MaliceOverride, malices)
+	malice := string(indicators.AlertMalice(alert.MaliceOverride, malices))
 	event := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{
 		"workflow_id": ids.Alert(id), "indicator_count": len(inds), "malice": malice,
 		"providers_succeeded": pipelineList(in.Succeeded), "providers_failed": pipelineList(in.Failed),

@@ -207,12 +207,3 @@ func strOr(p *string) any {
 	}
 	return *p
 }
-
-// Malice is an alert's effective malice (API.md §3): the override, else the worst indicator malice,
-// else Pending.
-func Malice(override *string, indicatorMalices []string) string {
-	if override != nil {
-		return *override
-	}
-	return string(indicators.WorstOf(indicatorMalices...))
-}

@@ -209,9 +209,3 @@ func TestPatchValidate_HostileAndMalformed(t *testing.T) {
 	}
 	require.Empty(t, alerts.Patch{}.Validate())
 }
-
-func TestMalice(t *testing.T) {
-	require.Equal(t, "Pending", alerts.Malice(nil, nil))
-	require.Equal(t, "Suspicious", alerts.Malice(nil, []string{"Benign", "Suspicious", "bogus"}))
-	require.Equal(t, "Benign", alerts.Malice(ptr("Benign"), []string{"Malicious"}), "the override wins")
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 
 	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/targeting"
 	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/validate"
 )
@@ -34,8 +33,7 @@ type AlertStore interface {
 	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)
 	EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, actorKeyPrefix string) error
 	SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]store.Sibling, error)
-	GetDetectionRuleByID(ctx context.Context, id int64) (store.DetectionRule, error)
-	ApplicableContextDocuments(ctx context.Context, subj targeting.Subject) ([]store.ContextDocument, error)
+	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
 }
 
 // alertHandlers are the alert routes. They read the alert store for views and call the alerts
@@ -134,7 +132,7 @@ type enrichmentMeta struct {
 	EnrichedAt *time.Time `json:"enriched_at"`
 }
 
-func toAlertSummary(a store.Alert, malices []string) alertSummary {
+func toAlertSummary(a store.Alert, malice string) alertSummary {
 	tags := a.Tags
 	if tags == nil {
 		tags = []string{}
@@ -144,7 +142,7 @@ func toAlertSummary(a store.Alert, malices []string) alertSummary {
 		IsEnriched: a.IsEnriched, Fingerprint: a.Fingerprint, CloseClassification: a.CloseClassification,
 		AcknowledgedAt: utcPtr(a.AcknowledgedAt), TriagedAt: utcPtr(a.TriagedAt), ClosedAt: utcPtr(a.ClosedAt), Tags: tags,
 		DetectionRuleID: a.DetectionRuleID, Description: a.Description, DuplicateCount: a.DuplicateCount, LastSeenAt: utcPtr(a.LastSeenAt),
-		Malice: alerts.Malice(a.MaliceOverride, malices), MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
+		Malice: malice, MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
 		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 }
 
@@ -212,7 +210,7 @@ func (h *alertHandlers) listAlerts(c *fiber.Ctx) error {
 	}
 	out := make([]alertSummary, len(rows))
 	for i, a := range rows {
-		out[i] = toAlertSummary(a, malices[a.UUID])
+		out[i] = toAlertSummary(a, string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])))
 	}
 	return respondList(c, out, total, q.PageQuery)
 }
@@ -220,71 +218,22 @@ func (h *alertHandlers) listAlerts(c *fiber.Ctx) error {
 // Detail.
 
 func (h *alertHandlers) alertDetail(ctx context.Context, a store.Alert) (alertDetail, alertDetailMeta, error) {
-	inds, err := h.store.AlertIndicators(ctx, a.UUID)
+	det, err := h.store.AlertDetail(ctx, a)
 	if err != nil {
 		return alertDetail{}, alertDetailMeta{}, err
 	}
-	meta := alertDetailMeta{GeneratedAt: time.Now().UTC(), IndicatorCount: len(inds),
-		Enrichment: enrichmentMeta{Succeeded: []string{}, Failed: []string{}, EnrichedAt: utcPtr(a.EnrichedAt)}}
-	malices := make([]string, len(inds))
-	d := alertDetail{RawPayload: a.RawPayload, Indicators: make([]indicatorResponse, len(inds)),
-		ContextDocuments: []contextDocumentResponse{}, AgentFindings: []findingResponse{}}
-	succeeded, failed := map[string]bool{}, map[string]bool{}
-	for i, ind := range inds {
-		malices[i] = ind.Malice
-		d.Indicators[i] = toIndicatorResponse(ind, true)
-		for provider, r := range ind.EnrichmentResults {
-			m, _ := r.(map[string]any)
-			switch status, _ := m["status"].(string); status {
-			case store.EnrichSuccess:
-				succeeded[provider] = true
-			case store.EnrichFailed:
-				failed[provider] = true
-			}
-		}
-	}
-	meta.Enrichment.Succeeded = sortedKeys(succeeded)
-	meta.Enrichment.Failed = sortedKeys(failed)
-	d.alertSummary = toAlertSummary(a, malices)
-	var rule *store.DetectionRule
-	if a.DetectionRuleID != nil {
-		r, err := h.store.GetDetectionRuleByID(ctx, *a.DetectionRuleID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return alertDetail{}, alertDetailMeta{}, err
-		default:
-			rule = &r
-			resp := toDetectionRuleResponse(r)
-			d.DetectionRule = &resp
-			meta.DetectionRuleMatched = !r.IsStub
-		}
-	}
-	docs, err := h.store.ApplicableContextDocuments(ctx, store.SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, rule))
-	if err != nil {
-		return alertDetail{}, alertDetailMeta{}, err
-	}
-	for _, doc := range docs {
-		d.ContextDocuments = append(d.ContextDocuments, toContextDocumentResponse(doc))
-	}
-	meta.ContextDocumentsApplied = len(d.ContextDocuments)
-	findings, err := h.store.ListFindings(ctx, a.UUID)
-	if err != nil {
-		return alertDetail{}, alertDetailMeta{}, err
-	}
-	for _, f := range findings {
-		d.AgentFindings = append(d.AgentFindings, toFindingResponse(f))
+	meta := alertDetailMeta{GeneratedAt: time.Now().UTC(), IndicatorCount: len(det.Indicators),
+		Enrichment:           enrichmentMeta{Succeeded: det.EnrichmentSucceeded, Failed: det.EnrichmentFailed, EnrichedAt: utcPtr(a.EnrichedAt)},
+		DetectionRuleMatched: det.RuleMatched(), ContextDocumentsApplied: len(det.ContextDocuments)}
+	d := alertDetail{alertSummary: toAlertSummary(a, det.Malice), RawPayload: a.RawPayload,
+		Indicators:       mapSlice(det.Indicators, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) }),
+		ContextDocuments: mapSlice(det.ContextDocuments, toContextDocumentResponse),
+		AgentFindings:    mapSlice(det.Findings, toFindingResponse)}
+	if det.DetectionRule != nil {
+		resp := toDetectionRuleResponse(*det.DetectionRule)
+		d.DetectionRule = &resp
 	}
 	return d, meta, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (h *alertHandlers) getAlert(c *fiber.Ctx) error {

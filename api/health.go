@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -35,10 +37,12 @@ func (s *Server) metaRoutes() {
 		Public: true, ContentType: "text/html"}, s.docs)
 }
 
-// Health runs the checks and returns the body and whether all passed.
-func (s *Server) Health(ctx context.Context) (healthResponse, bool) {
-	res := healthResponse{Status: "ok", Version: s.cfg.Version, Checks: map[string]string{}, EnrichmentProviders: map[string]string{}}
-	checks := map[string]func(context.Context) error{"database": s.deps.Health.Database, "temporal": s.deps.Health.Temporal}
+// Report runs the checks and returns the status code and body of GET /health (API.md §12): 200 when
+// every check passed, else 503 with status degraded and the error object. The API and the MCP server
+// both answer /health with it.
+func (h HealthChecks) Report(ctx context.Context, version string, log *slog.Logger) (int, healthResponse) {
+	res := healthResponse{Status: "ok", Version: version, Checks: map[string]string{}, EnrichmentProviders: map[string]string{}}
+	checks := map[string]func(context.Context) error{"database": h.Database, "temporal": h.Temporal}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for name, check := range checks {
@@ -54,7 +58,7 @@ func (s *Server) Health(ctx context.Context) (healthResponse, bool) {
 					if errors.Is(err, context.DeadlineExceeded) {
 						status = "timeout"
 					}
-					s.log.WarnContext(ctx, "health check failed", "check", name, "err", err)
+					log.WarnContext(ctx, "health check failed", "check", name, "err", err)
 				}
 			}
 			mu.Lock()
@@ -62,11 +66,11 @@ func (s *Server) Health(ctx context.Context) (healthResponse, bool) {
 			mu.Unlock()
 		})
 	}
-	if s.deps.Health.Providers != nil {
+	if h.Providers != nil {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			if p, err := s.deps.Health.Providers(cctx); err == nil {
+			if p, err := h.Providers(cctx); err == nil {
 				mu.Lock()
 				res.EnrichmentProviders = p
 				mu.Unlock()
@@ -79,16 +83,26 @@ func (s *Server) Health(ctx context.Context) (healthResponse, bool) {
 			res.Status = "degraded"
 		}
 	}
-	return res, res.Status == "ok"
+	if res.Status != "ok" {
+		res.Error = &errorObject{Code: "UNAVAILABLE", Message: "A dependency is unavailable.", Details: map[string]any{"checks": res.Checks}}
+		return http.StatusServiceUnavailable, res
+	}
+	return http.StatusOK, res
+}
+
+// HealthHandler answers GET /health on a net/http server (the MCP server) exactly as the API does.
+func HealthHandler(h HealthChecks, version string, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, res := h.Report(r.Context(), version, log)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(res)
+	})
 }
 
 func (s *Server) health(c *fiber.Ctx) error {
-	res, ok := s.Health(c.UserContext())
-	status := http.StatusOK
-	if !ok {
-		status = http.StatusServiceUnavailable
-		res.Error = &errorObject{Code: "UNAVAILABLE", Message: "A dependency is unavailable.", Details: map[string]any{"checks": res.Checks}}
-	}
+	status, res := s.deps.Health.Report(c.UserContext(), s.cfg.Version, s.log)
 	// /health answers its own body (monitoring tools read it as is), not the envelope.
 	return c.Status(status).JSON(res)
 }

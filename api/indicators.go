@@ -69,21 +69,8 @@ type indicatorDetail struct {
 // toIndicatorResponse renders an indicator; stripRaw drops each provider's raw_response.
 func toIndicatorResponse(ind store.Indicator, stripRaw bool) indicatorResponse {
 	results := ind.EnrichmentResults
-	if stripRaw && results != nil {
-		stripped := make(map[string]any, len(results))
-		for provider, r := range results {
-			if m, ok := r.(map[string]any); ok {
-				c := make(map[string]any, len(m))
-				for k, v := range m {
-					if k != "raw_response" {
-						c[k] = v
-					}
-				}
-				r = c
-			}
-			stripped[provider] = r
-		}
-		results = stripped
+	if stripRaw {
+		results = ind.ResultsWithoutRaw()
 	}
 	return indicatorResponse{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, FirstSeen: ind.FirstSeen.UTC(), LastSeen: ind.LastSeen.UTC(),
 		IsEnriched: ind.IsEnriched, Malice: ind.Malice, MaliceSource: ind.MaliceSource, MaliceOverriddenAt: utcPtr(ind.MaliceOverriddenAt),

@@ -429,3 +429,12 @@ func ResultsMalice(results map[string]any) MaliceLevel {
 	}
 	return worst
 }
+
+// AlertMalice is an alert's effective malice: its override when set, else the worst malice of its
+// indicators, else Pending (API.md §3).
+func AlertMalice(override *string, indicatorMalices []string) MaliceLevel {
+	if override != nil {
+		return MaliceLevel(*override)
+	}
+	return WorstOf(indicatorMalices...)
+}

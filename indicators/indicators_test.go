@@ -205,3 +205,10 @@ func TestResultsMalice(t *testing.T) {
 		"f": map[string]any{"success": true, "malice": "bogus"},
 	}))
 }
+
+func TestAlertMalice(t *testing.T) {
+	benign := "Benign"
+	require.Equal(t, MalicePending, AlertMalice(nil, nil))
+	require.Equal(t, MaliceSuspicious, AlertMalice(nil, []string{"Benign", "Suspicious", "bogus"}))
+	require.Equal(t, MaliceBenign, AlertMalice(&benign, []string{"Malicious"}), "the override wins")
+}

@@ -181,3 +181,25 @@ func (s *Store) SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *str
 	}
 	return ind, nil
 }
+
+// ResultsWithoutRaw returns the indicator's enrichment results without each provider's raw_response
+// (what an alert's indicator list shows; GET /v1/indicators/{uuid} keeps them).
+func (ind Indicator) ResultsWithoutRaw() map[string]any {
+	if ind.EnrichmentResults == nil {
+		return nil
+	}
+	stripped := make(map[string]any, len(ind.EnrichmentResults))
+	for provider, r := range ind.EnrichmentResults {
+		if m, ok := r.(map[string]any); ok {
+			c := make(map[string]any, len(m))
+			for k, v := range m {
+				if k != "raw_response" {
+					c[k] = v
+				}
+			}
+			r = c
+		}
+		stripped[provider] = r
+	}
+	return stripped
+}

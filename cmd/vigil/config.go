@@ -18,6 +18,7 @@ type config struct {
 	DatabaseMaxConns   int
 	AutoMigrate        bool
 	APIAddr            string
+	MCPAddr            string
 	PublicBaseURL      string
 	TemporalAddress    string
 	TemporalNamespace  string
@@ -52,6 +53,7 @@ func settings() []setting {
 		{"DATABASE_MAX_CONNS", "20", "Connection pool size per process.", intSetting(func(c *config) *int { return &c.DatabaseMaxConns }, 1, 1000)},
 		{"VIGIL_AUTO_MIGRATE", "true", "api and worker apply migrations at start.", boolSetting(func(c *config) *bool { return &c.AutoMigrate })},
 		{"API_ADDR", ":8000", "Listen address of `vigil api`.", func(c *config, v string) error { c.APIAddr = v; return nil }},
+		{"MCP_ADDR", ":8001", "Listen address of `vigil mcp` (MCP over streamable HTTP at /mcp, SSE at /sse).", func(c *config, v string) error { c.MCPAddr = v; return nil }},
 		{"PUBLIC_BASE_URL", "http://127.0.0.1:8000", "Base URL people reach the API at (links in approval messages).", func(c *config, v string) error { c.PublicBaseURL = strings.TrimRight(v, "/"); return nil }},
 		{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port.", func(c *config, v string) error { c.TemporalAddress = v; return nil }},
 		{"TEMPORAL_NAMESPACE", "default", "Temporal namespace.", func(c *config, v string) error { c.TemporalNamespace = v; return nil }},

@@ -58,6 +58,9 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	if getenv("API_ADDR") == "" {
 		cfg.APIAddr = "127.0.0.1:8000"
 	}
+	if getenv("MCP_ADDR") == "" {
+		cfg.MCPAddr = "127.0.0.1:8001"
+	}
 
 	uiURL := "(external Temporal server: see its own UI)"
 	if getenv("TEMPORAL_ADDRESS") == "" {
@@ -102,9 +105,17 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
 	}
+	mcpLn, err := net.Listen("tcp", cfg.MCPAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen on %s: %w", cfg.MCPAddr, err)
+	}
 
+	// The API and the MCP server share one key cache, rate-limit budget and health checks.
+	fd := newFrontDoor(cfg, st, tc, log)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveAPI(gctx, cfg, log, st, box, tc, ln) })
+	g.Go(func() error { return serveAPI(gctx, cfg, log, st, box, tc, fd, ln) })
+	g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, mcpLn) })
 	g.Go(func() error { return runWorkerProcess(gctx, cfg, log, stderr) })
 	g.Go(func() error {
 		probeCtx, cancel := context.WithTimeout(gctx, time.Minute)
@@ -118,6 +129,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		var b strings.Builder
 		fmt.Fprintf(&b, "\nVigil is running. Ctrl-C stops it; data stays in %s.\n\n", dataDir)
 		fmt.Fprintf(&b, "  API          %s/v1/\n  API docs     %s/docs\n  Health       %s/health\n", base, base, base)
+		fmt.Fprintf(&b, "  MCP          http://%s/mcp (SSE: /sse; same API keys, docs/MCP.md)\n", mcpLn.Addr().String())
 		fmt.Fprintf(&b, "  Temporal UI  %s (workflow %s shows the worker is live)\n  Postgres     %s\n", uiURL, id, redactDSN(cfg.DatabaseURL))
 		if adminKey != "" {
 			fmt.Fprintf(&b, "\nFirst admin API key (shown once, store it now):\n  %s\n\nTry: curl -H 'Authorization: Bearer %s' %s/v1/api-keys\n", adminKey, adminKey, base)

@@ -14,7 +14,7 @@ import (
 )
 
 // freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -24,7 +24,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // createKey runs `vigil create-api-key args...` and returns the printed key and the whole output.
-func createKey(t *testing.T, env func(string) string, args ...string) (key, output string) {
+func createKey(t testing.TB, env func(string) string, args ...string) (key, output string) {
 	t.Helper()
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), append([]string{"create-api-key"}, args...), env, &out, io.Discard))
@@ -35,7 +35,7 @@ func createKey(t *testing.T, env func(string) string, args ...string) (key, outp
 
 // serve runs each subcommand (api, worker) through run() until the test ends, then stops them and
 // requires each to return nil.
-func serve(t *testing.T, env func(string) string, subcommands ...string) {
+func serve(t testing.TB, env func(string) string, subcommands ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var dones []chan error
@@ -58,7 +58,7 @@ func serve(t *testing.T, env func(string) string, subcommands ...string) {
 }
 
 // waitHealthy waits until base/health answers 200.
-func waitHealthy(t *testing.T, base string) {
+func waitHealthy(t testing.TB, base string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(base + "/health")

@@ -1,4 +1,4 @@
-// Command vigil runs every Vigil process from one binary: api, worker, migrate, create-api-key, dev.
+// Command vigil runs every Vigil process from one binary: api, worker, mcp, migrate, create-api-key, dev.
 package main
 
 import (
@@ -28,13 +28,14 @@ const usage = `Usage: vigil <command> [flags]
 
 Commands:
   api              run the REST API (API_ADDR, default :8000)
+  mcp              run the MCP server for AI agents (MCP_ADDR, default :8001)
   worker           run the Temporal workers (pipelines, enrichment, actions)
   migrate          apply database migrations and exit
   create-api-key   create an API key and print it once
                    --name NAME --scopes admin[,alerts:read,...] [--key-type human|agent]
                    [--allowed-sources a,b] [--expires-at RFC3339] [--rate-limit-per-minute N]
   dev              run everything on this machine: Postgres, Temporal dev server with its UI,
-                   api, and the worker as a child process; data kept under .vigil/
+                   api, mcp, and the worker as a child process; data kept under .vigil/
   help             show this text and the configuration variables
 
 migrate and create-api-key without DATABASE_URL use the cluster of 'vigil dev' (.vigil/postgres)
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runAPI(ctx, cfg, log)
 	case "worker":
 		return runWorker(ctx, cfg, log)
+	case "mcp":
+		return runMCP(ctx, cfg, log)
 	case "migrate", "create-api-key":
 		cwd, err := os.Getwd()
 		if err != nil {

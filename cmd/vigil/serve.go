@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/mcp"
 	"github.com/vigil-soc/vigil/ratelimit"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/sources"
@@ -41,16 +42,35 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
 	}
-	return serveAPI(ctx, cfg, log, st, box, tc, ln)
+	return serveAPI(ctx, cfg, log, st, box, tc, newFrontDoor(cfg, st, tc, log), ln)
 }
 
-// serveAPI runs the API on ln until ctx ends (shared by `api` and `dev`).
-func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, ln net.Listener) error {
-	authn := auth.NewAuthenticator(st, log, 2*time.Second)
+// frontDoor is what the API and the MCP server share in one process: the key cache (a revocation
+// through the API reaches MCP at once), the rate-limit budget and the health checks.
+type frontDoor struct {
+	authn   *auth.Authenticator
+	limiter api.RateLimiter
+	health  api.HealthChecks
+}
+
+func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logger) frontDoor {
 	var limiter api.RateLimiter = ratelimit.NewMemory()
 	if cfg.RateLimitStore == "postgres" {
 		limiter = ratelimit.NewPostgres(st)
 	}
+	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, health: api.HealthChecks{
+		Database: st.Ping,
+		Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
+		Providers: func(ctx context.Context) (map[string]string, error) {
+			return st.ProviderHealth(ctx, cfg.ProviderEnv)
+		},
+	}}
+}
+
+// serveAPI runs the API on ln until ctx ends (shared by `api` and `dev`); it also runs fd's key-usage
+// writer.
+func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener) error {
+	authn, limiter := fd.authn, fd.limiter
 	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	apiCfg, apiDeps := api.Config{
 		Version:            cfg.Version,
@@ -63,13 +83,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Log:     log,
 		Auth:    authn,
 		Limiter: limiter,
-		Health: api.HealthChecks{
-			Database: st.Ping,
-			Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
-			Providers: func(ctx context.Context) (map[string]string, error) {
-				return st.ProviderHealth(ctx, cfg.ProviderEnv)
-			},
-		},
+		Health:  fd.health,
 		APIKeys: st,
 		// Detection rules and context documents (API.md §5, §6).
 		DetectionRules:   st,
@@ -108,6 +122,46 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		return srv.App().ShutdownWithContext(shutdownCtx)
 	})
 	return ignoreCanceled(g.Wait())
+}
+
+// runMCP serves the MCP server until ctx ends.
+func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
+	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tc, err := temporal.DialLazy(temporalConfig(cfg), log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	ln, err := net.Listen("tcp", cfg.MCPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.MCPAddr, err)
+	}
+	fd := newFrontDoor(cfg, st, tc, log)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		fd.authn.Run(gctx, 10*time.Second)
+		return nil
+	})
+	g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, ln) })
+	return ignoreCanceled(g.Wait())
+}
+
+// serveMCP runs the MCP server on ln until ctx ends (shared by `mcp` and `dev`).
+func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, fd frontDoor, ln net.Listener) error {
+	srv := mcp.New(mcp.Config{
+		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, MaxBodyBytes: int64(cfg.MaxBodyMB) << 20,
+		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
+		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
+	})
+	log.Info("mcp listening", "addr", ln.Addr().String())
+	if err := srv.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("serve mcp: %w", err)
+	}
+	return nil
 }
 
 // runWorker runs the Temporal workers until ctx ends.
