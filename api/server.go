@@ -57,6 +57,9 @@ type Deps struct {
 	Workflows          WorkflowStore      // workflows, versions, runs, approvals, workflow secrets
 	RunStarter         WorkflowRunStarter // starts and signals WorkflowRun (temporal.RunStarter)
 	WorkflowStepClient httpsteps.Doer     // live_http dry runs of workflows (SSRF-guarded)
+
+	Agents     AgentService // agent registrations and test deliveries (agents.Service)
+	AgentStore AgentStore
 }
 
 // Authenticator resolves a bearer token to a principal.
@@ -139,6 +142,7 @@ func (s *Server) registerRoutes() {
 	s.indicatorMappingRoutes()
 	s.enrichmentRoutes()
 	s.workflowRoutes()
+	s.agentRoutes()
 }
 
 // route describes one operation: its handler chain and its OpenAPI description.

@@ -82,6 +82,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
+	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
