@@ -24,4 +24,7 @@ type Activities struct {
 
 	// Pipeline is the alert pipeline's store (pipeline.go); nil: its activities fail as not configured.
 	Pipeline PipelineStore
+
+	// AgentEvents delivers events to agents (agent_events.go); nil: its activities fail as not configured.
+	AgentEvents *AgentEventDeps
 }

@@ -61,6 +61,8 @@ type Deps struct {
 	WorkflowStepClient httpsteps.Doer     // live_http dry runs of workflows (SSRF-guarded)
 
 	Metrics MetricsStore // alert, workflow and summary metrics
+	Agents     AgentService // agent registrations and test deliveries (agents.Service)
+	AgentStore AgentStore
 }
 
 // Authenticator resolves a bearer token to a principal.
@@ -156,6 +158,7 @@ func (s *Server) registerRoutes() {
 	s.enrichmentRoutes()
 	s.workflowRoutes()
 	s.metricsRoutes()
+	s.agentRoutes()
 }
 
 // route describes one operation: its handler chain and its OpenAPI description.

@@ -27,6 +27,7 @@ import (
 	"github.com/vigil-soc/vigil/temporal"
 	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/testenv"
+	"github.com/vigil-soc/vigil/webhooks"
 )
 
 const testWebhookSecret = "approval-webhook-secret"
@@ -102,7 +103,7 @@ func newNoticeServer(t testing.TB) *noticeServer {
 		body, _ := io.ReadAll(r.Body)
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if approvals.Sign(testWebhookSecret, r.Header.Get("X-Vigil-Timestamp"), body) != r.Header.Get("X-Vigil-Signature") ||
+		if webhooks.Sign(testWebhookSecret, r.Header.Get("X-Vigil-Timestamp"), body) != r.Header.Get("X-Vigil-Signature") ||
 			r.Header.Get("X-Vigil-Event") != "approval.requested" {
 			n.bad++
 			w.WriteHeader(http.StatusUnauthorized)

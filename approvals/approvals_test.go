@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/webhooks"
 )
 
 func TestNeeded(t *testing.T) {
@@ -208,7 +210,7 @@ func TestNotifierChannels(t *testing.T) {
 		_, err := n.Notify(ctx, req, "", "tok")
 		require.NoError(t, err)
 		g := <-received
-		require.Equal(t, Sign("whsec", g.headers.Get("X-Vigil-Timestamp"), g.body), g.headers.Get("X-Vigil-Signature"))
+		require.Equal(t, webhooks.Sign("whsec", g.headers.Get("X-Vigil-Timestamp"), g.body), g.headers.Get("X-Vigil-Signature"))
 		require.True(t, strings.HasPrefix(g.headers.Get("X-Vigil-Signature"), "v1="))
 		require.Equal(t, "approval.requested", g.headers.Get("X-Vigil-Event"))
 		var p map[string]any

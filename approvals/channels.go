@@ -3,9 +3,6 @@ package approvals
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/webhooks"
 )
 
 // Notifier types (APPROVAL_NOTIFIER).
@@ -140,8 +139,8 @@ func (n *Notifier) Notify(ctx context.Context, r Request, channelOverride string
 		body := WebhookPayload(r, decide, delivery, now)
 		ts := strconv.FormatInt(now.Unix(), 10)
 		_, err := n.post(ctx, n.cfg.WebhookURL, body, map[string]string{
-			"X-Vigil-Event": "approval.requested", "X-Vigil-Delivery": delivery.String(),
-			"X-Vigil-Timestamp": ts, "X-Vigil-Signature": Sign(n.cfg.WebhookSecret, ts, body)})
+			webhooks.HeaderEvent: "approval.requested", webhooks.HeaderDelivery: delivery.String(),
+			webhooks.HeaderTimestamp: ts, webhooks.HeaderSignature: webhooks.Sign(n.cfg.WebhookSecret, ts, body)})
 		return nil, err
 	}
 	return nil, &PermanentError{fmt.Errorf("unknown notifier type %q", n.cfg.Type)}
@@ -170,14 +169,6 @@ func (n *Notifier) post(ctx context.Context, url string, body []byte, headers ma
 	default:
 		return nil, &PermanentError{fmt.Errorf("approval notification answered %d", resp.StatusCode)}
 	}
-}
-
-// Sign is the §9 signature of an outgoing webhook: v1= hex HMAC-SHA256(secret, "{timestamp}.{body}").
-func Sign(secret, timestamp string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(timestamp + "."))
-	mac.Write(body)
-	return "v1=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 // WebhookPayload is the approval.requested event body of the generic webhook (API.md §9 shape).

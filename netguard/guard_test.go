@@ -2,7 +2,6 @@ package netguard_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/netguard"
+	"github.com/vigil-soc/vigil/netguard/netguardtest"
 )
 
 func TestClassifyIP(t *testing.T) {
@@ -236,60 +236,12 @@ func TestHTTPClient_LoopbackByName(t *testing.T) {
 
 // fakeDNS answers every A query with ip and every other query with no records: the shape of a
 // rebinding attack where an attacker-controlled public name resolves to an internal address.
-func fakeDNS(t *testing.T, ip netip.Addr) *net.Resolver {
-	t.Helper()
-	return &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			client, server := net.Pipe()
-			go serveDNS(server, ip)
-			return client, nil
-		},
-	}
-}
-
-func serveDNS(c net.Conn, ip netip.Addr) {
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	for {
-		var lenBuf [2]byte
-		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
-			return
-		}
-		msg := make([]byte, binary.BigEndian.Uint16(lenBuf[:]))
-		if _, err := io.ReadFull(c, msg); err != nil || len(msg) < 12 {
-			return
-		}
-		// Question: labels up to a zero byte, then type and class.
-		end := 12
-		for end < len(msg) && msg[end] != 0 {
-			end += int(msg[end]) + 1
-		}
-		end += 5
-		if end > len(msg) {
-			return
-		}
-		qtype := binary.BigEndian.Uint16(msg[end-4 : end-2])
-		resp := make([]byte, 0, end+16)
-		resp = append(resp, msg[0], msg[1], 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0)
-		resp = append(resp, msg[12:end]...)
-		if qtype == 1 {
-			resp[7] = 1
-			a := ip.As4()
-			resp = append(resp, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, a[0], a[1], a[2], a[3])
-		}
-		out := binary.BigEndian.AppendUint16(nil, uint16(len(resp)))
-		if _, err := c.Write(append(out, resp...)); err != nil {
-			return
-		}
-	}
-}
 
 func TestHTTPClient_DNSRebinding(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int32
 	_, port := newServer(t, okHandler(&hits))
-	resolver := fakeDNS(t, netip.MustParseAddr("127.0.0.1"))
+	resolver := netguardtest.Resolver(t, netip.MustParseAddr("127.0.0.1"))
 	target := "http://rebind.attacker-example.com:" + port + "/"
 
 	addrs, err := resolver.LookupHost(context.Background(), "rebind.attacker-example.com")
@@ -313,7 +265,7 @@ func TestHTTPClient_DNSRebinding(t *testing.T) {
 
 	// Resolution to a private or metadata address is refused the same way.
 	for _, ip := range []string{"10.0.0.5", "169.254.169.254", "100.64.1.1", "0.0.0.0"} {
-		g := netguard.NewGuard(nil).WithResolver(fakeDNS(t, netip.MustParseAddr(ip)))
+		g := netguard.NewGuard(nil).WithResolver(netguardtest.Resolver(t, netip.MustParseAddr(ip)))
 		_, err := get(t, g.HTTPClient(2*time.Second), target)
 		require.True(t, netguard.IsBlocked(err), "%s: got %v", ip, err)
 	}
@@ -400,7 +352,7 @@ func TestHTTPClient_IgnoresProxyEnvironment(t *testing.T) {
 
 	var hits atomic.Int32
 	_, port := newServer(t, okHandler(&hits))
-	resolver := fakeDNS(t, netip.MustParseAddr("127.0.0.1"))
+	resolver := netguardtest.Resolver(t, netip.MustParseAddr("127.0.0.1"))
 	g := netguard.NewGuard([]string{"api.provider-example.com"}).WithResolver(resolver)
 	body, err := get(t, g.HTTPClient(5*time.Second), "http://api.provider-example.com:"+port+"/")
 	require.NoError(t, err)

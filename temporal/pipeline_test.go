@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/agents"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/netguard"
@@ -47,6 +48,7 @@ type pipeEnv struct {
 	baseURL string
 	routes  sync.Map // path prefix → http.HandlerFunc
 	acts    *activities.Activities
+	agents  *agents.Service
 	log     *slog.Logger // warnings and errors of the worker, dispatcher and SDK, for failing runs
 
 	mu             sync.Mutex
@@ -113,10 +115,12 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 		})}).Serve(provLn)
 	}()
 	guard := netguard.NewGuard([]string{provLn.Addr().String()})
+	e.agents = agents.New(st, box, guard, agents.NewHTTPClient(guard))
 	e.acts = &activities.Activities{Pipeline: st,
 		Enrichment: &activities.EnrichmentDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
 			// A short cool-down so the outage test sees the circuit probe and close within seconds.
-			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}}}
+			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},
+		AgentEvents: &activities.AgentEventDeps{Store: st, Deliverer: e.agents}}
 
 	srv := api.New(api.Config{RateLimitPerMinute: 1_000_000, AlertDedupWindow: 24 * time.Hour}, api.Deps{
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),

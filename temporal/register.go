@@ -22,5 +22,6 @@ func Register(kind QueueKind, r Registrar, acts *activities.Activities) {
 		r.RegisterWorkflowWithOptions(workflows.Probe, workflow.RegisterOptions{})
 		r.RegisterActivityWithOptions(acts.Probe, activity.RegisterOptions{})
 		registerWorkflowRuns(r, acts)
+		registerAgentEvents(r, acts)
 	}
 }

@@ -97,6 +97,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Metrics: st,
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
+	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-soc/vigil/approvals"
 	"github.com/vigil-soc/vigil/testenv"
+	"github.com/vigil-soc/vigil/webhooks"
 )
 
 func TestApprovalConfig(t *testing.T) {
@@ -49,7 +50,7 @@ func TestWorkflowApprovalEndToEnd(t *testing.T) {
 		defer mu.Unlock()
 		hits[r.URL.Path]++
 		if r.URL.Path == "/approvals" {
-			if approvals.Sign("e2e-webhook-secret", r.Header.Get("X-Vigil-Timestamp"), body) != r.Header.Get("X-Vigil-Signature") {
+			if webhooks.Sign("e2e-webhook-secret", r.Header.Get("X-Vigil-Timestamp"), body) != r.Header.Get("X-Vigil-Signature") {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}

@@ -40,6 +40,10 @@ func CircuitProbe(provider string, retryAtUnixMilli int64) string {
 // EnrichIndicator is enrich-indicator-<indicator uuid> (every provider for one indicator).
 func EnrichIndicator(indicator uuid.UUID) string { return "enrich-indicator-" + indicator.String() }
 
+// AgentEvent is event-<event uuid>: the DeliverEvent workflow handing one event to every agent that
+// receives it (one activity per delivery).
+func AgentEvent(event uuid.UUID) string { return "event-" + event.String() }
+
 // Search attributes Vigil sets on its workflows (all Keyword).
 var (
 	AttrAlertUUID     = sdktemporal.NewSearchAttributeKeyKeyword("VigilAlertUUID")

@@ -1,0 +1,166 @@
+package temporal_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/agents"
+	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/ids"
+	"github.com/vigil-soc/vigil/webhooks"
+	"github.com/vigil-soc/vigil/workflows"
+)
+
+// hook records what an agent endpoint received and when; respond answers the n-th request (1-based).
+type hook struct {
+	mu      sync.Mutex
+	at      []time.Time
+	headers []http.Header
+	bodies  [][]byte
+}
+
+func (h *hook) handler(respond func(n int, w http.ResponseWriter)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.at, h.headers, h.bodies = append(h.at, time.Now()), append(h.headers, r.Header.Clone()), append(h.bodies, body)
+		n := len(h.at)
+		h.mu.Unlock()
+		respond(n, w)
+	}
+}
+
+func (h *hook) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.at)
+}
+
+// registerTestAgent registers an agent at url (removed when the test ends).
+func registerTestAgent(t *testing.T, e *pipeEnv, url string, edit func(*agents.Spec)) (store.Agent, string) {
+	t.Helper()
+	name, timeout, retries := "agent "+uuid.NewString(), 5, 3
+	spec := agents.Spec{Name: &name, EndpointURL: &url, TimeoutSeconds: &timeout, RetryCount: &retries}
+	if edit != nil {
+		edit(&spec)
+	}
+	a, secret, err := e.agents.Create(context.Background(), agents.Actor{Type: store.ActorAPI}, spec)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.st.DeleteAgent(context.Background(), a.UUID) })
+	return a, secret
+}
+
+// raise commits an event and starts its delivery, as the outbox dispatcher does; it waits for the
+// DeliverEvent workflow to finish.
+func raise(t *testing.T, e *pipeEnv, ev *store.AgentEvent) workflows.DeliverEventResult {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, e.st.RecordAgentEvent(ctx, nil, ev))
+	starter := temporal.NewEventStarter(e.c, e.queues)
+	require.NoError(t, starter.StartAgentEvent(ctx, ev.UUID, ev.AlertUUID))
+	require.NoError(t, starter.StartAgentEvent(ctx, ev.UUID, ev.AlertUUID), "starting an event again is not an error")
+	var res workflows.DeliverEventResult
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	require.NoError(t, e.c.GetWorkflow(wctx, ids.AgentEvent(ev.UUID), "").Get(wctx, &res))
+	return res
+}
+
+func deliveries(t *testing.T, e *pipeEnv, agent uuid.UUID) []store.AgentDelivery {
+	t.Helper()
+	out, _, err := e.st.ListAgentDeliveries(context.Background(), store.AgentDeliveryFilter{Agent: agent, Page: store.Page{Size: 100}})
+	require.NoError(t, err)
+	return out
+}
+
+// An agent answering 500 twice then 200 gets three attempts of one delivery (same id, the same
+// signed body), with growing gaps, and one delivered record.
+func TestDeliverEvent_RetriesWithBackoffUntilDelivered(t *testing.T) {
+	e := pipelineHarness(t)
+	var h hook
+	url := e.handle(h.handler(func(n int, w http.ResponseWriter) {
+		if n <= 2 {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	a, secret := registerTestAgent(t, e, url, nil)
+	ev := &store.AgentEvent{Event: agents.EventRunCompleted, TargetAgent: &a.UUID,
+		Facts: json.RawMessage(`{"run_uuid": "2b0e7c1e-0000-4000-8000-000000000001", "status": "succeeded"}`)}
+	res := raise(t, e, ev)
+	require.Equal(t, workflows.DeliverEventResult{Deliveries: 1, Failed: 0}, res)
+
+	require.Equal(t, 3, h.count())
+	want := activities.DeliveryID(ev.UUID, a.UUID).String()
+	for i := range 3 {
+		require.Equal(t, want, h.headers[i].Get(webhooks.HeaderDelivery), "one delivery id across retries")
+		require.Equal(t, agents.EventRunCompleted, h.headers[i].Get(webhooks.HeaderEvent))
+		require.True(t, webhooks.Verify(secret, h.headers[i].Get(webhooks.HeaderTimestamp), h.bodies[i], h.headers[i].Get(webhooks.HeaderSignature)))
+		require.JSONEq(t, string(h.bodies[0]), string(h.bodies[i]), "every attempt carries the same payload")
+	}
+	gap1, gap2 := h.at[1].Sub(h.at[0]), h.at[2].Sub(h.at[1])
+	require.GreaterOrEqual(t, gap1, time.Second)
+	require.Greater(t, gap2, gap1, "backoff grows")
+	var payload map[string]any
+	require.NoError(t, json.Unmarshal(h.bodies[2], &payload))
+	require.Equal(t, want, payload["id"])
+	require.Equal(t, "succeeded", payload["data"].(map[string]any)["status"])
+
+	recs := deliveries(t, e, a.UUID)
+	require.Len(t, recs, 3)
+	statuses := map[int]string{}
+	for _, r := range recs {
+		statuses[r.Attempt] = r.Status
+		require.Equal(t, want, r.DeliveryUUID.String())
+	}
+	require.Equal(t, map[int]string{1: store.DeliveryFailed, 2: store.DeliveryFailed, 3: store.DeliveryDelivered}, statuses)
+}
+
+// An agent that never answers times out at its own timeout, while another agent receives the same
+// event at once; a 410 gives up without retries.
+func TestDeliverEvent_SlowAgentDelaysNobody(t *testing.T) {
+	e := pipelineHarness(t)
+	event := agents.EventApprovalDecided
+	var slow, fast, gone hook
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	slowURL := e.handle(slow.handler(func(int, http.ResponseWriter) { <-release }))
+	fastURL := e.handle(fast.handler(func(int, http.ResponseWriter) {}))
+	goneURL := e.handle(gone.handler(func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) }))
+	one, zero := 1, 0
+	events := []string{event}
+	s, _ := registerTestAgent(t, e, slowURL, func(sp *agents.Spec) { sp.TimeoutSeconds, sp.RetryCount, sp.Events = &one, &zero, events })
+	f, _ := registerTestAgent(t, e, fastURL, func(sp *agents.Spec) { sp.Events = events })
+	g, _ := registerTestAgent(t, e, goneURL, func(sp *agents.Spec) { sp.Events = events })
+	notSubscribed := &hook{}
+	registerTestAgent(t, e, e.handle(notSubscribed.handler(func(int, http.ResponseWriter) {})), nil)
+
+	start := time.Now()
+	res := raise(t, e, &store.AgentEvent{Event: event, Facts: json.RawMessage(`{"decision": "approved"}`)})
+	require.Equal(t, workflows.DeliverEventResult{Deliveries: 3, Failed: 2}, res)
+	require.Equal(t, 1, fast.count())
+	require.Less(t, fast.at[0].Sub(start), 5*time.Second, "the fast agent is not held up by the slow one")
+	require.Equal(t, 1, slow.count(), "retry_count 0: one attempt")
+	require.Equal(t, 1, gone.count(), "410: not retried")
+	require.Zero(t, notSubscribed.count(), "an agent not subscribed to the event gets nothing")
+
+	sr := deliveries(t, e, s.UUID)
+	require.Len(t, sr, 1)
+	require.Equal(t, store.DeliveryGaveUp, sr[0].Status)
+	require.Contains(t, *sr[0].Error, "timed out after 1s")
+	require.Less(t, sr[0].DurationMS, 3000)
+	require.Equal(t, store.DeliveryDelivered, deliveries(t, e, f.UUID)[0].Status)
+	gr := deliveries(t, e, g.UUID)
+	require.Len(t, gr, 1)
+	require.Equal(t, store.DeliveryGaveUp, gr[0].Status)
+	require.EqualValues(t, http.StatusGone, *gr[0].StatusCode)
+}
