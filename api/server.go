@@ -60,7 +60,7 @@ type Deps struct {
 	RunStarter         WorkflowRunStarter // starts and signals WorkflowRun (temporal.RunStarter)
 	WorkflowStepClient httpsteps.Doer     // live_http dry runs of workflows (SSRF-guarded)
 
-	Metrics MetricsStore // alert, workflow and summary metrics
+	Metrics    MetricsStore // alert, workflow and summary metrics
 	Agents     AgentService // agent registrations and test deliveries (agents.Service)
 	AgentStore AgentStore
 }
