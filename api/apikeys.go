@@ -165,7 +165,7 @@ type updateAPIKeyRequest struct {
 	Name               *string             `json:"name" minLength:"1" maxLength:"200"`
 	Scopes             []string            `json:"scopes" minItems:"1" maxItems:"20" enum:"alerts:read,alerts:write,enrichments:read,workflows:read,workflows:write,workflows:execute,approvals:write,agents:read,agents:write,admin"`
 	AllowedSources     Optional[[]string]  `json:"allowed_sources" maxItems:"100" maxLength:"100" doc:"An explicit null clears the restriction."`
-	IsActive           *bool               `json:"is_active"`
+	IsActive           *bool               `json:"is_active" doc:"false revokes the key. Revocation is final: true on a revoked key → 409 KEY_REVOKED."`
 	ExpiresAt          Optional[time.Time] `json:"expires_at" doc:"An explicit null removes the expiry."`
 	RateLimitPerMinute Optional[int]       `json:"rate_limit_per_minute" minimum:"1" maximum:"1000000" doc:"An explicit null restores the default."`
 }
@@ -217,6 +217,9 @@ func (s *Server) updateAPIKey(c *fiber.Ctx) error {
 	}
 	if len(cols) > 0 {
 		if err := s.deps.APIKeys.UpdateAPIKey(ctx, &k, cols...); err != nil {
+			if errors.Is(err, store.ErrKeyRevoked) {
+				return NewError(http.StatusConflict, "KEY_REVOKED", "A revoked API key cannot be re-activated; create a new key.")
+			}
 			return notFoundAs(err, "API key")
 		}
 		s.deps.Auth.Invalidate(k.UUID)

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -96,14 +99,36 @@ func (s *Store) CountActiveAdminKeys(ctx context.Context) (int, error) {
 	return int(n), nil
 }
 
-// UpdateAPIKey writes the named columns of k (updated_at always).
+// ErrKeyRevoked: a revoked key cannot be made active again (revocation is final).
+var ErrKeyRevoked = errors.New("api key revoked")
+
+// UpdateAPIKey writes the named columns of k (updated_at always). Revocation is final: writing is_active
+// true onto a key that is stored inactive fails with ErrKeyRevoked, decided in the same statement so a
+// concurrent revoke cannot be undone.
 func (s *Store) UpdateAPIKey(ctx context.Context, k *APIKey, columns ...string) error {
 	k.UpdatedAt = s.Now()
-	res, err := s.db.NewUpdate().Model(k).Column(append(columns, "updated_at")...).WherePK().Returning("*").Exec(ctx)
-	if err != nil {
+	reactivating := k.IsActive && slices.Contains(columns, "is_active")
+	q := s.db.NewUpdate().Model(k).Column(append(columns, "updated_at")...).WherePK()
+	if reactivating {
+		q = q.Where("is_active")
+	}
+	res, err := q.Returning("*").Exec(ctx)
+	n := int64(0)
+	if err == nil {
+		n, _ = res.RowsAffected()
+	} else if !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("update api key %s: %w", k.UUID, mapErr(err))
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
+		if reactivating {
+			exists, xerr := s.db.NewSelect().Model((*APIKey)(nil)).Where("uuid = ?", k.UUID).Exists(ctx)
+			if xerr != nil {
+				return fmt.Errorf("update api key %s: %w", k.UUID, mapErr(xerr))
+			}
+			if exists {
+				return fmt.Errorf("update api key %s: %w", k.UUID, ErrKeyRevoked)
+			}
+		}
 		return fmt.Errorf("update api key %s: %w", k.UUID, ErrNotFound)
 	}
 	return nil
