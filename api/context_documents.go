@@ -47,7 +47,8 @@ const (
 )
 
 func (s *Server) contextDocumentRoutes() {
-	read, write := []string{auth.ScopeAlertsRead}, []string{auth.ScopeAlertsWrite}
+	// Writes need admin: documents attach to alerts and go to agents, so an ingest key must not author them.
+	read, write := []string{auth.ScopeAlertsRead}, []string{auth.ScopeAdmin}
 	const tag = "Context documents"
 	s.add(route{Method: http.MethodGet, Path: "/v1/context-documents", Tag: tag, Summary: "List context documents",
 		Description: "Summaries: every field but `content`.",

@@ -71,7 +71,7 @@ func (ts *testServer) upload(t *testing.T, key string, parts ...formPart) respon
 
 func TestContextDocumentLifecycle(t *testing.T) {
 	ts := newRulesServer(t)
-	writer := mustKey(t, ts.Store, auth.ScopeAlertsRead, auth.ScopeAlertsWrite)
+	writer := mustKey(t, ts.Store, auth.ScopeAdmin)
 	reader := mustKey(t, ts.Store, auth.ScopeAlertsRead)
 
 	d := createDoc(t, ts, writer, map[string]any{"title": "Phishing runbook", "document_type": "runbook",
@@ -144,8 +144,9 @@ func TestContextDocumentLifecycle(t *testing.T) {
 
 func TestContextDocumentScopes(t *testing.T) {
 	ts := newRulesServer(t)
-	writer := mustKey(t, ts.Store, auth.ScopeAlertsWrite)
+	writer := mustKey(t, ts.Store, auth.ScopeAdmin)
 	reader := mustKey(t, ts.Store, auth.ScopeAlertsRead)
+	ingest := mustKey(t, ts.Store, auth.ScopeAlertsWrite)
 	other := mustKey(t, ts.Store, auth.ScopeAgentsRead, auth.ScopeEnrichmentsRead)
 	id := createDoc(t, ts, writer, map[string]any{"title": "t", "document_type": "other", "content": "c"})["uuid"].(string)
 	alert := insertAlert(t, ts.Store, testAlertRow{})
@@ -154,9 +155,14 @@ func TestContextDocumentScopes(t *testing.T) {
 	requireError(t, ts.do(t, http.MethodPost, "/v1/context-documents", reader, body), http.StatusForbidden, "FORBIDDEN")
 	requireError(t, ts.do(t, http.MethodPatch, "/v1/context-documents/"+id, reader, `{"title": "x"}`), http.StatusForbidden, "FORBIDDEN")
 	requireError(t, ts.do(t, http.MethodDelete, "/v1/context-documents/"+id, reader, nil), http.StatusForbidden, "FORBIDDEN")
+	for _, k := range []string{ingest, other} {
+		requireError(t, ts.do(t, http.MethodPost, "/v1/context-documents", k, body), http.StatusForbidden, "FORBIDDEN")
+		requireError(t, ts.do(t, http.MethodPatch, "/v1/context-documents/"+id, k, `{"title": "x"}`), http.StatusForbidden, "FORBIDDEN")
+		requireError(t, ts.do(t, http.MethodDelete, "/v1/context-documents/"+id, k, nil), http.StatusForbidden, "FORBIDDEN")
+	}
 	for _, path := range []string{"/v1/context-documents", "/v1/context-documents/" + id, "/v1/alerts/" + alert.UUID.String() + "/context"} {
 		require.Equal(t, http.StatusOK, ts.do(t, http.MethodGet, path, reader, nil).Status, path)
-		requireError(t, ts.do(t, http.MethodGet, path, writer, nil), http.StatusForbidden, "FORBIDDEN")
+		requireError(t, ts.do(t, http.MethodGet, path, ingest, nil), http.StatusForbidden, "FORBIDDEN")
 		requireError(t, ts.do(t, http.MethodGet, path, other, nil), http.StatusForbidden, "FORBIDDEN")
 		requireError(t, ts.do(t, http.MethodGet, path, "", nil), http.StatusUnauthorized, "UNAUTHORIZED")
 	}
@@ -165,7 +171,7 @@ func TestContextDocumentScopes(t *testing.T) {
 
 func TestContextDocumentValidation(t *testing.T) {
 	ts := newRulesServer(t)
-	writer := mustKey(t, ts.Store, auth.ScopeAlertsRead, auth.ScopeAlertsWrite)
+	writer := mustKey(t, ts.Store, auth.ScopeAdmin)
 	long := func(n int) string { return strings.Repeat("y", n) }
 	ok := `"title": "t", "document_type": "sop", "content": "c"`
 	cases := []struct {
@@ -262,7 +268,7 @@ func TestContextDocumentValidation(t *testing.T) {
 
 func TestContextDocumentUpload(t *testing.T) {
 	ts := newRulesServer(t)
-	writer := mustKey(t, ts.Store, auth.ScopeAlertsRead, auth.ScopeAlertsWrite)
+	writer := mustKey(t, ts.Store, auth.ScopeAdmin)
 	md := []byte("# Ransomware IR plan\n\nIsolate the host. Ünïcödé is fine.\n")
 
 	t.Run("markdown file with fields", func(t *testing.T) {
@@ -391,7 +397,7 @@ func TestContextDocumentUpload(t *testing.T) {
 
 func TestContextDocumentListFiltersAndSorts(t *testing.T) {
 	ts := newRulesServer(t)
-	writer := mustKey(t, ts.Store, auth.ScopeAlertsRead, auth.ScopeAlertsWrite)
+	writer := mustKey(t, ts.Store, auth.ScopeAdmin)
 	mark := "k" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	seed := []map[string]any{
 		{"title": mark + " delta", "document_type": "sop", "content": "c", "is_global": true},
