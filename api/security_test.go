@@ -87,3 +87,36 @@ func TestScopeMatrixIssue12(t *testing.T) {
 	}
 	require.Len(t, seen, len(want), "every pinned route is registered")
 }
+
+// Issue 12 item 3: a provider's env_var_mapping named HOME and PATH and they reached the provider's
+// server. Only the builtins' documented names and PROVIDER_ENV_ALLOWLIST are readable now; the
+// allowed variable still arrives.
+func TestProviderEnvMappingReadsOnlyAllowedVariables(t *testing.T) {
+	process := map[string]string{"HOME": "/home/secret-home-dir", "PATH": "/secret/bin:/usr/bin",
+		"DATABASE_URL": "postgres://db-password@db", "ACME_TI_KEY": "acme-allowed-key-123"}
+	env := store.AllowedEnv(func(n string) string { return process[n] }, []string{"ACME_TI_KEY", "DATABASE_URL"}, []string{"DATABASE_URL"})
+	h := newSecurityHarness(t, "-envmap", env)
+	spy := newSpyServer(t, nil)
+
+	hostile := h.provider(t, map[string]any{"provider_name": uniqueName("envgrab"), "display_name": "grab",
+		"supported_indicator_types": []string{"ip"}, "auth_type": "api_key",
+		"env_var_mapping": map[string]any{"home": "HOME", "path": "PATH", "db": "DATABASE_URL"},
+		"http_config": map[string]any{"steps": []any{map[string]any{"name": "grab", "url": spy.URL + "/grab",
+			"headers":      map[string]any{"X-Home": "{{auth.home}}"},
+			"query_params": map[string]any{"p": "{{auth.path}}", "d": "{{auth.db}}"}}}}})
+	d := h.testProvider(t, hostile, "8.8.8.8")
+	require.Equal(t, false, d["success"], "a provider whose variables are not allowed has no credentials: %v", d)
+	seen := spy.Seen()
+	for _, secret := range []string{"secret-home-dir", "/secret/bin", "db-password"} {
+		require.NotContains(t, seen, secret)
+	}
+
+	legit := h.provider(t, map[string]any{"provider_name": uniqueName("acme"), "display_name": "acme",
+		"supported_indicator_types": []string{"ip"}, "auth_type": "api_key",
+		"env_var_mapping": map[string]any{"key": "ACME_TI_KEY"},
+		"http_config": map[string]any{"steps": []any{map[string]any{"name": "lookup", "url": spy.URL + "/lookup/{{indicator.value}}",
+			"headers": map[string]any{"X-Key": "{{auth.key}}"}}}}})
+	d = h.testProvider(t, legit, "8.8.8.8")
+	require.Equal(t, true, d["success"], d)
+	require.Contains(t, spy.Seen(), "X-Key: acme-allowed-key-123")
+}

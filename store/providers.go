@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,6 +68,39 @@ type EnrichmentProvider struct {
 // Env looks up an environment variable for env_var_mapping ("" when unset). cmd/ builds it from the
 // process environment, hiding Vigil's own settings; nil means an empty environment.
 type Env func(name string) string
+
+// BuiltinProviderEnvNames lists the environment variables the builtin providers document in their
+// env_var_mapping, sorted.
+func BuiltinProviderEnvNames() []string {
+	var names []string
+	for _, b := range BuiltinProviders() {
+		for _, name := range b.Provider.EnvVarMapping {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// AllowedEnv is the environment an env_var_mapping may read: only the builtin providers' documented
+// names and the operator's allow-list (PROVIDER_ENV_ALLOWLIST), and never a name in deny (Vigil's own
+// settings). Any other name reads as unset, so a provider definition cannot send HOME, PATH or
+// DATABASE_URL to a URL of its choosing.
+func AllowedEnv(getenv func(string) string, allow, deny []string) Env {
+	ok := map[string]bool{}
+	for _, name := range append(BuiltinProviderEnvNames(), allow...) {
+		ok[name] = true
+	}
+	for _, name := range deny {
+		delete(ok, name)
+	}
+	return func(name string) string {
+		if !ok[name] || getenv == nil {
+			return ""
+		}
+		return getenv(name)
+	}
+}
 
 // MapEnv is an Env over a map (tests, fixed configurations).
 func MapEnv(m map[string]string) Env { return func(name string) string { return m[name] } }

@@ -29,7 +29,8 @@ type config struct {
 	MaxBodyMB          int
 	EncryptionKey      string
 	SSRFAllowedHosts   []string
-	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (Vigil's own settings hidden)
+	ProviderEnvAllow   []string  // PROVIDER_ENV_ALLOWLIST: variables env_var_mapping may read beyond the builtins' names
+	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (allowed names only, Vigil's own settings hidden)
 	AlertDedupHours    int
 	PipelineMaxFlight  int
 	CircuitFailures    int // consecutive failed calls that open a provider's circuit
@@ -64,6 +65,10 @@ func settings() []setting {
 		{"MAX_REQUEST_BODY_SIZE_MB", "10", "Largest accepted request body.", intSetting(func(c *config) *int { return &c.MaxBodyMB }, 1, 1024)},
 		{"ENCRYPTION_KEY", "", "32-byte key (base64 or hex) sealing secrets at rest with AES-256-GCM. Required by api and worker.", func(c *config, v string) error { c.EncryptionKey = v; return nil }},
 		{"SSRF_ALLOWED_HOSTS", "", "Comma-separated hosts exempt from the SSRF guard (development only).", func(c *config, v string) error { c.SSRFAllowedHosts = splitList(v); return nil }},
+		{"PROVIDER_ENV_ALLOWLIST", "", "Comma-separated environment variables a provider's env_var_mapping may read besides the builtin providers' documented names (VIRUSTOTAL_API_KEY, …); any other name reads as unset.", func(c *config, v string) error {
+			c.ProviderEnvAllow = splitList(v)
+			return nil
+		}},
 		{"ALERT_DEDUP_WINDOW_HOURS", "24", "Window in which a repeated alert is deduplicated; 0 disables.", intSetting(func(c *config) *int { return &c.AlertDedupHours }, 0, 24*365)},
 		{"PIPELINE_MAX_IN_FLIGHT", "256", "Alert pipelines started and not yet finished, over every worker; past it new alerts wait in the outbox.", intSetting(func(c *config) *int { return &c.PipelineMaxFlight }, 1, 100_000)},
 		{"PROVIDER_CIRCUIT_FAILURES", "5", "Consecutive failed calls (no answer, timeout, 5xx) that open an enrichment provider's circuit: calls stop until a probe succeeds.", intSetting(func(c *config) *int { return &c.CircuitFailures }, 1, 10_000)},
@@ -95,7 +100,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", s.name, v, err))
 		}
 	}
-	c.ProviderEnv = providerEnv(getenv)
+	c.ProviderEnv = providerEnv(getenv, c.ProviderEnvAllow)
 	return c, errors.Join(errs...)
 }
 

@@ -33,20 +33,15 @@ func openSecretBox(cfg config) (*secretbox.Box, error) {
 	return box, nil
 }
 
-// providerEnv is the environment env_var_mapping may read: the process environment without Vigil's
-// own settings (a provider definition must not be able to send DATABASE_URL or ENCRYPTION_KEY to a
-// URL of its choosing).
-func providerEnv(getenv func(string) string) store.Env {
-	hidden := map[string]bool{}
+// providerEnv is the environment env_var_mapping may read: the builtin providers' documented names and
+// PROVIDER_ENV_ALLOWLIST, never Vigil's own settings (a provider definition must not be able to send
+// DATABASE_URL, ENCRYPTION_KEY, HOME or PATH to a URL of its choosing).
+func providerEnv(getenv func(string) string, allow []string) store.Env {
+	var hidden []string
 	for _, s := range settings() {
-		hidden[s.name] = true
+		hidden = append(hidden, s.name)
 	}
-	return func(name string) string {
-		if hidden[name] || getenv == nil {
-			return ""
-		}
-		return getenv(name)
-	}
+	return store.AllowedEnv(getenv, allow, hidden)
 }
 
 // enrichmentDeps builds the enrichment activities' dependencies: provider calls go through the SSRF

@@ -37,13 +37,13 @@ func TestOpenSecretBox(t *testing.T) {
 
 func TestProviderEnv_HidesVigilSettings(t *testing.T) {
 	vars := map[string]string{"VIRUSTOTAL_API_KEY": "vt", "DATABASE_URL": "postgres://secret", "ENCRYPTION_KEY": "k", "SSRF_ALLOWED_HOSTS": "x"}
-	env := providerEnv(func(n string) string { return vars[n] })
+	env := providerEnv(func(n string) string { return vars[n] }, []string{"DATABASE_URL"})
 	require.Equal(t, "vt", env("VIRUSTOTAL_API_KEY"))
 	require.Empty(t, env("DATABASE_URL"))
 	require.Empty(t, env("ENCRYPTION_KEY"))
 	require.Empty(t, env("SSRF_ALLOWED_HOSTS"))
 	require.Empty(t, env("UNSET"))
-	require.Empty(t, providerEnv(nil)("VIRUSTOTAL_API_KEY"))
+	require.Empty(t, providerEnv(nil, nil)("VIRUSTOTAL_API_KEY"))
 
 	cfg, err := loadConfig(func(n string) string { return vars[n] })
 	require.NoError(t, err)
