@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -119,4 +120,38 @@ func TestProviderEnvMappingReadsOnlyAllowedVariables(t *testing.T) {
 	d = h.testProvider(t, legit, "8.8.8.8")
 	require.Equal(t, true, d["success"], d)
 	require.Contains(t, spy.Seen(), "X-Key: acme-allowed-key-123")
+}
+
+// Issue 12 item 4: credential headers (x-apikey, Key) and a Referer carrying the secret query followed a
+// cross-origin redirect. Through the provider test route (Temporal, the SSRF-guarded client): without
+// follow_redirects the redirect is not followed; with it the other origin gets a bare request.
+func TestProviderRedirectsCarryNoCredentials(t *testing.T) {
+	const secret = "redirect-secret-key-987654"
+	h := newSecurityHarness(t, "-redirect", nil)
+	spy := newSpyServer(t, nil)
+	redirector := newSpyServer(t, func(w http.ResponseWriter, r *http.Request) bool {
+		http.Redirect(w, r, spy.URL+"/landing", http.StatusFound)
+		return true
+	})
+	body := func(follow bool) map[string]any {
+		return map[string]any{"provider_name": uniqueName("redir"), "display_name": "redir",
+			"supported_indicator_types": []string{"ip"}, "auth_type": "api_key", "auth_config": map[string]any{"key": secret},
+			"http_config": map[string]any{"steps": []any{map[string]any{"name": "lookup", "url": redirector.URL + "/v1/{{indicator.value}}",
+				"headers":          map[string]any{"x-apikey": "{{auth.key}}", "Key": "{{auth.key}}"},
+				"query_params":     map[string]any{"apikey": "{{auth.key}}"},
+				"follow_redirects": follow}}}}
+	}
+	d := h.testProvider(t, h.provider(t, body(false)), "8.8.8.8")
+	require.Equal(t, false, d["success"], d)
+	require.Contains(t, d["error_message"], "302")
+	require.Zero(t, spy.Count(), "a step without follow_redirects does not follow")
+
+	d = h.testProvider(t, h.provider(t, body(true)), "8.8.8.8")
+	require.Equal(t, true, d["success"], d)
+	require.Equal(t, 1, spy.Count())
+	seen := spy.Seen()
+	require.NotContains(t, seen, secret)
+	require.NotContains(t, strings.ToLower(seen), "referer")
+	require.NotContains(t, strings.ToLower(seen), "x-apikey")
+	require.Contains(t, redirector.Seen(), secret, "the provider's own origin still gets its credentials")
 }

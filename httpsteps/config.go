@@ -62,6 +62,9 @@ type Step struct {
 	ExpectedStatus []int             `json:"expected_status"`
 	NotFoundStatus []int             `json:"not_found_status"`
 	Optional       bool              `json:"optional"`
+	// FollowRedirects lets the step follow up to MaxRedirects redirects (default false: a 3xx is the
+	// step's answer). Step headers, credentials and a body are only sent along to the same origin.
+	FollowRedirects bool `json:"follow_redirects,omitempty"`
 }
 
 // ParseConfig decodes and validates an http_config. It reports every problem, with locations relative
@@ -163,7 +166,7 @@ func parseStep(raw any, loc []any, earlier map[string]int, errs *validate.Errors
 		return Step{}, false
 	}
 	rejectUnknown(obj, loc, errs, "name", "method", "url", "headers", "query_params", "json_body",
-		"form_body", "timeout_seconds", "expected_status", "not_found_status", "optional")
+		"form_body", "timeout_seconds", "expected_status", "not_found_status", "optional", "follow_redirects")
 	st := Step{Method: DefaultMethod, TimeoutSeconds: DefaultTimeoutSeconds, ExpectedStatus: []int{200}, NotFoundStatus: []int{}}
 
 	if name, ok := requiredString(obj, "name", loc, errs); ok {
@@ -238,6 +241,13 @@ func parseStep(raw any, loc []any, earlier map[string]int, errs *validate.Errors
 			errs.Add(validate.Join(loc, "optional"), validate.TypeBool, "optional must be a boolean", nil)
 		}
 		st.Optional = b
+	}
+	if v, present := obj["follow_redirects"]; present && v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			errs.Add(validate.Join(loc, "follow_redirects"), validate.TypeBool, "follow_redirects must be a boolean", nil)
+		}
+		st.FollowRedirects = b
 	}
 	return st, true
 }

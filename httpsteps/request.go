@@ -25,8 +25,10 @@ type PreparedRequest struct {
 	ExpectedStatus []int
 	NotFoundStatus []int
 	Optional       bool
-	IndicatorValue string
-	Secrets        []string // values to mask in the record: auth.* and secrets.* leaves plus any given
+	// FollowRedirects: the step's follow_redirects (see Runner.Do).
+	FollowRedirects bool
+	IndicatorValue  string
+	Secrets         []string // values to mask in the record: auth.* and secrets.* leaves plus any given
 }
 
 // BuildError is a step that could not be rendered (unknown variable, bad URL, oversized output). It
@@ -61,15 +63,16 @@ func BuildRequest(cfg Config, i int, vars map[string]any) (PreparedRequest, erro
 
 func buildRequest(cfg Config, i int, st Step, vars map[string]any) (PreparedRequest, error) {
 	p := PreparedRequest{
-		StepIndex:      i,
-		StepName:       st.Name,
-		Method:         strings.ToUpper(st.Method),
-		ExpectedStatus: st.ExpectedStatus,
-		NotFoundStatus: st.NotFoundStatus,
-		Optional:       st.Optional,
-		Timeout:        time.Duration(st.TimeoutSeconds) * time.Second,
-		Headers:        map[string]string{},
-		Secrets:        collectSecrets(vars),
+		StepIndex:       i,
+		StepName:        st.Name,
+		Method:          strings.ToUpper(st.Method),
+		ExpectedStatus:  st.ExpectedStatus,
+		NotFoundStatus:  st.NotFoundStatus,
+		Optional:        st.Optional,
+		FollowRedirects: st.FollowRedirects,
+		Timeout:         time.Duration(st.TimeoutSeconds) * time.Second,
+		Headers:         map[string]string{},
+		Secrets:         collectSecrets(vars),
 	}
 	if p.Method == "" {
 		p.Method = DefaultMethod

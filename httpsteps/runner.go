@@ -45,8 +45,18 @@ func WithClock(now func() time.Time) Option { return func(r *Runner) { r.now = n
 // WithMaxResponseBytes bounds how much of a response body is read (default 5 MB).
 func WithMaxResponseBytes(n int64) Option { return func(r *Runner) { r.maxBytes = n } }
 
-// NewRunner returns a Runner sending requests through d.
+// MaxRedirects bounds the redirects a step with follow_redirects follows.
+const MaxRedirects = 5
+
+// NewRunner returns a Runner sending requests through d. The Runner alone decides about redirects: an
+// *http.Client is copied with a CheckRedirect that never follows (its transport, and so the SSRF
+// guard, still sees every request); any other Doer must not follow redirects itself.
 func NewRunner(d Doer, opts ...Option) *Runner {
+	if c, ok := d.(*http.Client); ok && c != nil {
+		cc := *c
+		cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		d = &cc
+	}
 	r := &Runner{doer: d, now: time.Now, maxBytes: DefaultMaxResponseBytes}
 	for _, o := range opts {
 		o(r)
@@ -141,18 +151,11 @@ func (r *Runner) Do(ctx context.Context, p PreparedRequest, extraSecrets ...stri
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var body io.Reader
-	if p.Body != nil {
-		body = bytes.NewReader(p.Body)
+	resp, err := r.send(ctx, p)
+	var perm *permanentSendError
+	if errors.As(err, &perm) {
+		return fail(KindPermanent, 0, 0, perm.err)
 	}
-	req, err := http.NewRequestWithContext(ctx, p.Method, p.URL, body)
-	if err != nil {
-		return fail(KindPermanent, 0, 0, fmt.Errorf("new request: %w", err))
-	}
-	for k, v := range p.Headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := r.doer.Do(req)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(KindRetryable, 0, 0, fmt.Errorf("timed out after %s", timeout))
@@ -424,4 +427,89 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 	}
 	res.Success = true
 	return res
+}
+
+// permanentSendError is a request that cannot be sent as configured (retrying changes nothing).
+type permanentSendError struct{ err error }
+
+func (e *permanentSendError) Error() string { return e.err.Error() }
+
+// send sends p and, when the step says follow_redirects, follows up to MaxRedirects redirects itself:
+// 301/302/303 continue as GET without a body (HEAD stays HEAD), 307/308 keep method and body. The
+// step's headers (credentials included) and its body go only to the origin (scheme, host, port) of
+// the step's URL; once a redirect leaves it they are dropped for good, a 307/308 carrying a body
+// across origins is refused, and no Referer is ever sent. Without follow_redirects a 3xx is the answer.
+func (r *Runner) send(ctx context.Context, p PreparedRequest) (*http.Response, error) {
+	target, err := url.Parse(p.URL)
+	if err != nil {
+		return nil, &permanentSendError{fmt.Errorf("new request: %w", err)}
+	}
+	origin := originOf(target)
+	method, body, sameOrigin := p.Method, p.Body, true
+	for hop := 0; ; hop++ {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, target.String(), rd)
+		if err != nil {
+			return nil, &permanentSendError{fmt.Errorf("new request: %w", err)}
+		}
+		if sameOrigin {
+			for k, v := range p.Headers {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := r.doer.Do(req)
+		if err != nil || !p.FollowRedirects || !isRedirect(resp.StatusCode) {
+			return resp, err
+		}
+		loc := resp.Header.Get("Location")
+		if loc == "" {
+			return resp, nil
+		}
+		next, err := target.Parse(loc)
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, &permanentSendError{fmt.Errorf("redirect: unparseable Location")}
+		}
+		if hop+1 > MaxRedirects {
+			return nil, &permanentSendError{fmt.Errorf("stopped after %d redirects", MaxRedirects)}
+		}
+		switch resp.StatusCode {
+		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+			if method != http.MethodHead {
+				method = http.MethodGet
+			}
+			body = nil
+		}
+		next.User = nil
+		target = next
+		if sameOrigin && originOf(target) != origin {
+			sameOrigin = false
+		}
+		if !sameOrigin && body != nil {
+			return nil, &permanentSendError{fmt.Errorf("redirect: a %d would carry the step's body to another origin", resp.StatusCode)}
+		}
+	}
+}
+
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// originOf is scheme://host:port with the default port made explicit.
+func originOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
