@@ -97,11 +97,16 @@ func (h *securityHarness) provider(t *testing.T, body map[string]any) string {
 	return id
 }
 
-// testProvider runs POST /v1/enrichment-providers/{id}/test and returns its data.
+// testProvider runs POST /v1/enrichment-providers/{id}/test for an ip and returns its data.
 func (h *securityHarness) testProvider(t *testing.T, id, value string) map[string]any {
 	t.Helper()
+	return h.testProviderType(t, id, "ip", value)
+}
+
+func (h *securityHarness) testProviderType(t *testing.T, id, typ, value string) map[string]any {
+	t.Helper()
 	r := h.enrich.do(t, http.MethodPost, "/v1/enrichment-providers/"+id+"/test", h.admin,
-		map[string]any{"indicator_type": "ip", "indicator_value": value})
+		map[string]any{"indicator_type": typ, "indicator_value": value})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	return r.JSON(t)["data"].(map[string]any)
 }

@@ -155,3 +155,23 @@ func TestProviderRedirectsCarryNoCredentials(t *testing.T) {
 	require.NotContains(t, strings.ToLower(seen), "x-apikey")
 	require.Contains(t, redirector.Seen(), secret, "the provider's own origin still gets its credentials")
 }
+
+// Issue 12 item 5: an indicator value ".." landed as a path segment (/users/../lifecycle/suspend).
+// Rendering refuses it before anything is sent; an ordinary account still reaches its own path.
+func TestDotSegmentIndicatorNeverChangesThePath(t *testing.T) {
+	h := newSecurityHarness(t, "-dots", nil)
+	spy := newSpyServer(t, nil)
+	id := h.provider(t, map[string]any{"provider_name": uniqueName("idp"), "display_name": "idp",
+		"supported_indicator_types": []string{"account"}, "auth_type": "none",
+		"http_config": map[string]any{"steps": []any{map[string]any{"name": "user", "method": "POST",
+			"url": spy.URL + "/api/v1/users/{{indicator.value}}/lifecycle/suspend"}}}})
+	for _, hostile := range []string{"..", ".", "%2e%2e"} {
+		d := h.testProviderType(t, id, "account", hostile)
+		require.Equal(t, false, d["success"], d)
+		require.Contains(t, d["error_message"], "segment")
+	}
+	require.Zero(t, spy.Count(), "nothing was sent for a dot-segment value")
+	d := h.testProviderType(t, id, "account", "alice")
+	require.Equal(t, true, d["success"], d)
+	require.Contains(t, spy.Seen(), "POST /api/v1/users/alice/lifecycle/suspend")
+}

@@ -260,7 +260,42 @@ func (t *Template) RenderURL(vars map[string]any) (string, error) {
 			return "", fmt.Errorf("rendered URL exceeds %d bytes", MaxRenderedSize)
 		}
 	}
-	return b.String(), nil
+	out := b.String()
+	if hasDotSegment(out) {
+		return "", errors.New("rendered URL path has a \".\" or \"..\" segment (a value may not move the request to another path)")
+	}
+	return out, nil
+}
+
+// hasDotSegment reports whether the path of raw has a "." or ".." segment, also once percent-decoded
+// (repeatedly: %2e, %252e) and with "\" read as "/" as some servers do, so an indicator value such as
+// ".." cannot turn /users/{{indicator.value}}/lifecycle/suspend into /lifecycle/suspend.
+func hasDotSegment(raw string) bool {
+	rest := raw
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+		j := strings.IndexAny(rest, "/?#")
+		if j < 0 {
+			return false
+		}
+		rest = rest[j:]
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	for range 4 {
+		for _, seg := range strings.FieldsFunc(rest, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if seg == "." || seg == ".." {
+				return true
+			}
+		}
+		dec, err := url.PathUnescape(rest)
+		if err != nil || dec == rest {
+			return false
+		}
+		rest = dec
+	}
+	return false
 }
 
 func validHostValue(s string) bool {
