@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/ratelimit"
 )
 
 const (
@@ -157,10 +158,10 @@ func (s *Server) clientIP(c *fiber.Ctx) string {
 
 // rateLimit applies the fixed per-minute budget per key prefix (authenticated) or client IP.
 func (s *Server) rateLimit(c *fiber.Ctx) error {
-	bucket, limit := "ip:"+s.clientIP(c), s.cfg.RateLimitPerMinute
+	bucket, limit := ratelimit.IPBucket(s.clientIP(c)), s.cfg.RateLimitPerMinute
 	if _, ok := bearer(c); ok {
 		if p, err := s.resolvePrincipal(c); err == nil {
-			bucket = "key:" + p.KeyPrefix
+			bucket = ratelimit.KeyBucket(p.KeyUUID)
 			if p.RateLimit > 0 {
 				limit = p.RateLimit
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/auth"
@@ -174,4 +175,20 @@ func TestDotSegmentIndicatorNeverChangesThePath(t *testing.T) {
 	d := h.testProviderType(t, id, "account", "alice")
 	require.Equal(t, true, d["success"], d)
 	require.Contains(t, spy.Seen(), "POST /api/v1/users/alice/lifecycle/suspend")
+}
+
+// Issue 12 item 11: rate-limit buckets are keyed by key id, not the short display prefix: two keys that
+// share a prefix each keep their own budget.
+func TestRateLimitBucketIsTheKeyNotItsPrefix(t *testing.T) {
+	ts := newTestServer(t, func(c *Config, _ *Deps) { c.RateLimitPerMinute = 2 })
+	prefix := "cai_" + uuid.NewString()[:4]
+	first := mustKeyWith(t, ts.Store, func(k *store.APIKey) { k.KeyPrefix = prefix }, auth.ScopeAdmin)
+	second := mustKeyWith(t, ts.Store, func(k *store.APIKey) { k.KeyPrefix = prefix }, auth.ScopeAdmin)
+	for range 2 {
+		require.Equal(t, http.StatusOK, ts.do(t, http.MethodGet, "/v1/api-keys", first, nil).Status)
+	}
+	requireError(t, ts.do(t, http.MethodGet, "/v1/api-keys", first, nil), http.StatusTooManyRequests, "RATE_LIMITED")
+	r := ts.do(t, http.MethodGet, "/v1/api-keys", second, nil)
+	require.Equal(t, http.StatusOK, r.Status, "a key sharing the prefix is not drained by the first")
+	require.Equal(t, "1", r.Header.Get("X-RateLimit-Remaining"))
 }

@@ -157,7 +157,7 @@ func StartPostgres(ctx context.Context, dir string, log *slog.Logger) (*Postgres
 		lastErr = bins.start(ctx, dir, port)
 		if lastErr == nil {
 			srv.Port = port
-			if err := os.WriteFile(filepath.Join(dir, pgPortFile), []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, pgPortFile), []byte(strconv.Itoa(port)+"\n"), 0o600); err != nil {
 				return nil, errors.Join(fmt.Errorf("record postgres port: %w", err), srv.Stop(ctx))
 			}
 			log.Info("postgres started", "dir", dir, "port", port, "took", time.Since(start).Round(time.Millisecond))

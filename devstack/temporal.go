@@ -162,7 +162,7 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*TemporalServer, 
 		opts.Log = io.Discard
 	}
 	if opts.DBFile != "" {
-		if err := os.MkdirAll(filepath.Dir(opts.DBFile), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(opts.DBFile), 0o700); err != nil {
 			return nil, fmt.Errorf("create temporal db dir: %w", err)
 		}
 	}

@@ -368,3 +368,21 @@ func TestDialContext_BadAddress(t *testing.T) {
 	_, err = netguard.NewGuard(nil).DialContext(context.Background(), "tcp", "metadata.google.internal:80")
 	require.True(t, netguard.IsBlocked(err))
 }
+
+// Issue 12 item 11: a loopback allowance for a test provider (127.0.0.1:<port>) reached the Temporal
+// UI's API on another port. An entry with a port allows only that port, for IP literals as for names.
+func TestHTTPClient_PortAllowanceIsOnlyThatPort(t *testing.T) {
+	t.Parallel()
+	var allowedHits, otherHits atomic.Int32
+	_, allowedPort := newServer(t, okHandler(&allowedHits))
+	_, otherPort := newServer(t, okHandler(&otherHits))
+	c := netguard.NewGuard([]string{"127.0.0.1:" + allowedPort}).HTTPClient(5 * time.Second)
+	body, err := get(t, c, "http://127.0.0.1:"+allowedPort+"/")
+	require.NoError(t, err)
+	require.Equal(t, "reached", body)
+	for _, target := range []string{"http://127.0.0.1:" + otherPort + "/", "http://localhost:" + otherPort + "/"} {
+		_, err = get(t, c, target)
+		require.True(t, netguard.IsBlocked(err), "%s: %v", target, err)
+	}
+	require.Zero(t, otherHits.Load())
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Decision is the outcome of taking one request from a bucket.
@@ -20,6 +22,13 @@ type Decision struct {
 
 // Window is the length of a rate-limit window.
 const Window = time.Minute
+
+// KeyBucket is the bucket of an authenticated request: the key's id. Not its display prefix, which
+// holds only a few random characters, so two keys could share (and drain) one budget.
+func KeyBucket(keyID uuid.UUID) string { return "key:" + keyID.String() }
+
+// IPBucket is the bucket of an unauthenticated request: the client IP.
+func IPBucket(ip string) string { return "ip:" + ip }
 
 func decide(count, limit int, windowStart, now time.Time) Decision {
 	reset := windowStart.Add(Window)

@@ -37,8 +37,17 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	}
 	dataDir := devDataDir(cwd)
 	root := filepath.Dir(dataDir)
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dataDir, err)
+	}
+	// 0700, except that as root the embedded Postgres runs as the postgres OS user, which must traverse
+	// .vigil/ to reach its cluster: then 0711 (no listing); the files stay 0600 either way.
+	topMode := os.FileMode(0o700)
+	if os.Geteuid() == 0 && getenv("DATABASE_URL") == "" {
+		topMode = 0o711
+	}
+	if err := tightenDevDir(dataDir, topMode); err != nil {
+		return err
 	}
 
 	if getenv("DATABASE_URL") == "" {
@@ -96,6 +105,16 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	if err != nil {
 		return err
 	}
+	adminKeyFile := ""
+	if adminKey != "" {
+		if adminKeyFile, err = writeAdminKeyFile(dataDir, adminKey); err != nil {
+			return err
+		}
+	}
+	// Files the services created (temporal.db and its journal) become private too.
+	if err := tightenDevDir(dataDir, topMode); err != nil {
+		return err
+	}
 	tc, err := temporal.Dial(ctx, temporalConfig(cfg), log)
 	if err != nil {
 		return err
@@ -132,7 +151,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		fmt.Fprintf(&b, "  MCP          http://%s/mcp (SSE: /sse; same API keys, docs/MCP.md)\n", mcpLn.Addr().String())
 		fmt.Fprintf(&b, "  Temporal UI  %s (workflow %s shows the worker is live)\n  Postgres     %s\n", uiURL, id, redactDSN(cfg.DatabaseURL))
 		if adminKey != "" {
-			fmt.Fprintf(&b, "\nFirst admin API key (shown once, store it now):\n  %s\n\nTry: curl -H 'Authorization: Bearer %s' %s/v1/api-keys\n", adminKey, adminKey, base)
+			fmt.Fprintf(&b, "\nFirst admin API key (shown once here; also written to %s, mode 0600):\n  %s\n\nTry: curl -H 'Authorization: Bearer %s' %s/v1/api-keys\n", adminKeyFile, adminKey, adminKey, base)
 		} else {
 			fmt.Fprintf(&b, "\nAn admin key exists already; make another with: vigil create-api-key --name ops --scopes admin\n")
 		}
@@ -201,6 +220,48 @@ func ensureAdminKey(ctx context.Context, st *store.Store) (string, error) {
 		return "", err
 	}
 	return plain, nil
+}
+
+// adminKeyFileName is the file under .vigil/ holding the first admin key vigil dev created.
+const adminKeyFileName = "admin.key"
+
+// writeAdminKeyFile writes key to dataDir/admin.key, readable by the owner only (also when the file
+// existed with wider permissions), and returns its path.
+func writeAdminKeyFile(dataDir, key string) (string, error) {
+	path := filepath.Join(dataDir, adminKeyFileName)
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return "", fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// tightenDevDir makes dir (mode top) and its direct entries private: directories 0700, regular files
+// 0600 (.vigil/ holds the encryption key, the admin key, the databases). Postgres keeps its own data
+// directory 0700 and its files 0600 itself.
+func tightenDevDir(dir string, top os.FileMode) error {
+	if err := os.Chmod(dir, top); err != nil {
+		return fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		mode := os.FileMode(0o600)
+		switch {
+		case e.IsDir():
+			mode = 0o700
+		case !e.Type().IsRegular():
+			continue
+		}
+		if err := os.Chmod(filepath.Join(dir, e.Name()), mode); err != nil {
+			return fmt.Errorf("chmod %s: %w", e.Name(), err)
+		}
+	}
+	return nil
 }
 
 // devEncryptionKey reads the dev encryption key, creating it on first use.
