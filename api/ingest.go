@@ -97,6 +97,12 @@ func (h *ingestHandlers) ingestSource(c *fiber.Ctx) error {
 			return NewError(http.StatusUnauthorized, "INVALID_SIGNATURE", "The request signature is missing or wrong.").
 				WithDetails(map[string]any{"header": src.Plugin.SignatureHeader()})
 		}
+		if errors.Is(err, ingest.ErrSourceMisconfigured) {
+			// Fail closed: the sender retries while an admin fixes the integration.
+			return NewError(http.StatusServiceUnavailable, "SOURCE_MISCONFIGURED",
+				"This source's integration has inconsistent signature settings; an admin must fix it.").
+				WithDetails(map[string]any{"source_name": name})
+		}
 		return err
 	}
 	if err := checkJSONBody(c); err != nil {

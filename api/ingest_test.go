@@ -152,7 +152,7 @@ func TestIngest_OrderOfChecks(t *testing.T) {
 	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
 	key := mustKey(t, ts.Store, auth.ScopeAlertsWrite)
 	onlyElastic := mustKeyWith(t, ts.Store, func(k *store.APIKey) { k.AllowedSources = []string{"elastic"} }, auth.ScopeAlertsWrite)
-	withIntegration(t, ts, admin, map[string]any{"source_name": "sentinel", "is_active": false})
+	withIntegration(t, ts, admin, map[string]any{"source_name": "sentinel", "is_active": false, "auth_type": "none"})
 	withIntegration(t, ts, admin, map[string]any{"source_name": "elastic", "auth_type": "hmac_sha256", "auth_config": map[string]any{"secret": "s3cret"}})
 	elasticBody := fixture(t, "elastic_flat.json")
 

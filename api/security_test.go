@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -191,4 +192,41 @@ func TestRateLimitBucketIsTheKeyNotItsPrefix(t *testing.T) {
 	r := ts.do(t, http.MethodGet, "/v1/api-keys", second, nil)
 	require.Equal(t, http.StatusOK, r.Status, "a key sharing the prefix is not drained by the first")
 	require.Equal(t, "1", r.Header.Get("X-RateLimit-Remaining"))
+}
+
+// Issue 12 item 7: hmac_sha256/shared_token without a secret accepted unsigned payloads, and a secret with
+// auth_type none was ignored. Such integrations are refused when written (422, the detail list names
+// the field) and ingest refuses one that is inconsistent anyway (503 SOURCE_MISCONFIGURED, fail closed).
+func TestInconsistentSourceSignatureConfigFailsClosed(t *testing.T) {
+	ts := newAlertServer(t, nil)
+	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
+	key := mustKey(t, ts.Store, auth.ScopeAlertsWrite)
+	for _, tc := range []struct {
+		body map[string]any
+		loc  string
+	}{
+		{map[string]any{"source_name": "sentinel"}, "body.auth_config"}, // plugin default hmac_sha256, no secret
+		{map[string]any{"source_name": "splunk", "auth_type": "shared_token"}, "body.auth_config"},
+		{map[string]any{"source_name": "generic", "auth_type": "none", "auth_config": map[string]any{"secret": "ignored"}}, "body.auth_type"},
+		{map[string]any{"source_name": "generic", "auth_config": map[string]any{"secret": "ignored"}}, "body.auth_type"}, // generic defaults to none
+	} {
+		require.Equal(t, []string{tc.loc}, locs(requireValidation(t, ts.do(t, http.MethodPost, "/v1/source-integrations", admin, tc.body))), tc.body)
+	}
+
+	// Legitimate: a signed integration works; removing its secret by PATCH is refused the same way.
+	id := withIntegration(t, ts, admin, map[string]any{"source_name": "sentinel", "auth_config": map[string]any{"secret": "k1"}})
+	body := fixture(t, "sentinel_incident.json")
+	ingestData(t, ts.do(t, http.MethodPost, "/v1/ingest/sentinel", key, string(body), "X-Sentinel-Signature", sign("k1", body)))
+	require.Equal(t, []string{"body.auth_config"}, locs(requireValidation(t, ts.do(t, http.MethodPatch, "/v1/source-integrations/"+id, admin, `{"auth_config": null}`))))
+
+	// An integration made inconsistent behind the API's back (an old row, a manual edit): unsigned
+	// payloads are still refused, and nothing is stored.
+	si, err := ts.Store.GetSourceIntegration(context.Background(), uuid.MustParse(id))
+	require.NoError(t, err)
+	si.AuthConfig = nil
+	require.NoError(t, ts.Store.UpdateSourceIntegration(context.Background(), &si, "auth_config"))
+	ts.Server.ingest.Invalidate()
+	unsigned := fixture(t, "sentinel_incident.json")
+	m := requireError(t, ts.do(t, http.MethodPost, "/v1/ingest/sentinel", key, string(unsigned)), http.StatusServiceUnavailable, "SOURCE_MISCONFIGURED")
+	require.Equal(t, "sentinel", m["error"].(map[string]any)["details"].(map[string]any)["source_name"])
 }

@@ -115,6 +115,14 @@ func checkSeverityMapping(errs *validate.Errors, m map[string]string) {
 	errs.Merge([]any{"severity_mapping"}, sources.ValidateSeverityMapping(m))
 }
 
+// checkIntegrationAuth refuses an integration whose signature settings contradict each other (422 with
+// the detail list; the rule is sources.CheckAuthConfig).
+func checkIntegrationAuth(si store.SourceIntegration) error {
+	var errs validate.Errors
+	errs.Merge([]any{"body"}, sources.CheckAuthConfig(si.AuthType, len(si.AuthConfig) > 0))
+	return errs.Err()
+}
+
 func (s *Server) sealSecret(secret string) ([]byte, error) {
 	if s.deps.Secrets == nil {
 		return nil, errors.New("seal source secret: no encryption key configured")
@@ -151,6 +159,9 @@ func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 			return err
 		}
 		si.AuthConfig = sealed
+	}
+	if err := checkIntegrationAuth(si); err != nil {
+		return err
 	}
 	if err := s.deps.Integrations.CreateSourceIntegration(c.UserContext(), &si); err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -241,6 +252,9 @@ func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
 			si.Documentation = &req.Documentation.Value
 		}
 		cols = append(cols, "documentation")
+	}
+	if err := checkIntegrationAuth(si); err != nil {
+		return err
 	}
 	if len(cols) > 0 {
 		if err := s.deps.Integrations.UpdateSourceIntegration(ctx, &si, cols...); err != nil {

@@ -70,7 +70,7 @@ func TestSourceIntegrationsAPI(t *testing.T) {
 	require.NoError(t, ts.Server.deps.Secrets.OpenJSON(stored.AuthConfig, &sec))
 	require.Equal(t, "top-secret-value", sec.Secret)
 
-	requireError(t, ts.do(t, http.MethodPost, "/v1/source-integrations", admin, map[string]any{"source_name": "sentinel"}), 409, "INTEGRATION_EXISTS")
+	requireError(t, ts.do(t, http.MethodPost, "/v1/source-integrations", admin, map[string]any{"source_name": "sentinel", "auth_config": map[string]any{"secret": "x"}}), 409, "INTEGRATION_EXISTS")
 	bad := []struct {
 		body any
 		loc  string
@@ -90,7 +90,7 @@ func TestSourceIntegrationsAPI(t *testing.T) {
 		require.Contains(t, locs(requireValidation(t, ts.do(t, http.MethodPost, "/v1/source-integrations", admin, b.body))), b.loc)
 	}
 
-	d := alertData(t, ts.do(t, http.MethodPatch, "/v1/source-integrations/"+id, admin, `{"auth_config":null,"is_active":false,"documentation":null}`))
+	d := alertData(t, ts.do(t, http.MethodPatch, "/v1/source-integrations/"+id, admin, `{"auth_config":null,"auth_type":"none","is_active":false,"documentation":null}`))
 	require.Equal(t, false, d["auth_configured"])
 	require.Equal(t, false, d["is_active"])
 	require.Nil(t, d["documentation"])
@@ -113,7 +113,7 @@ func TestSourceIntegrationsAPI(t *testing.T) {
 
 	t.Run("no encryption key: secrets refused, not stored in clear", func(t *testing.T) {
 		ts2 := newAlertServer(t, func(_ *Config, d *Deps) { d.Secrets = nil })
-		r := ts2.do(t, http.MethodPost, "/v1/source-integrations", admin, map[string]any{"source_name": "generic", "auth_config": map[string]any{"secret": "x"}})
+		r := ts2.do(t, http.MethodPost, "/v1/source-integrations", admin, map[string]any{"source_name": "generic", "auth_type": "hmac_sha256", "auth_config": map[string]any{"secret": "x"}})
 		requireError(t, r, 500, "INTERNAL_ERROR")
 		_, err := ts2.Store.SourceIntegrationByName(ctx, "generic")
 		require.ErrorIs(t, err, store.ErrNotFound)

@@ -44,6 +44,9 @@ var (
 	ErrSourceNotAllowed = errors.New("the key may not ingest from this source")
 	ErrSourceDisabled   = errors.New("the source's integration is inactive")
 	ErrInvalidSignature = sources.ErrInvalidSignature
+	// ErrSourceMisconfigured: the integration's signature settings contradict each other (a signing
+	// auth type without a secret, a secret with auth type none); the request is refused (fail closed).
+	ErrSourceMisconfigured = sources.ErrMisconfigured
 	// ErrInvalidJSON: the payload does not decode (json.Valid accepts numbers Go cannot hold).
 	ErrInvalidJSON = errors.New("payload is not valid JSON")
 )
@@ -132,7 +135,8 @@ func (s *Service) Configured(ctx context.Context, plugin sources.Plugin) (Source
 }
 
 // VerifySignature checks body's signature against the integration's scheme and secret; a source
-// without an integration is not signed. A missing or wrong signature is ErrInvalidSignature.
+// without an integration is not signed. A missing or wrong signature is ErrInvalidSignature; an
+// integration with inconsistent settings is ErrSourceMisconfigured.
 func (src Source) VerifySignature(header func(string) string, body []byte) error {
 	if src.integration.si == nil {
 		return nil

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/vigil-soc/vigil/validate"
 )
 
 // Auth types of a source integration.
@@ -28,6 +30,30 @@ var ErrInvalidSignature = errors.New("invalid signature")
 // AuthSharedToken (a configuration error, not the caller's fault).
 var ErrUnknownAuthType = errors.New("unknown auth type")
 
+// ErrMisconfigured means the integration's signature settings contradict each other (a signing auth
+// type without a secret, or a secret with auth_type none). Ingest refuses such an integration rather
+// than accept unsigned payloads: it fails closed.
+var ErrMisconfigured = errors.New("source integration signature configuration is inconsistent")
+
+// CheckAuthConfig reports the contradictions of an integration's signature settings, located at
+// auth_config or auth_type: hmac_sha256 and shared_token need a secret; none must not carry one (it
+// would be silently ignored). Writes are refused with these errors and VerifySignature refuses to
+// verify against them.
+func CheckAuthConfig(authType string, hasSecret bool) validate.Errors {
+	var errs validate.Errors
+	switch {
+	case (authType == AuthHMACSHA256 || authType == AuthSharedToken) && !hasSecret:
+		errs.AddCtx([]any{"auth_config"}, validate.TypeMissing,
+			fmt.Sprintf("auth_type %s needs a secret in auth_config; without one every unsigned payload would be accepted.", authType),
+			nil, map[string]any{"auth_type": authType})
+	case authType == AuthNone && hasSecret:
+		errs.AddCtx([]any{"auth_type"}, validate.TypeValue,
+			"A secret is configured but auth_type none would ignore it; choose hmac_sha256 or shared_token, or remove the secret.",
+			authType, map[string]any{"expected": AuthHMACSHA256 + ", " + AuthSharedToken})
+	}
+	return errs
+}
+
 // AuthTypes returns the auth types an integration may use.
 func AuthTypes() []string { return []string{AuthNone, AuthHMACSHA256, AuthSharedToken} }
 
@@ -37,18 +63,20 @@ func AuthTypes() []string { return []string{AuthNone, AuthHMACSHA256, AuthShared
 //   - AuthHMACSHA256: header carries hex HMAC-SHA256(secret, body), optionally prefixed "sha256=".
 //   - AuthSharedToken: header carries the secret itself.
 //
-// An empty secret means nothing is configured to check against, and the request is accepted. With a
-// secret, a missing or wrong header value yields an error wrapping ErrInvalidSignature. Comparisons are
+// Inconsistent settings (CheckAuthConfig: a signing type without a secret, a secret with none) yield
+// ErrMisconfigured and the request is refused. With a secret, a missing or wrong header value yields
+// an error wrapping ErrInvalidSignature. Comparisons are
 // constant-time. header is the plugin's SignatureHeader(); headers looks a request header up by name.
 func VerifySignature(authType, header, secret string, headers func(string) string, body []byte) error {
 	switch authType {
-	case AuthNone:
-		return nil
-	case AuthHMACSHA256, AuthSharedToken:
+	case AuthNone, AuthHMACSHA256, AuthSharedToken:
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownAuthType, authType)
 	}
-	if secret == "" {
+	if errs := CheckAuthConfig(authType, secret != ""); len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrMisconfigured, errs[0].Msg)
+	}
+	if authType == AuthNone {
 		return nil
 	}
 	got := strings.TrimSpace(headers(header))
