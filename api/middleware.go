@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -35,9 +36,49 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKeyRequestID, id), s.cfg.RequestTimeout)
 	defer cancel()
 	c.SetUserContext(ctx)
-	if len(c.Request().Body()) > s.cfg.MaxRequestBodyMB<<20 {
+	err := c.Next()
+	s.discardUnreadBody(c)
+	return err
+}
+
+// discardUnreadBody handles a body the request never read (refused before readBody: 401, 403, 413,
+// 429, an unknown route). It is discarded, never buffered, up to twice the body limit so that a client
+// still sending gets the answer instead of a reset; a longer or broken one closes the connection.
+func (s *Server) discardUnreadBody(c *fiber.Ctx) {
+	req := c.Request()
+	if !req.IsBodyStream() {
+		return
+	}
+	budget := int64(2*s.cfg.MaxRequestBodyMB) << 20
+	n, err := io.CopyN(io.Discard, req.BodyStream(), budget+1)
+	if err != io.EOF || n > budget {
+		c.Context().SetConnectionClose()
+	}
+	_ = req.CloseBodyStream()
+}
+
+// readBody reads the request body into memory, after the rate limit and authentication, bounded by
+// MAX_REQUEST_BODY_SIZE_MB: a declared Content-Length over the limit is refused (413) before a byte
+// is read; a chunked or longer-than-declared body is cut at limit+1 bytes and refused. Handlers then
+// use c.Body() as usual.
+func (s *Server) readBody(c *fiber.Ctx) error {
+	req := c.Request()
+	limit := s.cfg.MaxRequestBodyMB << 20
+	if req.Header.ContentLength() > limit {
 		return fiber.ErrRequestEntityTooLarge
 	}
+	if !req.IsBodyStream() {
+		return c.Next()
+	}
+	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), int64(limit)+1))
+	if err != nil {
+		c.Context().SetConnectionClose()
+		return fiber.NewError(http.StatusBadRequest, "request body could not be read")
+	}
+	if len(body) > limit {
+		return fiber.ErrRequestEntityTooLarge
+	}
+	req.SetBody(body)
 	return c.Next()
 }
 

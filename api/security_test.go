@@ -1,10 +1,15 @@
 package api
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -229,4 +234,82 @@ func TestInconsistentSourceSignatureConfigFailsClosed(t *testing.T) {
 	unsigned := fixture(t, "sentinel_incident.json")
 	m := requireError(t, ts.do(t, http.MethodPost, "/v1/ingest/sentinel", key, string(unsigned)), http.StatusServiceUnavailable, "SOURCE_MISCONFIGURED")
 	require.Equal(t, "sentinel", m["error"].(map[string]any)["details"].(map[string]any)["source_name"])
+}
+
+// rawRequest writes head (request line and headers, without the blank line) and then prefix of the
+// body, half-closes, and returns the status line of the answer: the rest of the declared body is never
+// sent, so the status shows what the server decided without it.
+func rawRequest(t *testing.T, ts *testServer, head string, prefix string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(ts.URL, "http://"), 5*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+	_, err = io.WriteString(conn, head+"\r\n\r\n"+prefix)
+	require.NoError(t, err)
+	// Half-close: the rest of the declared body will never come.
+	require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	return strings.TrimSpace(line)
+}
+
+// Issue 12 item 8: an unauthenticated 15 MB POST was buffered and answered 413. Now authentication comes
+// first and the body is not read: 401 while almost all of the body is still unsent; an authenticated
+// over-declared body is refused with 413 before it is read; ordinary bodies still work.
+func TestBodyIsReadOnlyAfterAuthentication(t *testing.T) {
+	ts := newTestServer(t, nil)
+	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
+	const declared = 15 << 20
+	head := func(key string) string {
+		h := "POST /v1/api-keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(declared)
+		if key != "" {
+			h += "\r\nAuthorization: Bearer " + key
+		}
+		return h
+	}
+	prefix := `{"name": "` + strings.Repeat("a", 4<<10)
+	require.Equal(t, "HTTP/1.1 401 Unauthorized", rawRequest(t, ts, head(""), prefix))
+	require.Equal(t, "HTTP/1.1 401 Unauthorized", rawRequest(t, ts, head("cai_"+strings.Repeat("x", 32)), prefix))
+	require.Equal(t, "HTTP/1.1 413 Request Entity Too Large", rawRequest(t, ts, head(admin), prefix))
+
+	// Through net/http too: the client sees the 401 for a body it is still sending.
+	req, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/api-keys", strings.NewReader(strings.Repeat(" ", declared)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	}
+
+	r := ts.do(t, http.MethodPost, "/v1/api-keys", admin, map[string]any{"name": "ok", "scopes": []string{"alerts:read"}})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+}
+
+// Issue 12 item 8: connections per client IP are capped (MAX_CONNS_PER_IP).
+func TestConnectionsPerIPCapped(t *testing.T) {
+	ts := newTestServer(t, func(c *Config, _ *Deps) { c.MaxConnsPerIP = 2 })
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	var held []net.Conn
+	for range 2 {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		_, err = io.WriteString(conn, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		require.NoError(t, err)
+		require.Contains(t, line, "200")
+		held = append(held, conn)
+	}
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	_, _ = io.WriteString(conn, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	line, _ := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	require.NotContains(t, line, "200", "the third connection is refused: %q", line)
+	for _, c := range held {
+		c.Close()
+	}
+	require.Eventually(t, func() bool { return ts.do(t, http.MethodGet, "/health", "", nil).Status == http.StatusOK }, 10*time.Second, 100*time.Millisecond)
 }

@@ -30,6 +30,7 @@ type Config struct {
 	PublicBaseURL      string        // base URL used in links sent to people (decide pages), e.g. http://127.0.0.1:8000
 	AlertDedupWindow   time.Duration // ALERT_DEDUP_WINDOW_HOURS; 0 disables dedup
 	SlackSigningSecret string        // SLACK_SIGNING_SECRET: verifies POST /v1/approvals/callback/slack
+	MaxConnsPerIP      int           // MAX_CONNS_PER_IP: concurrent connections one client IP may hold (0: no cap)
 }
 
 // Deps are the API's collaborators. Each resource file declares the small interface it needs.
@@ -119,10 +120,12 @@ func New(cfg Config, deps Deps) *Server {
 	s.alertRules = alerts.New(alertRulesStore{deps.Alerts, deps.Indicators}, deps.IndicatorEnricher, deps.Log)
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
-		// fasthttp's own cap answers by closing the connection, which clients see as a reset; so it sits
-		// at twice the limit and the limit itself is checked on the bytes read (chunked included) in
-		// requestContext, which answers a proper 413.
-		BodyLimit:             2 * cfg.MaxRequestBodyMB << 20,
+		// Every body is streamed: fasthttp hands the request over after the headers (and at most 8 KiB
+		// of body), and readBody reads the rest only after authentication, bounded by the limit on the
+		// bytes actually read (chunked included). An unauthenticated caller cannot make the API buffer
+		// anything; a declared Content-Length over the limit is refused before a byte is read.
+		StreamRequestBody:     true,
+		BodyLimit:             cfg.MaxRequestBodyMB << 20,
 		ErrorHandler:          errorHandler(deps.Log, cfg.MaxRequestBodyMB),
 		DisableStartupMessage: true,
 		Immutable:             true,
@@ -134,6 +137,7 @@ func New(cfg Config, deps Deps) *Server {
 		DisablePreParseMultipartForm: true,
 		// Errors from fasthttp (body too large, bad requests) go through the same funnel.
 	})
+	s.app.Server().MaxConnsPerIP = max(cfg.MaxConnsPerIP, 0)
 	s.app.Use(s.requestContext)
 	s.registerRoutes()
 	s.app.Use(s.notFound) // last: unknown routes and wrong methods
@@ -193,6 +197,7 @@ func (s *Server) add(r route, h fiber.Handler) {
 	if !r.Public {
 		chain = append(chain, s.authenticate(r.Scopes))
 	}
+	chain = append(chain, s.readBody)
 	chain = append(chain, h)
 	s.app.Add(r.Method, r.Path, chain...)
 }

@@ -77,6 +77,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		MaxRequestBodyMB:   cfg.MaxBodyMB,
 		RateLimitPerMinute: cfg.RateLimitPerMinute,
 		TrustedProxyCount:  cfg.TrustedProxyCount,
+		MaxConnsPerIP:      cfg.MaxConnsPerIP,
 		PublicBaseURL:      cfg.PublicBaseURL,
 		AlertDedupWindow:   time.Duration(cfg.AlertDedupHours) * time.Hour,
 	}, api.Deps{
