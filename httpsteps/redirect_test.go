@@ -65,7 +65,7 @@ func TestDo_RedirectsDoNotCarryCredentials(t *testing.T) {
 	runner := httpsteps.NewRunner(netguard.NewGuard([]string{"127.0.0.1"}).HTTPClient(10 * time.Second))
 	step := func(path string, follow bool, method string) httpsteps.PreparedRequest {
 		p := httpsteps.PreparedRequest{StepName: "s", Method: method, URL: origin.URL + path + "?key=" + apiKey,
-			Headers: map[string]string{"X-Apikey": apiKey, "Key": apiKey, "Authorization": "Bearer " + apiKey},
+			Headers:        map[string]string{"X-Apikey": apiKey, "Key": apiKey, "Authorization": "Bearer " + apiKey},
 			ExpectedStatus: []int{200}, Timeout: 5 * time.Second, FollowRedirects: follow, Secrets: []string{apiKey}}
 		if method == http.MethodPost {
 			p.Body = []byte(`{"secret": "` + apiKey + `"}`)
