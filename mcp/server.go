@@ -200,9 +200,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if hasToken {
 			p, authErr = s.cfg.Auth.Authenticate(r.Context(), token)
 		}
-		bucket, limit := "ip:"+peerIP(r), s.cfg.RateLimitPerMinute
+		bucket, limit := ratelimit.IPBucket(peerIP(r)), s.cfg.RateLimitPerMinute
 		if authErr == nil {
-			bucket = "key:" + p.KeyPrefix
+			bucket = ratelimit.KeyBucket(p.KeyUUID)
 			if p.RateLimit > 0 {
 				limit = p.RateLimit
 			}
