@@ -205,7 +205,7 @@ func (s *Store) ListProviders(ctx context.Context, f ProviderFilter) ([]Enrichme
 		q = q.Where("supported_indicator_types @> ?", pgdialectArray([]string{f.IndicatorType}))
 	}
 	if len(f.Names) > 0 {
-		q = q.Where("provider_name IN (?)", bun.In(f.Names))
+		q = q.Where("provider_name IN (?)", bun.List(f.Names))
 	}
 	if f.Page.Size > 0 {
 		q = q.Limit(f.Page.Limit()).Offset(f.Page.Offset())

@@ -580,8 +580,8 @@ func TestPipeline_LinkAndRecordConcurrently(t *testing.T) {
 	}
 	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ? AND is_stub", ref.SourceRuleID))
 	require.Equal(t, n, e.count(t, `SELECT count(*) FROM alerts WHERE uuid IN (?) AND detection_rule_id =
-		(SELECT id FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ?)`, bun.In(alerts), ref.SourceRuleID))
-	require.Equal(t, 2*n, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid IN (?)", bun.In(alerts)))
+		(SELECT id FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ?)`, bun.List(alerts), ref.SourceRuleID))
+	require.Equal(t, 2*n, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid IN (?)", bun.List(alerts)))
 	inds := links[0].Indicators
 	require.Len(t, inds, 2)
 
