@@ -24,6 +24,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/netguard"
 	"github.com/vigil-soc/vigil/ratelimit"
 	"github.com/vigil-soc/vigil/secretbox"
@@ -82,7 +83,7 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 		return nil, err
 	}
 	reg := sources.NewRegistry()
-	if err := api.SeedBuiltins(ctx, st, reg); err != nil {
+	if err := builtins.SeedSources(ctx, st, reg); err != nil {
 		return nil, err
 	}
 	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
