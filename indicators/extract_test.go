@@ -184,7 +184,7 @@ func FuzzExtract(f *testing.F) {
 }
 
 // systemMappings reads the system mappings from their one data file (package builtins embeds it;
-// importing builtins here would be an import cycle).
+// importing builtins here would be an import cycle: builtins imports indicators).
 func systemMappings(t testing.TB) []Mapping {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "builtins", "mappings.json"))

@@ -15,7 +15,7 @@ import (
 )
 
 // systemMappings reads the system indicator mappings from their one data file (package builtins embeds
-// it; importing builtins here would be an import cycle through store).
+// it; importing builtins here would be an import cycle: builtins imports sources).
 func systemMappings(t testing.TB) []indicators.Mapping {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "builtins", "mappings.json"))
