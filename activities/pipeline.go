@@ -67,12 +67,12 @@ type PipelineLinkResult struct {
 
 // PipelineFinishInput records the pipeline's outcome.
 type PipelineFinishInput struct {
-	AlertUUID string   `json:"alert_uuid"`
-	RunID     string   `json:"run_id"`
-	Status    string   `json:"status"` // Enriched or Failed
-	Succeeded []string `json:"succeeded,omitempty"`
-	Failed    []string `json:"failed,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	AlertUUID     string   `json:"alert_uuid"`
+	TemporalRunID string   `json:"run_id"` // the pipeline execution's Temporal run id, not a workflow run
+	Status        string   `json:"status"` // Enriched or Failed
+	Succeeded     []string `json:"succeeded,omitempty"`
+	Failed        []string `json:"failed,omitempty"`
+	Error         string   `json:"error,omitempty"`
 }
 
 // PipelineFinishResult is the alert's effective malice after enrichment.
@@ -221,7 +221,7 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	if err := st.ParkEnrichment(ctx, id, in.Failed); err != nil {
 		return PipelineFinishResult{}, err
 	}
-	if err := st.FinishEnrichment(ctx, id, in.Status, in.RunID, event); err != nil {
+	if err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, event); err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)
 	}
 	return PipelineFinishResult{Malice: malice}, nil

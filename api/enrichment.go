@@ -15,8 +15,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/enrichment"
 	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
@@ -569,21 +569,32 @@ type providerTestResponse struct {
 	Steps          []httpsteps.StepRecord `json:"steps"`
 }
 
-// normalizeIndicator normalizes value for typ, reporting a 422 at loc when it is invalid.
+// normalizeIndicator normalizes value for typ (enrichment.Normalize), reporting a 422 at loc.
 func normalizeIndicator(typ, value string, loc []any) (string, error) {
-	t, err := indicators.ParseType(typ)
-	if err != nil {
-		var errs validate.Errors
-		errs.AddCtx(validate.Join([]any{"body"}, loc[0]), validate.TypeEnum, "Unknown indicator type.", typ, map[string]any{"expected": enrichTypeEnum})
-		return "", errs
-	}
-	norm, err := indicators.Normalize(t, value)
-	if err != nil {
-		var errs validate.Errors
-		errs.Add(validate.Join([]any{"body"}, loc[1]), validate.TypeValue, "Invalid "+typ+" value: "+err.Error(), validate.Truncate(value))
-		return "", errs
+	_, norm, errs := enrichment.Normalize(typ, value)
+	if errs != nil {
+		return "", bodyIndicatorErrors(errs, loc)
 	}
 	return norm, nil
+}
+
+// bodyIndicatorErrors places enrichment's errors at "type" and "value" at body.<loc[0]> and
+// body.<loc[1]> (the request's field names), with long inputs cut.
+func bodyIndicatorErrors(errs validate.Errors, loc []any) validate.Errors {
+	out := make(validate.Errors, 0, len(errs))
+	for _, fe := range errs {
+		switch fe.Loc[0] {
+		case "type":
+			fe.Loc = validate.Join([]any{"body"}, loc[0])
+		case "value":
+			fe.Loc = validate.Join([]any{"body"}, loc[1])
+			if in, ok := fe.Input.(string); ok {
+				fe.Input = validate.Truncate(in)
+			}
+		}
+		out = append(out, fe)
+	}
+	return out
 }
 
 func (s *Server) enricher() (Enricher, error) {
@@ -692,7 +703,6 @@ func (s *Server) enrichNow(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	typ := enrichFirstOf(req.Type, req.IndicatorType)
 	typeField, valueField := "type", "value"
 	if req.Type == nil {
 		typeField = "indicator_type"
@@ -700,36 +710,28 @@ func (s *Server) enrichNow(c *fiber.Ctx) error {
 	if req.Value == nil {
 		valueField = "indicator_value"
 	}
-	value, err := normalizeIndicator(typ, enrichFirstOf(req.Value, req.IndicatorValue), []any{typeField, valueField})
-	if err != nil {
-		return err
+	var en enrichment.Enricher
+	if s.deps.Enrichment.Enricher != nil {
+		en = s.deps.Enrichment.Enricher
 	}
-	en, err := s.enricher()
-	if err != nil {
+	res, err := enrichment.OnDemand(c.UserContext(), en, time.Now, enrichFirstOf(req.Type, req.IndicatorType), enrichFirstOf(req.Value, req.IndicatorValue))
+	var errs validate.Errors
+	switch {
+	case errors.As(err, &errs):
+		return bodyIndicatorErrors(errs, []any{typeField, valueField})
+	case err != nil && en == nil:
+		_, err = s.enricher()
 		return err
-	}
-	results, err := en.Enrich(c.UserContext(), typ, value)
-	if err != nil {
+	case err != nil:
 		return s.enricherFailed(c, err)
 	}
-	out := enrichmentResponse{Type: typ, Value: value, Results: map[string]enrichmentProviderResult{}, EnrichedAt: time.Now().UTC()}
-	var verdicts []string
-	for _, r := range results {
-		out.Results[r.Provider] = enrichmentProviderResult{Status: r.Status, Success: r.Success, Extracted: enrichOrEmpty(r.Extracted),
-			Malice: enrichOrPending(r.Malice), EnrichedAt: utcPtr(r.EnrichedAt), ErrorMessage: r.ErrorMessage, CacheHit: r.CacheHit}
-		if r.Success {
-			verdicts = append(verdicts, r.Malice)
-		}
+	out := enrichmentResponse{Type: string(res.Type), Value: res.Value, Results: make(map[string]enrichmentProviderResult, len(res.Results)),
+		Malice: res.Malice, EnrichedAt: res.EnrichedAt}
+	for name, r := range res.Results {
+		out.Results[name] = enrichmentProviderResult{Status: r.Status, Success: r.Success, Extracted: r.Extracted, Malice: r.Malice,
+			EnrichedAt: r.EnrichedAt, ErrorMessage: r.ErrorMessage, CacheHit: r.CacheHit}
 	}
-	out.Malice = string(indicators.WorstOf(verdicts...))
 	return respond(c, http.StatusOK, out)
-}
-
-func enrichOrPending(v string) string {
-	if v == "" {
-		return "Pending"
-	}
-	return v
 }
 
 type enrichmentProviderSummary struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -62,7 +63,7 @@ func newEnrichServer(t *testing.T, env map[string]string) *enrichTS {
 			return testStore(t).ProviderHealth(ctx, store.MapEnv(env))
 		}
 	})
-	require.NoError(t, ts.Store.SeedBuiltinProviders(context.Background()))
+	require.NoError(t, builtins.SeedProviders(context.Background(), ts.Store))
 	return &enrichTS{testServer: ts, box: box, enricher: fe,
 		admin: mustKey(t, ts.Store, auth.ScopeAdmin), reader: mustKey(t, ts.Store, auth.ScopeEnrichmentsRead)}
 }
@@ -140,7 +141,7 @@ func TestProviders_CreateGetListNeverReturnAuthConfig(t *testing.T) {
 	m := r.JSON(t)
 	require.Len(t, m["data"], 2)
 	meta := m["meta"].(map[string]any)
-	require.EqualValues(t, len(store.BuiltinProviders()), meta["total"])
+	require.EqualValues(t, len(builtinProviders(t)), meta["total"])
 	require.EqualValues(t, 2, meta["page_size"])
 	for _, q := range []string{"is_builtin=maybe", "page=0", "page_size=501", "is_active=2"} {
 		requireValidation(t, e.do(t, http.MethodGet, "/v1/enrichment-providers?"+q, e.reader, nil))
@@ -478,4 +479,11 @@ func TestProviders_TestEndpoint(t *testing.T) {
 		[]string{"body.indicator_type", "body.indicator_value"})
 	requireError(t, e.do(t, http.MethodPost, "/v1/enrichment-providers/"+uuid.NewString()+"/test", e.reader,
 		map[string]any{"indicator_type": "ip", "indicator_value": "8.8.8.8"}), http.StatusNotFound, "NOT_FOUND")
+}
+
+func builtinProviders(t testing.TB) []store.BuiltinProvider {
+	t.Helper()
+	defs, err := builtins.Providers()
+	require.NoError(t, err)
+	return defs
 }

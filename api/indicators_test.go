@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 )
 
 func TestIndicatorsAPI(t *testing.T) {
@@ -139,7 +140,7 @@ func TestIndicatorMappingsAPI(t *testing.T) {
 	requireValidation(t, ts.do(t, http.MethodGet, "/v1/indicator-mappings?extraction_target=x", admin, nil))
 
 	// Seeding again changes nothing.
-	require.NoError(t, SeedBuiltins(context.Background(), ts.Store, ts.Server.deps.SourceRegistry))
+	require.NoError(t, builtins.SeedSources(context.Background(), ts.Store, ts.Server.deps.SourceRegistry))
 	r = ts.do(t, http.MethodGet, "/v1/indicator-mappings?is_system=true", admin, nil)
 	require.Equal(t, float64(14), r.JSON(t)["meta"].(map[string]any)["total"])
 }

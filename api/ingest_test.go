@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
@@ -30,7 +31,7 @@ func newAlertServer(t testing.TB, mutate func(*Config, *Deps)) *testServer {
 	t.Helper()
 	st := testStore(t)
 	reg := sources.NewRegistry()
-	require.NoError(t, SeedBuiltins(context.Background(), st, reg))
+	require.NoError(t, builtins.SeedSources(context.Background(), st, reg))
 	box, err := secretbox.New(testEncryptionKey)
 	require.NoError(t, err)
 	return newTestServer(t, func(cfg *Config, d *Deps) {

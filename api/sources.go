@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -10,8 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -19,36 +16,6 @@ import (
 type SourceStore interface {
 	ListSources(ctx context.Context, p store.Page) ([]store.Source, int, error)
 	GetSource(ctx context.Context, id uuid.UUID) (store.Source, error)
-}
-
-// BuiltinSeeder writes the rows that mirror built-in definitions.
-type BuiltinSeeder interface {
-	SeedSources(ctx context.Context, srcs []store.Source) error
-	SeedSystemMappings(ctx context.Context, ms []store.IndicatorMapping) error
-}
-
-// SeedBuiltins makes the database mirror the built-ins: one sources row per plugin of reg (so GET
-// /v1/sources has uuids and timestamps) and the system pass-2 indicator mappings of
-// indicators.DefaultMappings. Idempotent; api and worker run it at start.
-func SeedBuiltins(ctx context.Context, st BuiltinSeeder, reg *sources.Registry) error {
-	plugins := reg.All()
-	rows := make([]store.Source, len(plugins))
-	for i, p := range plugins {
-		rows[i] = store.Source{SourceName: p.Name(), DisplayName: p.DisplayName(), AuthType: p.DefaultAuthType(), Documentation: p.Documentation()}
-	}
-	if err := st.SeedSources(ctx, rows); err != nil {
-		return fmt.Errorf("seed sources: %w", err)
-	}
-	defaults := indicators.DefaultMappings()
-	ms := make([]store.IndicatorMapping, len(defaults))
-	for i, m := range defaults {
-		desc := m.Description
-		ms[i] = store.IndicatorMapping{FieldPath: m.FieldPath, IndicatorType: string(m.Type), ExtractionTarget: string(m.Target), Description: &desc}
-	}
-	if err := st.SeedSystemMappings(ctx, ms); err != nil {
-		return fmt.Errorf("seed system indicator mappings: %w", err)
-	}
-	return nil
 }
 
 func (s *Server) sourceRoutes() {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/ingest"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -34,7 +35,7 @@ func TestSourcesAPI(t *testing.T) {
 	one := alertData(t, ts.do(t, http.MethodGet, "/v1/sources/"+first["uuid"].(string), key, nil))
 	require.Equal(t, first, one)
 	// Re-seeding keeps uuids.
-	require.NoError(t, SeedBuiltins(context.Background(), ts.Store, ts.Server.deps.SourceRegistry))
+	require.NoError(t, builtins.SeedSources(context.Background(), ts.Store, ts.Server.deps.SourceRegistry))
 	again := alertData(t, ts.do(t, http.MethodGet, "/v1/sources/"+first["uuid"].(string), key, nil))
 	require.Equal(t, first["updated_at"], again["updated_at"], "an unchanged plugin is not rewritten")
 

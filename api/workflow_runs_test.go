@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/testenv"
@@ -401,7 +402,7 @@ func TestRunWithAlertValuesAndBuiltinOkta(t *testing.T) {
 	require.Equal(t, alertID, *run.AlertUUID)
 
 	// The builtin Okta suspend workflow, pointed at the step server, runs once approved.
-	require.NoError(t, h.ts.Store.SeedSystemWorkflows(ctx, SystemWorkflows()))
+	require.NoError(t, builtins.SeedWorkflows(ctx, h.ts.Store))
 	t.Cleanup(func() {
 		_ = h.ts.Store.DeleteWorkflowSecret(ctx, "OKTA_ORG_URL")
 		_ = h.ts.Store.DeleteWorkflowSecret(ctx, "OKTA_API_TOKEN")

@@ -48,13 +48,6 @@ type WorkflowStore interface {
 	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
 }
 
-const (
-	indicatorTypeEnum = "ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"
-	riskLevelEnum     = "low,medium,high,critical"
-	approvalModeEnum  = "always,agent_only,never"
-	workflowStateEnum = "draft,active,inactive"
-)
-
 func (s *Server) workflowRoutes() {
 	read, write, exec := []string{auth.ScopeWorkflowsRead}, []string{auth.ScopeWorkflowsWrite}, []string{auth.ScopeWorkflowsExecute}
 	const tag = "Workflows"

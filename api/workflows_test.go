@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -282,7 +283,8 @@ func ptrUUID(u uuid.UUID) *uuid.UUID { return &u }
 func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	ts, _ := newWorkflowServer(t)
 	ctx := context.Background()
-	defs := SystemWorkflows()
+	defs, err := builtins.SystemWorkflows()
+	require.NoError(t, err)
 	require.Len(t, defs, 9)
 	for _, d := range defs {
 		require.Empty(t, validateWorkflowSteps(d.Workflow.Steps), d.Key)

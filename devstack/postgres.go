@@ -271,8 +271,7 @@ func aptInstallPostgres(ctx context.Context) error {
 	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	install := exec.CommandContext(ctx, apt, "install", "-y", "--no-install-recommends", "postgresql")
 	install.Env = env
-	out, err := install.CombinedOutput()
-	if err == nil {
+	if err := install.Run(); err == nil {
 		return nil
 	}
 	// A fresh machine may have no package lists yet.
@@ -283,7 +282,7 @@ func aptInstallPostgres(ctx context.Context) error {
 	}
 	install = exec.CommandContext(ctx, apt, "install", "-y", "--no-install-recommends", "postgresql")
 	install.Env = env
-	if out, err = install.CombinedOutput(); err != nil {
+	if out, err := install.CombinedOutput(); err != nil {
 		return fmt.Errorf("apt-get install postgresql: %w: %s", err, tail(string(out), 2000))
 	}
 	return nil

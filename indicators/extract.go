@@ -1,8 +1,11 @@
 package indicators
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -83,34 +86,34 @@ func (m Mapping) Validate() validate.Errors {
 	return errs
 }
 
-// DefaultMappings returns the system pass-2 rows (normalized field → indicator type, all sources)
-// that the store seeds as read-only system mappings.
-func DefaultMappings() []Mapping {
-	rows := []struct {
-		field string
-		typ   Type
-		desc  string
-	}{
-		{FieldSrcIP, TypeIP, "Source IP address"},
-		{FieldDstIP, TypeIP, "Destination IP address"},
-		{FieldSrcHostname, TypeDomain, "Source host name (FQDN)"},
-		{FieldDstHostname, TypeDomain, "Destination host name (FQDN)"},
-		{FieldFileHashMD5, TypeMD5, "File MD5 hash"},
-		{FieldFileHashSHA1, TypeSHA1, "File SHA-1 hash"},
-		{FieldFileHashSHA256, TypeSHA256, "File SHA-256 hash"},
-		{FieldActorEmail, TypeEmail, "Acting user's e-mail address"},
-		{FieldActorUsername, TypeAccount, "Acting user's account name"},
-		{FieldDNSQuery, TypeDomain, "Queried DNS name"},
-		{FieldHTTPURL, TypeURL, "Requested URL"},
-		{FieldHTTPHostname, TypeDomain, "Requested HTTP host"},
-		{FieldEmailFrom, TypeEmail, "E-mail sender"},
-		{FieldEmailReplyTo, TypeEmail, "E-mail Reply-To address"},
+// ParseMappings decodes a JSON array of mappings in the API's field names (source_name, field_path,
+// indicator_type, extraction_target, description); unknown fields are rejected and every mapping
+// must pass Validate. The system mappings (builtins/mappings.json) are read with it.
+func ParseMappings(data []byte) ([]Mapping, error) {
+	var rows []struct {
+		SourceName       string `json:"source_name"`
+		FieldPath        string `json:"field_path"`
+		IndicatorType    Type   `json:"indicator_type"`
+		ExtractionTarget Target `json:"extraction_target"`
+		Description      string `json:"description"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rows); err != nil {
+		return nil, fmt.Errorf("decode mappings: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("decode mappings: data after the array")
 	}
 	out := make([]Mapping, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, Mapping{FieldPath: r.field, Type: r.typ, Target: TargetNormalized, Description: r.desc})
+	for i, r := range rows {
+		m := Mapping{SourceName: r.SourceName, FieldPath: r.FieldPath, Type: r.IndicatorType, Target: r.ExtractionTarget, Description: r.Description}
+		if errs := m.Validate(); len(errs) > 0 {
+			return nil, fmt.Errorf("mapping %d (%s): %w", i, m.FieldPath, errs)
+		}
+		out = append(out, m)
 	}
-	return out
+	return out, nil
 }
 
 // SkippedValue is a value an extraction pass found but could not use.

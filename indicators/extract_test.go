@@ -3,6 +3,8 @@ package indicators
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,26 +16,6 @@ func mustJSON(t testing.TB, s string) map[string]any {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(s), &m))
 	return m
-}
-
-func TestDefaultMappings(t *testing.T) {
-	t.Parallel()
-	ms := DefaultMappings()
-	require.Len(t, ms, 14)
-	paths := map[string]Type{}
-	for _, m := range ms {
-		require.Empty(t, m.Validate(), m.FieldPath)
-		require.Equal(t, TargetNormalized, m.Target)
-		require.Empty(t, m.SourceName)
-		require.NotEmpty(t, m.Description)
-		paths[m.FieldPath] = m.Type
-	}
-	require.Equal(t, map[string]Type{
-		"src_ip": TypeIP, "dst_ip": TypeIP, "src_hostname": TypeDomain, "dst_hostname": TypeDomain,
-		"file_hash_md5": TypeMD5, "file_hash_sha1": TypeSHA1, "file_hash_sha256": TypeSHA256,
-		"actor_email": TypeEmail, "actor_username": TypeAccount, "dns_query": TypeDomain,
-		"http_url": TypeURL, "http_hostname": TypeDomain, "email_from": TypeEmail, "email_reply_to": TypeEmail,
-	}, paths)
 }
 
 func TestMappingValidate(t *testing.T) {
@@ -65,7 +47,7 @@ func TestExtract_ThreePasses(t *testing.T) {
 		"custom": {"port": 4444, "hashes": ["D41D8CD98F00B204E9800998ECF8427E", ["DA39A3EE5E6B4B0D3255BFEF95601890AFD80709"]]},
 		"flag": true
 	}`)
-	mappings := append(DefaultMappings(),
+	mappings := append(systemMappings(t),
 		Mapping{FieldPath: "Entities.*.Address", Type: TypeIP, Target: TargetRawPayload},
 		Mapping{SourceName: "sentinel", FieldPath: "custom.hashes", Type: TypeMD5, Target: TargetRawPayload},
 		Mapping{SourceName: "elastic", FieldPath: "custom.port", Type: TypeAccount, Target: TargetRawPayload},
@@ -199,4 +181,34 @@ func FuzzExtract(f *testing.F) {
 			require.Equal(t, ind.Value, norm)
 		}
 	})
+}
+
+// systemMappings reads the system mappings from their one data file (package builtins embeds it;
+// importing builtins here would be an import cycle: builtins imports indicators).
+func systemMappings(t testing.TB) []Mapping {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "builtins", "mappings.json"))
+	require.NoError(t, err)
+	ms, err := ParseMappings(data)
+	require.NoError(t, err)
+	return ms
+}
+
+func TestParseMappings_Rejects(t *testing.T) {
+	t.Parallel()
+	for name, in := range map[string]string{
+		"unknown field":  `[{"field_path": "src_ip", "indicator_type": "ip", "extraction_target": "normalized", "typo": 1}]`,
+		"invalid type":   `[{"field_path": "src_ip", "indicator_type": "ipv4", "extraction_target": "normalized"}]`,
+		"invalid path":   `[{"field_path": "a..b", "indicator_type": "ip", "extraction_target": "normalized"}]`,
+		"wrong type":     `[{"field_path": 1, "indicator_type": "ip", "extraction_target": "normalized"}]`,
+		"trailing data":  `[] []`,
+		"not an array":   `{"field_path": "src_ip"}`,
+		"empty document": ``,
+	} {
+		_, err := ParseMappings([]byte(in))
+		require.Error(t, err, name)
+	}
+	ms, err := ParseMappings([]byte(`[{"source_name": "sentinel", "field_path": "Entities.*.Address", "indicator_type": "ip", "extraction_target": "raw_payload", "description": "d"}]`))
+	require.NoError(t, err)
+	require.Equal(t, []Mapping{{SourceName: "sentinel", FieldPath: "Entities.*.Address", Type: TypeIP, Target: TargetRawPayload, Description: "d"}}, ms)
 }

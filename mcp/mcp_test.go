@@ -18,8 +18,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/ratelimit"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/testenv"
@@ -357,7 +357,7 @@ func TestRulesWorkflowsApprovals(t *testing.T) {
 	rule := store.DetectionRule{Name: name, IsActive: true, MitreTactics: []string{"TA0001"}}
 	_, err := h.st.CreateDetectionRule(ctx, &rule)
 	require.NoError(t, err)
-	require.NoError(t, h.st.SeedSystemWorkflows(ctx, api.SystemWorkflows()))
+	require.NoError(t, builtins.SeedWorkflows(ctx, h.st))
 	_, body := call(t, cs, "search_detection_rules", map[string]any{"q": name, "mitre_tactic": "TA0001"})
 	require.Equal(t, 1.0, body["meta"].(map[string]any)["total"])
 	require.Equal(t, rule.UUID.String(), body["data"].([]any)[0].(map[string]any)["uuid"])

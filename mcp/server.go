@@ -149,8 +149,11 @@ func (s *Server) principalFromToken(token string) principalSource {
 }
 
 func (s *Server) newMCPServer(who principalSource) *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "vigil", Title: "Vigil security alert platform", Version: s.cfg.Version},
-		&sdk.ServerOptions{Logger: s.cfg.Log, Instructions: instructions, HasResources: true, HasTools: true})
+	// Capabilities would replace the deprecated HasResources/HasTools, but advertising the same set
+	// through it means naming the logging capability, itself deprecated (SEP-2577).
+	//lint:ignore SA1019 the same advertised capabilities as before; see above
+	opts := &sdk.ServerOptions{Logger: s.cfg.Log, Instructions: instructions, HasResources: true, HasTools: true}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "vigil", Title: "Vigil security alert platform", Version: s.cfg.Version}, opts)
 	s.registerTools(srv, who)
 	s.registerResources(srv, who)
 	return srv

@@ -14,6 +14,17 @@ import (
 	"github.com/vigil-soc/vigil/indicators"
 )
 
+// systemMappings reads the system indicator mappings from their one data file (package builtins embeds
+// it; importing builtins here would be an import cycle: builtins imports sources).
+func systemMappings(t testing.TB) []indicators.Mapping {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "builtins", "mappings.json"))
+	require.NoError(t, err)
+	ms, err := indicators.ParseMappings(data)
+	require.NoError(t, err)
+	return ms
+}
+
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
 
 // goldenView is what a fixture's golden file records: the plugin output, the three-pass extraction with
@@ -61,7 +72,7 @@ func TestFixtures_Golden(t *testing.T) {
 			n, errs := Normalize(p, payload, nil)
 			require.Empty(t, errs)
 
-			res := indicators.Extract(n.Fields, payload, p.Name(), n.Indicators, indicators.DefaultMappings())
+			res := indicators.Extract(n.Fields, payload, p.Name(), n.Indicators, systemMappings(t))
 			view := goldenView{
 				Title: n.Title, Severity: n.Severity, SourceSeverity: n.SourceSeverity,
 				Description: n.Description, Tags: n.Tags, RuleRef: n.RuleRef, Fields: n.Fields,
@@ -218,7 +229,7 @@ func TestFixtures_Intent(t *testing.T) {
 			require.Equal(t, time.UTC, n.OccurredAt.Location())
 			require.Equal(t, tc.rule, n.RuleRef)
 			require.Equal(t, tc.tags, n.Tags)
-			res := indicators.Extract(n.Fields, payload, p.Name(), n.Indicators, indicators.DefaultMappings())
+			res := indicators.Extract(n.Fields, payload, p.Name(), n.Indicators, systemMappings(t))
 			for _, w := range tc.want {
 				require.Contains(t, res.Indicators, w)
 			}

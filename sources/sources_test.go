@@ -462,6 +462,7 @@ func fuzzPlugin(f *testing.F, p Plugin, seeds ...string) {
 	}
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"title":null,"properties":null,"result":null,"kibana.alert.rule.name":null}`))
+	mappings := systemMappings(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var payload map[string]any
 		if json.Unmarshal(data, &payload) != nil {
@@ -487,7 +488,7 @@ func fuzzPlugin(f *testing.F, p Plugin, seeds ...string) {
 				t.Fatalf("field %s has type %T", k, v)
 			}
 		}
-		res := indicators.Extract(n.Fields, payload, p.Name(), n.Indicators, indicators.DefaultMappings())
+		res := indicators.Extract(n.Fields, payload, p.Name(), n.Indicators, mappings)
 		_ = Fingerprint(n.Title, p.Name(), res.FingerprintIndicators())
 	})
 }

@@ -91,7 +91,7 @@ func (s *Store) ListActivity(ctx context.Context, f ActivityFilter) ([]ActivityE
 		q = q.Where("alert_uuid = ?", *f.AlertUUID)
 	}
 	if len(f.EventTypes) > 0 {
-		q = q.Where("event_type IN (?)", bun.In(f.EventTypes))
+		q = q.Where("event_type IN (?)", bun.List(f.EventTypes))
 	}
 	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
 	if err != nil {

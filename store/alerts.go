@@ -163,16 +163,16 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 	var out []Alert
 	q := s.db.NewSelect().Model(&out).ExcludeColumn("raw_payload", "normalized")
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if len(f.Severities) > 0 {
-		q = q.Where("severity IN (?)", bun.In(f.Severities))
+		q = q.Where("severity IN (?)", bun.List(f.Severities))
 	}
 	if len(f.SourceNames) > 0 {
-		q = q.Where("source_name IN (?)", bun.In(f.SourceNames))
+		q = q.Where("source_name IN (?)", bun.List(f.SourceNames))
 	}
 	if len(f.EnrichmentStatuses) > 0 {
-		q = q.Where("enrichment_status IN (?)", bun.In(f.EnrichmentStatuses))
+		q = q.Where("enrichment_status IN (?)", bun.List(f.EnrichmentStatuses))
 	}
 	if f.IsEnriched != nil {
 		q = q.Where("is_enriched = ?", *f.IsEnriched)
@@ -293,7 +293,7 @@ func (s *Store) AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 		Malice    string    `bun:"malice"`
 	}
 	err := s.db.NewSelect().TableExpr("alert_indicators AS ai").Join("JOIN indicators AS i ON i.uuid = ai.indicator_uuid").
-		ColumnExpr("DISTINCT ai.alert_uuid, i.malice").Where("ai.alert_uuid IN (?)", bun.In(ids)).Scan(ctx, &rows)
+		ColumnExpr("DISTINCT ai.alert_uuid, i.malice").Where("ai.alert_uuid IN (?)", bun.List(ids)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("indicator malice of %d alerts: %w", len(ids), mapErr(err))
 	}

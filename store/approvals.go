@@ -72,7 +72,7 @@ func (s *Store) loadDecisions(ctx context.Context, db bun.IDB, reqs []ApprovalRe
 		ids[i] = r.UUID
 	}
 	var ds []ApprovalDecision
-	if err := db.NewSelect().Model(&ds).Where("approval_uuid IN (?)", bun.In(ids)).OrderExpr("decided_at ASC, identity ASC").Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&ds).Where("approval_uuid IN (?)", bun.List(ids)).OrderExpr("decided_at ASC, identity ASC").Scan(ctx); err != nil {
 		return fmt.Errorf("load approval decisions: %w", mapErr(err))
 	}
 	for i := range reqs {
@@ -120,7 +120,7 @@ func (s *Store) ListApprovals(ctx context.Context, f ApprovalFilter) ([]Approval
 	var out []ApprovalRequest
 	q := s.db.NewSelect().Model(&out).OrderExpr("created_at DESC, uuid DESC")
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if f.WorkflowUUID != nil {
 		q = q.Where("workflow_uuid = ?", *f.WorkflowUUID)

@@ -103,7 +103,7 @@ func (s *Store) ListContextDocuments(ctx context.Context, f ContextDocumentFilte
 	var docs []ContextDocument
 	q := s.db.NewSelect().Model(&docs).ExcludeColumn("content")
 	if len(f.DocumentTypes) > 0 {
-		q = q.Where("document_type IN (?)", bun.In(f.DocumentTypes))
+		q = q.Where("document_type IN (?)", bun.List(f.DocumentTypes))
 	}
 	if f.IsGlobal != nil {
 		q = q.Where("is_global = ?", *f.IsGlobal)
@@ -198,7 +198,7 @@ func (s *Store) ApplicableContextDocuments(ctx context.Context, subj targeting.S
 	if len(ids) == 0 {
 		return out, nil
 	}
-	if err := s.db.NewSelect().Model(&out).Where("uuid IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&out).Where("uuid IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("load applicable context documents: %w", mapErr(err))
 	}
 	// A document changed between the two reads keeps the order of the first; one deleted is dropped.

@@ -172,7 +172,7 @@ func (s *Store) ListDetectionRules(ctx context.Context, f DetectionRuleFilter) (
 		q = q.Where("source_name = ?", *f.SourceName)
 	}
 	if len(f.Severities) > 0 {
-		q = q.Where("severity IN (?)", bun.In(f.Severities))
+		q = q.Where("severity IN (?)", bun.List(f.Severities))
 	}
 	if f.IsActive != nil {
 		q = q.Where("is_active = ?", *f.IsActive)

@@ -330,7 +330,7 @@ func (s *Store) GetIndicators(ctx context.Context, ids []uuid.UUID) ([]Indicator
 		return nil, nil
 	}
 	var rows []Indicator
-	if err := s.db.NewSelect().Model(&rows).Where("uuid IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&rows).Where("uuid IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("get %d indicators: %w", len(ids), mapErr(err))
 	}
 	byID := make(map[uuid.UUID]Indicator, len(rows))

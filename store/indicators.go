@@ -111,7 +111,7 @@ func (s *Store) ListIndicators(ctx context.Context, f IndicatorFilter) ([]Indica
 	var out []Indicator
 	q := s.db.NewSelect().Model(&out).OrderExpr("last_seen DESC, uuid")
 	if len(f.Types) > 0 {
-		q = q.Where("type IN (?)", bun.In(f.Types))
+		q = q.Where("type IN (?)", bun.List(f.Types))
 	}
 	if f.Value != "" {
 		q = q.Where("value = ?", f.Value)
@@ -120,7 +120,7 @@ func (s *Store) ListIndicators(ctx context.Context, f IndicatorFilter) ([]Indica
 		q = q.Where("value LIKE ? ESCAPE '\\'", escapeLike(f.ValuePrefix)+"%")
 	}
 	if len(f.Malices) > 0 {
-		q = q.Where("malice IN (?)", bun.In(f.Malices))
+		q = q.Where("malice IN (?)", bun.List(f.Malices))
 	}
 	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
 	if err != nil {

@@ -125,7 +125,7 @@ func (sc alertScope) where() (string, []any) {
 		conds, args = append(conds, "a.source_name = ?"), append(args, *sc.SourceName)
 	}
 	if len(sc.Severities) > 0 {
-		conds, args = append(conds, "a.severity IN (?)"), append(args, bun.In(sc.Severities))
+		conds, args = append(conds, "a.severity IN (?)"), append(args, bun.List(sc.Severities))
 	}
 	if sc.DetectionRuleID != nil {
 		conds, args = append(conds, "a.detection_rule_id = ?"), append(args, *sc.DetectionRuleID)

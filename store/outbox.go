@@ -120,12 +120,12 @@ func (s *Store) claimOutbox(ctx context.Context, claimSQL string, arg any, limit
 		}
 		if len(started) > 0 {
 			if _, err := tx.NewRaw(`UPDATE alert_outbox SET started_at = now(), last_error = NULL WHERE id IN (?)`,
-				bun.In(started)).Exec(ctx); err != nil {
+				bun.List(started)).Exec(ctx); err != nil {
 				return fmt.Errorf("mark %d outbox entries started: %w", len(started), mapErr(err))
 			}
 		}
 		if len(done) > 0 {
-			if _, err := tx.NewRaw(`DELETE FROM alert_outbox WHERE id IN (?)`, bun.In(done)).Exec(ctx); err != nil {
+			if _, err := tx.NewRaw(`DELETE FROM alert_outbox WHERE id IN (?)`, bun.List(done)).Exec(ctx); err != nil {
 				return fmt.Errorf("delete %d outbox entries: %w", len(done), mapErr(err))
 			}
 		}

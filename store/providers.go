@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -69,26 +68,13 @@ type EnrichmentProvider struct {
 // process environment, hiding Vigil's own settings; nil means an empty environment.
 type Env func(name string) string
 
-// BuiltinProviderEnvNames lists the environment variables the builtin providers document in their
-// env_var_mapping, sorted.
-func BuiltinProviderEnvNames() []string {
-	var names []string
-	for _, b := range BuiltinProviders() {
-		for _, name := range b.Provider.EnvVarMapping {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
-}
-
-// AllowedEnv is the environment an env_var_mapping may read: only the builtin providers' documented
-// names and the operator's allow-list (PROVIDER_ENV_ALLOWLIST), and never a name in deny (Vigil's own
-// settings). Any other name reads as unset, so a provider definition cannot send HOME, PATH or
-// DATABASE_URL to a URL of its choosing.
+// AllowedEnv is the environment an env_var_mapping may read: only the names in allow (cmd/ passes
+// the builtin providers' documented names and the operator's PROVIDER_ENV_ALLOWLIST), and never a
+// name in deny (Vigil's own settings). Any other name reads as unset, so a provider definition cannot
+// send HOME, PATH or DATABASE_URL to a URL of its choosing.
 func AllowedEnv(getenv func(string) string, allow, deny []string) Env {
 	ok := map[string]bool{}
-	for _, name := range append(BuiltinProviderEnvNames(), allow...) {
+	for _, name := range allow {
 		ok[name] = true
 	}
 	for _, name := range deny {
@@ -239,7 +225,7 @@ func (s *Store) ListProviders(ctx context.Context, f ProviderFilter) ([]Enrichme
 		q = q.Where("supported_indicator_types @> ?", pgdialectArray([]string{f.IndicatorType}))
 	}
 	if len(f.Names) > 0 {
-		q = q.Where("provider_name IN (?)", bun.In(f.Names))
+		q = q.Where("provider_name IN (?)", bun.List(f.Names))
 	}
 	if f.Page.Size > 0 {
 		q = q.Limit(f.Page.Limit()).Offset(f.Page.Offset())

@@ -130,13 +130,13 @@ func (s *Store) ListWorkflowRuns(ctx context.Context, f WorkflowRunFilter) ([]Wo
 	var out []WorkflowRun
 	q := s.db.NewSelect().Model(&out).ExcludeColumn("step_state").OrderExpr("created_at DESC, uuid DESC")
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if f.WorkflowUUID != nil {
 		q = q.Where("workflow_uuid = ?", *f.WorkflowUUID)
 	}
 	if len(f.TriggerSources) > 0 {
-		q = q.Where("trigger_source IN (?)", bun.In(f.TriggerSources))
+		q = q.Where("trigger_source IN (?)", bun.List(f.TriggerSources))
 	}
 	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
 	if err != nil {
@@ -162,7 +162,7 @@ func (s *Store) StartWorkflowRun(ctx context.Context, id uuid.UUID) (WorkflowRun
 	now := s.Now()
 	_, err := s.db.NewUpdate().Table("workflow_runs").
 		Set("status = ?, started_at = coalesce(started_at, ?), attempt_count = attempt_count + 1, updated_at = ?", RunRunning, now, now).
-		Where("uuid = ? AND status IN (?)", id, bun.In([]string{RunQueued, RunPendingApproval})).Exec(ctx)
+		Where("uuid = ? AND status IN (?)", id, bun.List([]string{RunQueued, RunPendingApproval})).Exec(ctx)
 	if err != nil {
 		return WorkflowRun{}, fmt.Errorf("start workflow run %s: %w", id, mapErr(err))
 	}

@@ -74,7 +74,7 @@ func (s *Store) SealedWorkflowSecrets(ctx context.Context, names []string) (map[
 		return out, nil
 	}
 	var rows []WorkflowSecret
-	if err := s.db.NewSelect().Model(&rows).Where("name IN (?)", bun.In(names)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&rows).Where("name IN (?)", bun.List(names)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("load workflow secrets: %w", mapErr(err))
 	}
 	for _, r := range rows {

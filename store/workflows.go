@@ -238,10 +238,10 @@ func (s *Store) ListWorkflows(ctx context.Context, f WorkflowFilter) ([]Workflow
 		q = q.Where("workflow_type = ?", f.WorkflowType)
 	}
 	if len(f.States) > 0 {
-		q = q.Where("state IN (?)", bun.In(f.States))
+		q = q.Where("state IN (?)", bun.List(f.States))
 	}
 	if len(f.RiskLevels) > 0 {
-		q = q.Where("risk_level IN (?)", bun.In(f.RiskLevels))
+		q = q.Where("risk_level IN (?)", bun.List(f.RiskLevels))
 	}
 	if f.Q != "" {
 		like := "%" + escapeWorkflowLike(f.Q) + "%"

@@ -113,7 +113,7 @@ func TestDispatcher_MaxInFlightKeepsTheBacklogInTheOutbox(t *testing.T) {
 		ids = append(ids, e.ingest(t, "generic", fmt.Sprintf(`{"title":"in flight %d %s"}`, i, uuid.NewString())))
 	}
 	mine := func(cond string) int {
-		return e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid IN (?) AND "+cond, bun.In(ids))
+		return e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid IN (?) AND "+cond, bun.List(ids))
 	}
 	// Other tests' pipelines may hold places; allow two more.
 	busy := e.count(t, "SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL")
@@ -184,7 +184,7 @@ func (e *pipeEnv) dumpOutbox(t *testing.T, ids []uuid.UUID) string {
 		StartedAt *time.Time `bun:"started_at"`
 		LastError *string    `bun:"last_error"`
 	}
-	require.NoError(t, e.st.DB().NewRaw("SELECT alert_uuid, kind, attempts, started_at, last_error FROM alert_outbox WHERE alert_uuid IN (?)", bun.In(ids)).Scan(context.Background(), &rows))
+	require.NoError(t, e.st.DB().NewRaw("SELECT alert_uuid, kind, attempts, started_at, last_error FROM alert_outbox WHERE alert_uuid IN (?)", bun.List(ids)).Scan(context.Background(), &rows))
 	return fmt.Sprintf("%+v", rows)
 }
 

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/netguard"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -87,7 +88,7 @@ func startEnrichEnv(dsn, addr, prefix string) (*enrichEnv, error) {
 	if err := st.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	if err := st.SeedBuiltinProviders(ctx); err != nil {
+	if err := builtins.SeedProviders(ctx, st); err != nil {
 		return nil, err
 	}
 	key, err := secretbox.ParseKey(testKey)
@@ -621,8 +622,8 @@ func TestSeedBuiltinProviders_IdempotentAndKeepsUserChanges(t *testing.T) {
 	require.NoError(t, err)
 	vt.IsActive, vt.DefaultCacheTTLSeconds = false, 123
 	require.NoError(t, e.st.UpdateProvider(ctx, &vt, "is_active", "default_cache_ttl_seconds"))
-	require.NoError(t, e.st.SeedBuiltinProviders(ctx))
-	require.NoError(t, e.st.SeedBuiltinProviders(ctx))
+	require.NoError(t, builtins.SeedProviders(ctx, e.st))
+	require.NoError(t, builtins.SeedProviders(ctx, e.st))
 	again, err := e.st.GetProviderByName(ctx, "virustotal")
 	require.NoError(t, err)
 	require.Equal(t, vt.UUID, again.UUID)
@@ -631,7 +632,9 @@ func TestSeedBuiltinProviders_IdempotentAndKeepsUserChanges(t *testing.T) {
 	builtin := true
 	ps, total, err := e.st.ListProviders(ctx, store.ProviderFilter{IsBuiltin: &builtin})
 	require.NoError(t, err)
-	require.Equal(t, len(store.BuiltinProviders()), total)
+	defs, err := builtins.Providers()
+	require.NoError(t, err)
+	require.Equal(t, len(defs), total)
 	covered := map[string]bool{}
 	for _, p := range ps {
 		for _, typ := range p.SupportedIndicatorTypes {

@@ -25,6 +25,7 @@ import (
 	"github.com/vigil-soc/vigil/agents"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/netguard"
 	"github.com/vigil-soc/vigil/ratelimit"
 	"github.com/vigil-soc/vigil/secretbox"
@@ -84,7 +85,7 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 		return nil, err
 	}
 	reg := sources.NewRegistry()
-	if err := api.SeedBuiltins(ctx, st, reg); err != nil {
+	if err := builtins.SeedSources(ctx, st, reg); err != nil {
 		return nil, err
 	}
 	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
@@ -584,8 +585,8 @@ func TestPipeline_LinkAndRecordConcurrently(t *testing.T) {
 	}
 	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ? AND is_stub", ref.SourceRuleID))
 	require.Equal(t, n, e.count(t, `SELECT count(*) FROM alerts WHERE uuid IN (?) AND detection_rule_id =
-		(SELECT id FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ?)`, bun.In(alerts), ref.SourceRuleID))
-	require.Equal(t, 2*n, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid IN (?)", bun.In(alerts)))
+		(SELECT id FROM detection_rules WHERE source_name = 'generic' AND source_rule_id = ?)`, bun.List(alerts), ref.SourceRuleID))
+	require.Equal(t, 2*n, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid IN (?)", bun.List(alerts)))
 	inds := links[0].Indicators
 	require.Len(t, inds, 2)
 

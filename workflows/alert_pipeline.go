@@ -146,7 +146,7 @@ func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineRe
 	}
 
 	var fin activities.PipelineFinishResult
-	finIn := activities.PipelineFinishInput{AlertUUID: in.AlertUUID, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
+	finIn := activities.PipelineFinishInput{AlertUUID: in.AlertUUID, TemporalRunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
 		Status: status, Succeeded: res.Succeeded, Failed: res.Failed, Error: enrichErr}
 	if err := workflow.ExecuteLocalActivity(lctx, a.PipelineFinish, finIn).Get(lctx, &fin); err != nil {
 		if alertGone(err) {

@@ -97,7 +97,7 @@ func TestAlertPipeline_Enriched(t *testing.T) {
 	require.Equal(t, "Malicious", res.Malice)
 	require.NotNil(t, m.finished)
 	require.Equal(t, store.EnrichmentEnriched, m.finished.Status)
-	require.NotEmpty(t, m.finished.RunID)
+	require.NotEmpty(t, m.finished.TemporalRunID)
 	m.env.AssertExpectations(t)
 	m.env.AssertNotCalled(t, "PipelineRule", mock.Anything, mock.Anything)
 }

@@ -102,8 +102,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", s.name, v, err))
 		}
 	}
-	c.ProviderEnv = providerEnv(getenv, c.ProviderEnvAllow)
-	return c, errors.Join(errs...)
+	env, err := providerEnv(getenv, c.ProviderEnvAllow)
+	c.ProviderEnv = env
+	return c, errors.Join(append(errs, err)...)
 }
 
 func intSetting(field func(*config) *int, lo, hi int) func(*config, string) error {

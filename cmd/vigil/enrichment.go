@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/netguard"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -36,12 +37,16 @@ func openSecretBox(cfg config) (*secretbox.Box, error) {
 // providerEnv is the environment env_var_mapping may read: the builtin providers' documented names and
 // PROVIDER_ENV_ALLOWLIST, never Vigil's own settings (a provider definition must not be able to send
 // DATABASE_URL, ENCRYPTION_KEY, HOME or PATH to a URL of its choosing).
-func providerEnv(getenv func(string) string, allow []string) store.Env {
+func providerEnv(getenv func(string) string, allow []string) (store.Env, error) {
+	documented, err := builtins.ProviderEnvNames()
+	if err != nil {
+		return nil, fmt.Errorf("builtin providers: %w", err)
+	}
 	var hidden []string
 	for _, s := range settings() {
 		hidden = append(hidden, s.name)
 	}
-	return store.AllowedEnv(getenv, allow, hidden)
+	return store.AllowedEnv(getenv, append(documented, allow...), hidden), nil
 }
 
 // enrichmentDeps builds the enrichment activities' dependencies: provider calls go through the SSRF

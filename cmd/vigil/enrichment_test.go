@@ -37,13 +37,16 @@ func TestOpenSecretBox(t *testing.T) {
 
 func TestProviderEnv_HidesVigilSettings(t *testing.T) {
 	vars := map[string]string{"VIRUSTOTAL_API_KEY": "vt", "DATABASE_URL": "postgres://secret", "ENCRYPTION_KEY": "k", "SSRF_ALLOWED_HOSTS": "x"}
-	env := providerEnv(func(n string) string { return vars[n] }, []string{"DATABASE_URL"})
+	env, err := providerEnv(func(n string) string { return vars[n] }, []string{"DATABASE_URL"})
+	require.NoError(t, err)
 	require.Equal(t, "vt", env("VIRUSTOTAL_API_KEY"))
 	require.Empty(t, env("DATABASE_URL"))
 	require.Empty(t, env("ENCRYPTION_KEY"))
 	require.Empty(t, env("SSRF_ALLOWED_HOSTS"))
 	require.Empty(t, env("UNSET"))
-	require.Empty(t, providerEnv(nil, nil)("VIRUSTOTAL_API_KEY"))
+	empty, err := providerEnv(nil, nil)
+	require.NoError(t, err)
+	require.Empty(t, empty("VIRUSTOTAL_API_KEY"))
 
 	cfg, err := loadConfig(func(n string) string { return vars[n] })
 	require.NoError(t, err)

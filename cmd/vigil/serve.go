@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/mcp"
 	"github.com/vigil-soc/vigil/ratelimit"
 	"github.com/vigil-soc/vigil/secretbox"
@@ -209,21 +210,16 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	return ignoreCanceled(g.Wait())
 }
 
-// prepareStore opens the secret box and seeds the builtin rows (providers, sources and system
-// mappings, system workflows). Idempotent; each process does it once at start, before serving.
+// prepareStore opens the secret box and seeds the builtin rows (package builtins: providers, sources
+// and system mappings, system workflows). Idempotent; each process does it once at start, before
+// serving. It is the only place outside tests that seeds.
 func prepareStore(ctx context.Context, cfg config, st *store.Store) (*secretbox.Box, error) {
 	box, err := openSecretBox(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SeedBuiltinProviders(ctx); err != nil {
-		return nil, fmt.Errorf("seed builtin providers: %w", err)
-	}
-	if err := api.SeedBuiltins(ctx, st, sources.NewRegistry()); err != nil {
+	if err := builtins.Seed(ctx, st, sources.NewRegistry()); err != nil {
 		return nil, err
-	}
-	if err := st.SeedSystemWorkflows(ctx, api.SystemWorkflows()); err != nil {
-		return nil, fmt.Errorf("seed system workflows: %w", err)
 	}
 	return box, nil
 }
