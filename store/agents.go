@@ -157,10 +157,10 @@ func (s *Store) ListAgentDeliveries(ctx context.Context, f AgentDeliveryFilter) 
 	var out []AgentDelivery
 	q := s.db.NewSelect().Model(&out).Where("agent_uuid = ?", f.Agent).OrderExpr("created_at DESC, uuid DESC")
 	if len(f.Event) > 0 {
-		q = q.Where("event IN (?)", bun.In(f.Event))
+		q = q.Where("event IN (?)", bun.List(f.Event))
 	}
 	if len(f.Status) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Status))
+		q = q.Where("status IN (?)", bun.List(f.Status))
 	}
 	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
 	if err != nil {
