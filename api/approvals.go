@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-soc/vigil/approvals"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -144,18 +145,14 @@ func (s *Server) decideByKey(c *fiber.Ctx, approve bool, responder, comment *str
 	if err != nil {
 		return err
 	}
-	p := principal(c)
-	label := p.KeyPrefix
-	if responder != nil {
-		label = *responder
-	}
-	key := p.KeyUUID
-	a, err := s.deps.Workflows.DecideApproval(c.UserContext(), id, store.Decision{Identity: "key:" + key.String(), ResponderID: label,
-		KeyUUID: &key, Approve: approve, Comment: comment})
+	who, err := responses.ByKey(responses.ActorOf(principal(c), responses.ActorAPI), responder)
 	if err != nil {
-		return decisionError(err)
+		return responsesError(err)
 	}
-	s.signalRun(c, a.RunUUID)
+	a, err := s.responses.Decide(c.UserContext(), id, who, approve, comment)
+	if err != nil {
+		return responsesError(err)
+	}
 	return respond(c, http.StatusOK, toApprovalResponse(a))
 }
 
@@ -163,6 +160,8 @@ func (s *Server) decideByKey(c *fiber.Ctx, approve bool, responder, comment *str
 func decisionError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		return errNotFound("Approval request")
+	case errors.As(err, new(*responses.NotFoundError)):
 		return errNotFound("Approval request")
 	case errors.Is(err, store.ErrApprovalExpired):
 		return NewError(http.StatusConflict, "APPROVAL_EXPIRED", "The approval request has expired.")
@@ -201,16 +200,10 @@ func (s *Server) slackCallback(c *fiber.Ctx) error {
 	if err != nil {
 		return NewError(http.StatusBadRequest, "INVALID_PAYLOAD", "Not a Vigil approval action.")
 	}
-	name := act.UserName
-	if name == "" {
-		name = act.UserID
-	}
-	a, err := s.deps.Workflows.DecideApproval(c.UserContext(), act.ApprovalUUID, store.Decision{
-		Identity: "slack:" + act.TeamID + ":" + act.UserID, ResponderID: "slack:" + name, Approve: act.Approve})
+	a, err := s.responses.Decide(c.UserContext(), act.ApprovalUUID, responses.BySlack(act.TeamID, act.UserID, act.UserName), act.Approve, nil)
 	text := ""
 	switch {
 	case err == nil:
-		s.signalRun(c, a.RunUUID)
 		text = "Recorded: " + map[bool]string{true: "approved", false: "rejected"}[act.Approve] + " by <@" + act.UserID + ">. Request is now " + a.Status + "."
 	default:
 		var apiErr *Error

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,14 +177,28 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 			WebhookURL: h.notices.URL, WebhookSecret: testWebhookSecret}, guard.HTTPClient(10*time.Second))}
 	h.startWorkers(t)
 	t.Cleanup(func() { h.stop() })
+	startDispatcher(t, st, c, h.queues)
 	h.ts = newTestServer(t, func(cfg *Config, d *Deps) {
 		d.Workflows = st
-		d.RunStarter = temporal.NewRunStarter(c, h.queues)
+		d.RunSignaler = temporal.NewRunSignaler(c)
 		d.Secrets = box
 		d.WorkflowStepClient = guard.HTTPClient(30 * time.Second)
 		cfg.SlackSigningSecret = slackTestSecret
 	})
 	return h
+}
+
+// startDispatcher runs the outbox dispatcher (it starts the runs execute commits) until the test
+// ends.
+func startDispatcher(t testing.TB, st *store.Store, c client.Client, queues temporal.Queues) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	d := temporal.NewDispatcher(st, c, queues, slog.New(slog.NewTextHandler(os.Stderr, nil)), temporal.DispatcherOptions{Poll: 100 * time.Millisecond})
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
 }
 
 // startWorkers runs the workers until stop is called (which waits for them to end).

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -11,9 +10,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
@@ -46,6 +47,7 @@ type WorkflowStore interface {
 	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
 
 	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
+	RecordActivity(ctx context.Context, db bun.IDB, e *store.ActivityEvent) error
 }
 
 const (
@@ -192,23 +194,7 @@ func validateWorkflowSteps(steps json.RawMessage) validate.Errors {
 }
 
 // workflowSecretNames lists the secrets a stored steps list names.
-func workflowSecretNames(steps json.RawMessage) []string {
-	raw, _ := json.Marshal(map[string]json.RawMessage{"steps": steps})
-	cfg, verrs := httpsteps.ParseConfig(raw)
-	out := []string{}
-	if len(verrs) > 0 {
-		return out
-	}
-	for _, v := range cfg.Variables() {
-		if rest, ok := strings.CutPrefix(v, "secrets."); ok {
-			name, _, _ := strings.Cut(rest, ".")
-			if len(out) == 0 || out[len(out)-1] != name {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
-}
+func workflowSecretNames(steps json.RawMessage) []string { return responses.WorkflowSecretNames(steps) }
 
 func derefOr[T any](p *T, def T) T {
 	if p == nil {
@@ -479,30 +465,4 @@ func (s *Server) listWorkflowVersions(c *fiber.Ctx) error {
 		out[i] = workflowVersionResponse{Version: v.Version, Definition: v.Definition, CreatedAt: v.CreatedAt.UTC()}
 	}
 	return respondList(c, out, total, q)
-}
-
-// openSecrets returns the plaintext of the named secrets that exist (a workflow gets only those it
-// names).
-func (s *Server) openSecrets(ctx context.Context, names []string) (map[string]any, []string, error) {
-	out := map[string]any{}
-	var values []string
-	if len(names) == 0 {
-		return out, nil, nil
-	}
-	if s.deps.Secrets == nil {
-		return nil, nil, NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Secrets are not available: ENCRYPTION_KEY is not configured.")
-	}
-	sealed, err := s.deps.Workflows.SealedWorkflowSecrets(ctx, names)
-	if err != nil {
-		return nil, nil, err
-	}
-	for name, v := range sealed {
-		plain, err := s.deps.Secrets.Open(v)
-		if err != nil {
-			return nil, nil, fmt.Errorf("open secret %s: %w", name, err)
-		}
-		out[name] = string(plain)
-		values = append(values, string(plain))
-	}
-	return out, values, nil
 }

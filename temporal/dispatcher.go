@@ -24,6 +24,7 @@ type OutboxStore interface {
 	DispatchOutbox(ctx context.Context, limit, maxInFlight int, start store.OutboxStart) (int, error)
 	RecheckOutbox(ctx context.Context, limit int, olderThan time.Duration, start store.OutboxStart) (int, error)
 	DB() *bun.DB
+	StartStore
 }
 
 // DispatcherOptions tune the dispatcher; zero values take the defaults.
@@ -41,7 +42,9 @@ type DispatcherOptions struct {
 	RecheckAfter time.Duration
 }
 
-// Dispatcher turns committed outbox rows into AlertPipeline workflows (DESIGN.md "Ingest path"). It
+// Dispatcher turns committed outbox rows into Temporal workflows: alert_outbox rows into
+// AlertPipeline workflows (DESIGN.md "Ingest path") and start_outbox rows into WorkflowRun and
+// EnrichIndicator workflows (DrainStarts, starts.go; those rows are deleted once started). It
 // runs in the worker, woken by LISTEN/NOTIFY and a short poll, claims rows FOR UPDATE SKIP LOCKED
 // (several workers never take the same row), starts alert-<uuid> and marks the row started in the
 // same transaction; the pipeline deletes the row when it finishes, and at most MaxInFlight rows are
@@ -100,6 +103,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	for {
 		if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
 			d.log.Error("dispatch outbox", "err", err)
+		}
+		if _, err := d.DrainStarts(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error("dispatch start outbox", "err", err)
 		}
 		select {
 		case <-ctx.Done():
