@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,7 +192,7 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 func startDispatcher(t testing.TB, st *store.Store, c client.Client, queues temporal.Queues) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	d := temporal.NewDispatcher(st, c, queues, slog.New(slog.NewTextHandler(os.Stderr, nil)), temporal.DispatcherOptions{Poll: 100 * time.Millisecond})
+	d := temporal.NewDispatcher(st, c, queues, slog.New(slog.DiscardHandler), temporal.DispatcherOptions{Poll: 100 * time.Millisecond})
 	go func() { done <- d.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -80,7 +80,7 @@ func (s *Server) workflowRoutes() {
 		Scopes:      exec, Body: executeWorkflowRequest{}, Response: executeWorkflowResponse{}, Status: http.StatusAccepted,
 		Errors: []int{http.StatusConflict, http.StatusServiceUnavailable}}, s.executeWorkflow)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflows/:uuid/test", Tag: tag, Summary: "Dry-run a workflow",
-		Description: "Steps are resolved and shown (secrets masked). HTTP is answered by mock_http_responses (by step name; default: the step's first expected status with an empty body) unless live_http is true. No run row, no gate.",
+		Description: "Steps are resolved and shown (secrets masked). HTTP is answered by mock_http_responses (by step name; default: the step's first expected status with an empty body) unless live_http is true. No run row, no gate. live_http sends real requests with the workflow's secrets: admin only (403 FORBIDDEN, required_scopes [admin]) and recorded as activity workflow.tested_live with the key prefix.",
 		Scopes:      exec, Body: testWorkflowRequest{}, Response: testWorkflowResponse{}}, s.testWorkflow)
 	s.workflowSecretRoutes()
 	s.workflowRunRoutes()
