@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
@@ -302,6 +304,17 @@ func (h *runHarness) workflowResult(t testing.TB, run uuid.UUID) string {
 	defer cancel()
 	var res struct {
 		Status string `json:"status"`
+	}
+	// The dispatcher starts the workflow shortly after execute committed it (start outbox).
+	for {
+		_, err := h.client.DescribeWorkflowExecution(ctx, ids.WorkflowRun(run), "")
+		var nf *serviceerror.NotFound
+		if !errors.As(err, &nf) {
+			require.NoError(t, err)
+			break
+		}
+		require.NoError(t, ctx.Err(), "workflow of run %s never started", run)
+		time.Sleep(20 * time.Millisecond)
 	}
 	require.NoError(t, h.client.GetWorkflow(ctx, ids.WorkflowRun(run), "").Get(ctx, &res))
 	return res.Status

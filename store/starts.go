@@ -75,14 +75,8 @@ func (s *Store) DispatchStarts(ctx context.Context, limit int, start StartFunc) 
 				done = append(done, e.ID)
 				continue
 			}
-			msg := err.Error()
-			if len(msg) > 2000 {
-				msg = msg[:2000]
-			}
-			if _, err := tx.NewRaw(`UPDATE start_outbox SET attempts = attempts + 1, last_error = ?,
-				not_before = now() + make_interval(secs => ?) WHERE id = ?`,
-				msg, OutboxBackoff(e.Attempts+1).Seconds(), e.ID).Exec(ctx); err != nil {
-				return fmt.Errorf("reschedule start entry %d: %w", e.ID, mapErr(err))
+			if err := rescheduleEntry(ctx, tx, "start_outbox", e.ID, e.Attempts, err); err != nil {
+				return err
 			}
 		}
 		if len(done) > 0 {
@@ -116,12 +110,8 @@ func (s *Store) LinkIndicatorsForEnrichment(ctx context.Context, alertID uuid.UU
 	var inds []Indicator
 	var added int
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var one int
-		if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("KEY SHARE").Scan(ctx, &one); err != nil {
-			return fmt.Errorf("alert %s: %w", alertID, mapErr(err))
-		}
 		var err error
-		if inds, added, err = s.linkIndicators(ctx, tx, alertID, keys, source); err != nil {
+		if inds, added, err = s.lockAndLinkIndicators(ctx, tx, alertID, keys, source); err != nil {
 			return err
 		}
 		ids := make([]string, len(inds))

@@ -170,21 +170,28 @@ func (d *Dispatcher) recheckAll(ctx context.Context, entries []store.OutboxEntry
 
 // startEach starts one pipeline per entry, concurrently, and reports each outcome.
 func (d *Dispatcher) startEach(ctx context.Context, entries []store.OutboxEntry, recheck bool) []error {
+	return startConcurrently(entries, d.opts.Concurrency, func(e store.OutboxEntry) error {
+		err := d.start(ctx, e, recheck)
+		if err != nil && !errors.Is(err, store.ErrOutboxDone) {
+			d.log.Warn("start alert pipeline failed; will retry", "alert_uuid", e.AlertUUID.String(),
+				"attempts", e.Attempts+1, "err", err)
+		}
+		return err
+	})
+}
+
+// startConcurrently runs start for each entry, at most limit at once, and returns the outcomes in
+// the entries' order.
+func startConcurrently[E any](entries []E, limit int, start func(E) error) []error {
 	errs := make([]error, len(entries))
-	sem := make(chan struct{}, d.opts.Concurrency)
+	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	for i, e := range entries {
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = d.start(ctx, e, recheck)
-			if errs[i] != nil && !errors.Is(errs[i], store.ErrOutboxDone) {
-				d.log.Warn("start alert pipeline failed; will retry", "alert_uuid", e.AlertUUID.String(),
-					"attempts", e.Attempts+1, "err", errs[i])
-			}
-		}()
+			errs[i] = start(e)
+		})
 	}
 	wg.Wait()
 	return errs

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,24 +43,14 @@ func (d *Dispatcher) DrainStarts(ctx context.Context) (int, error) {
 
 // startEntries starts one Temporal workflow per entry, concurrently, and reports each outcome.
 func (d *Dispatcher) startEntries(ctx context.Context, entries []store.StartEntry) []error {
-	errs := make([]error, len(entries))
-	sem := make(chan struct{}, d.opts.Concurrency)
-	var wg sync.WaitGroup
-	for i, e := range entries {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = d.startEntry(ctx, e)
-			if errs[i] != nil && !errors.Is(errs[i], store.ErrOutboxDone) {
-				d.log.Warn("start failed; will retry", "kind", e.Kind, "subject_uuid", e.SubjectUUID.String(),
-					"attempts", e.Attempts+1, "err", errs[i])
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
+	return startConcurrently(entries, d.opts.Concurrency, func(e store.StartEntry) error {
+		err := d.startEntry(ctx, e)
+		if err != nil && !errors.Is(err, store.ErrOutboxDone) {
+			d.log.Warn("start failed; will retry", "kind", e.Kind, "subject_uuid", e.SubjectUUID.String(),
+				"attempts", e.Attempts+1, "err", err)
+		}
+		return err
+	})
 }
 
 func (d *Dispatcher) startEntry(ctx context.Context, e store.StartEntry) error {
@@ -78,9 +67,10 @@ func (d *Dispatcher) startEntry(ctx context.Context, e store.StartEntry) error {
 	return fmt.Errorf("unknown start kind %q", e.Kind)
 }
 
-// startRun starts workflow-run-<id> for a queued or gated run. A run gone or already closed (cancelled
-// before its start) has nothing to start; a run already started (an entry replayed after a crash) is
-// not started again: REJECT_DUPLICATE and already-started count as done.
+// startRun starts workflow-run-<id>. A run gone has nothing to start. A run cancelled before its start
+// is started all the same: its workflow reads the final status and ends cancelled at once (nothing is
+// notified or sent), so every run has its Temporal workflow. A run already started (an entry replayed
+// after a crash) is not started again: REJECT_DUPLICATE and already-started count as done.
 func (d *Dispatcher) startRun(ctx context.Context, id uuid.UUID) error {
 	run, err := d.st.GetWorkflowRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -88,9 +78,6 @@ func (d *Dispatcher) startRun(ctx context.Context, id uuid.UUID) error {
 	}
 	if err != nil {
 		return err
-	}
-	if run.Status != store.RunQueued && run.Status != store.RunPendingApproval {
-		return store.ErrOutboxDone
 	}
 	def, err := d.st.GetWorkflowVersion(ctx, run.WorkflowUUID, run.WorkflowVersion)
 	if err != nil {
