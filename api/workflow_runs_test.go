@@ -23,7 +23,7 @@ import (
 // recordRunHistory, when set, makes TestRunAgentHeldAtGateApprovedRunsOnce write the history of
 // its gated run there (workflows/testdata/workflow_run_history.json feeds the replay test):
 //
-//	go test ./api -run TestRunAgentHeldAtGateApprovedRunsOnce -record-run-history=$PWD/workflows/testdata/workflow_run_history.json
+//	go test ./api -run TestRunAgentHeldAtGateApprovedRunsOnce -record-run-history=$PWD/workflows/testdata/workflow_run_signal_start_history.json
 var recordRunHistory = flag.String("record-run-history", "", "write the gated run's Temporal history to this file")
 
 func runSteps(t *testing.T, run store.WorkflowRun) []httpsteps.StepRecord {
