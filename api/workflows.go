@@ -76,7 +76,7 @@ func (s *Server) workflowRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/workflows/:uuid/versions", Tag: tag, Summary: "List a workflow's versions",
 		Description: "Newest first; each holds the definition as it was.", Scopes: read, Query: PageQuery{}, Response: workflowVersionResponse{}, List: true}, s.listWorkflowVersions)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflows/:uuid/execute", Tag: tag, Summary: "Execute a workflow",
-		Description: "trigger_source comes from the key's key_type. Agent keys must send reason and confidence. An Idempotency-Key header returns the same run for a retried request.",
+		Description: "trigger_source comes from the key's key_type. Agent keys must send reason and confidence. An Idempotency-Key header returns the same run for a retried request. The run, its approval request and its start are committed together; the request never waits on Temporal (the worker's dispatcher starts the run).",
 		Scopes:      exec, Body: executeWorkflowRequest{}, Response: executeWorkflowResponse{}, Status: http.StatusAccepted,
 		Errors: []int{http.StatusConflict, http.StatusServiceUnavailable}}, s.executeWorkflow)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflows/:uuid/test", Tag: tag, Summary: "Dry-run a workflow",
