@@ -10,7 +10,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
-	"github.com/uptrace/bun"
 
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
@@ -19,10 +18,12 @@ import (
 	"github.com/vigil-soc/vigil/validate"
 )
 
-// WorkflowStore is what the workflow, run, approval and secret routes need.
+// WorkflowStore is what the workflow, run, approval and secret routes need, including what the
+// response-workflow rules they call read and write (responses.Store).
 type WorkflowStore interface {
+	responses.Store
+
 	CreateWorkflow(ctx context.Context, w *store.Workflow) error
-	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
 	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
 	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
 	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
@@ -30,24 +31,15 @@ type WorkflowStore interface {
 	ListWorkflowVersions(ctx context.Context, id uuid.UUID, p store.Page) ([]store.WorkflowVersion, int, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
 
-	CreateWorkflowRun(ctx context.Context, run *store.WorkflowRun, approval *store.ApprovalRequest) (bool, error)
-	FindIdempotentRun(ctx context.Context, keyUUID, workflowUUID uuid.UUID, idemKey string) (store.WorkflowRun, error)
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
 	CancelWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
-	FinishWorkflowRun(ctx context.Context, id uuid.UUID, status string, result json.RawMessage, errText *string) (store.WorkflowRun, bool, error)
 
-	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
 	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
-	DecideApproval(ctx context.Context, id uuid.UUID, d store.Decision) (store.ApprovalRequest, error)
 
 	PutWorkflowSecret(ctx context.Context, sec *store.WorkflowSecret) (bool, error)
 	ListWorkflowSecrets(ctx context.Context, p store.Page) ([]store.WorkflowSecret, int, error)
 	DeleteWorkflowSecret(ctx context.Context, name string) error
-	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
-
-	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
-	RecordActivity(ctx context.Context, db bun.IDB, e *store.ActivityEvent) error
 }
 
 const (
