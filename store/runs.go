@@ -81,7 +81,7 @@ func (s *Store) CreateWorkflowRun(ctx context.Context, run *WorkflowRun, approva
 		return insertStart(ctx, tx, StartWorkflowRun, run.UUID)
 	})
 	if err == nil {
-		s.wake.wake()
+		s.startWake.wake()
 		return true, nil
 	}
 	if run.IdempotencyKey != nil && IsUniqueViolation(err, "workflow_runs_idempotency_key") {

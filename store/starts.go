@@ -19,6 +19,9 @@ const (
 	StartIndicatorEnrichment = "indicator_enrichment"
 )
 
+// StartChannel is the LISTEN/NOTIFY channel notified after start_outbox rows were committed.
+const StartChannel = "vigil_start_outbox"
+
 // StartEntry is one pending start of the start outbox.
 type StartEntry struct {
 	ID          int64     `bun:"id"`
@@ -128,6 +131,6 @@ func (s *Store) LinkIndicatorsForEnrichment(ctx context.Context, alertID uuid.UU
 	if err != nil {
 		return nil, 0, err
 	}
-	s.wake.wake()
+	s.startWake.wake()
 	return inds, added, nil
 }

@@ -93,46 +93,64 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	ln := pgdriver.NewListener(d.st.DB())
 	defer ln.Close()
 	var wake <-chan pgdriver.Notification
-	if err := ln.Listen(ctx, store.OutboxChannel); err != nil {
+	if err := ln.Listen(ctx, store.OutboxChannel, store.StartChannel); err != nil {
 		d.log.Warn("listen for outbox notifications failed; polling only", "err", err)
 	} else {
 		wake = ln.Channel(pgdriver.WithChannelSize(1024))
 	}
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
+	// Each outbox is drained when its own channel was notified (or at the poll): an ingest wakes only
+	// the pipeline's claim, a workflow run or enrichment only the start claim.
+	alerts, starts := true, true
 	for {
-		if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
-			d.log.Error("dispatch outbox", "err", err)
+		if alerts {
+			if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("dispatch outbox", "err", err)
+			}
 		}
-		if _, err := d.DrainStarts(ctx); err != nil && ctx.Err() == nil {
-			d.log.Error("dispatch start outbox", "err", err)
+		if starts {
+			if _, err := d.DrainStarts(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("dispatch start outbox", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			alerts, starts = true, true
 			if _, err := d.Recheck(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("recheck outbox", "err", err)
 			}
-		case _, ok := <-wake:
+		case n, ok := <-wake:
 			if !ok {
 				wake = nil
+				alerts, starts = true, true
+				continue
 			}
-			drainWakes(wake) // one pass covers every notification received so far
+			// One pass covers every notification received so far.
+			isStart := n.Channel == store.StartChannel
+			alerts, starts = drainWakes(wake, !isStart, isStart)
 		}
 	}
 }
 
-// drainWakes empties the notification channel without blocking.
-func drainWakes(wake <-chan pgdriver.Notification) {
+// drainWakes empties the notification channel without blocking and reports which outboxes were
+// notified (alerts, starts), starting from those of the notification already received.
+func drainWakes(wake <-chan pgdriver.Notification, alerts, starts bool) (bool, bool) {
 	for {
 		select {
-		case _, ok := <-wake:
+		case n, ok := <-wake:
 			if !ok {
-				return
+				return true, true
+			}
+			if n.Channel == store.StartChannel {
+				starts = true
+			} else {
+				alerts = true
 			}
 		default:
-			return
+			return alerts, starts
 		}
 	}
 }
