@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -34,6 +33,7 @@ func responsesError(err error) error {
 	var na *responses.NotActiveError
 	var fb *responses.ForbiddenError
 	var so *responses.SecretOpenError
+	var un *responses.UnavailableError
 	switch {
 	case errors.As(err, &nf):
 		return errNotFound(nf.What)
@@ -47,9 +47,8 @@ func responsesError(err error) error {
 		return NewError(http.StatusConflict, "WORKFLOW_INVALID", "The stored steps no longer parse.")
 	case errors.As(err, &so):
 		return fmt.Errorf("dry run: %w", err)
-	case errors.Is(err, responses.ErrUnavailable):
-		msg := strings.TrimPrefix(err.Error(), responses.ErrUnavailable.Error()+": ")
-		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", strings.ToUpper(msg[:1])+msg[1:]+".")
+	case errors.As(err, &un):
+		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", un.Message)
 	}
 	return decisionError(err)
 }

@@ -11,7 +11,6 @@ package responses
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/google/uuid"
@@ -143,5 +142,10 @@ type ForbiddenError struct {
 
 func (e *ForbiddenError) Error() string { return e.Reason }
 
-// UnavailableError wraps ErrUnavailable with what is missing.
-func unavailable(what string) error { return fmt.Errorf("%w: %s", ErrUnavailable, what) }
+// UnavailableError says what is missing; it matches ErrUnavailable.
+type UnavailableError struct{ Message string }
+
+func (e *UnavailableError) Error() string        { return e.Message }
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func unavailable(msg string) error { return &UnavailableError{Message: msg} }

@@ -76,7 +76,7 @@ func OpenSecrets(ctx context.Context, src SecretSource, opener SecretOpener, nam
 		return out, nil, nil
 	}
 	if opener == nil {
-		return nil, nil, unavailable("secrets are not available: ENCRYPTION_KEY is not configured")
+		return nil, nil, unavailable("Secrets are not available: ENCRYPTION_KEY is not configured.")
 	}
 	sealed, err := src.SealedWorkflowSecrets(ctx, names)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *Service) Test(ctx context.Context, actor Actor, req TestRequest) (TestR
 	var doer httpsteps.Doer = mockDoer{mocks: req.Mocks}
 	if req.LiveHTTP {
 		if s.deps.StepClient == nil {
-			return TestResult{}, unavailable("live HTTP is not available on this server")
+			return TestResult{}, unavailable("Live HTTP is not available on this server.")
 		}
 		doer = s.deps.StepClient
 	}
