@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -115,38 +115,11 @@ func (a *Activities) runDefinition(ctx context.Context, run store.WorkflowRun) (
 	if err != nil {
 		return def, httpsteps.Config{}, notFoundPermanent(err, "load workflow version")
 	}
-	cfg, err := ParseWorkflowSteps(def.Steps)
+	cfg, err := responses.ParseSteps(def.Steps)
 	if err != nil {
 		return def, cfg, sdktemporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRunBroken, err)
 	}
 	return def, cfg, nil
-}
-
-// ParseWorkflowSteps parses a workflow's stored steps list with the HTTP engine.
-func ParseWorkflowSteps(steps json.RawMessage) (httpsteps.Config, error) {
-	raw, err := json.Marshal(map[string]json.RawMessage{"steps": steps})
-	if err != nil {
-		return httpsteps.Config{}, fmt.Errorf("encode steps: %w", err)
-	}
-	cfg, verrs := httpsteps.ParseConfig(raw)
-	if len(verrs) > 0 {
-		return httpsteps.Config{}, fmt.Errorf("parse workflow steps: %w", verrs)
-	}
-	return cfg, nil
-}
-
-// SecretNames returns the secrets cfg names ({{secrets.NAME}}), sorted.
-func SecretNames(cfg httpsteps.Config) []string {
-	var out []string
-	for _, v := range cfg.Variables() {
-		if name, ok := strings.CutPrefix(v, "secrets."); ok {
-			name, _, _ = strings.Cut(name, ".")
-			if len(out) == 0 || out[len(out)-1] != name {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
 }
 
 // RunStepInput names one step of a run.
@@ -265,19 +238,17 @@ func (a *Activities) runVars(ctx context.Context, run store.WorkflowRun, cfg htt
 		}
 		vars["alert"] = alert
 	}
-	sealed, err := a.WorkflowRuns.SealedWorkflowSecrets(ctx, SecretNames(cfg))
+	var opener responses.SecretOpener
+	if a.RunSecrets != nil {
+		opener = a.RunSecrets
+	}
+	secrets, values, err := responses.OpenSecrets(ctx, a.WorkflowRuns, opener, responses.SecretNames(cfg))
+	var openErr *responses.SecretOpenError
+	if errors.As(err, &openErr) || errors.Is(err, responses.ErrUnavailable) {
+		return nil, nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRunBroken, nil)
+	}
 	if err != nil {
 		return nil, nil, err
-	}
-	secrets := map[string]any{}
-	var values []string
-	for name, s := range sealed {
-		plain, err := a.RunSecrets.Open(s)
-		if err != nil {
-			return nil, nil, sdktemporal.NewNonRetryableApplicationError("open secret "+name+": "+err.Error(), ErrTypeRunBroken, nil)
-		}
-		secrets[name] = string(plain)
-		values = append(values, string(plain))
 	}
 	vars["secrets"] = secrets
 	return vars, values, nil

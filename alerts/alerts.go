@@ -28,26 +28,21 @@ type Store interface {
 	ListFindings(ctx context.Context, alertID uuid.UUID) ([]store.Finding, error)
 	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
 	SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *string, recompute func(map[string]any) string, actorType, actorKeyPrefix string) (store.Indicator, error)
-	EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, actorKeyPrefix string) error
-}
-
-// IndicatorEnricher starts enrichment of stored indicators (EnrichIndicator workflows; implemented by
-// temporal.IndicatorEnrichmentStarter).
-type IndicatorEnricher interface {
-	StartIndicatorEnrichment(ctx context.Context, ids []uuid.UUID) ([]string, error)
+	// LinkIndicatorsForEnrichment links as LinkIndicators and, in the same transaction, queues one
+	// enrichment start per indicator (start outbox) and records alert_enrichment_requested.
+	LinkIndicatorsForEnrichment(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, actorType, actorKeyPrefix string) ([]store.Indicator, int, error)
 }
 
 // Service applies the alert rules against a Store.
 type Service struct {
-	store    Store
-	enricher IndicatorEnricher // nil: indicators added to an alert are enriched by the alert's pipeline re-run
-	log      *slog.Logger
+	store Store
+	log   *slog.Logger
 }
 
-// New returns a Service over st. enricher may be nil (see AddIndicators).
-func New(st Store, enricher IndicatorEnricher, log *slog.Logger) *Service {
+// New returns a Service over st.
+func New(st Store, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: st, enricher: enricher, log: log}
+	return &Service{store: st, log: log}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -19,9 +18,6 @@ const (
 	MinAddIndicators = 1
 	MaxAddIndicators = 100
 )
-
-// enrichStartTimeout bounds the wait for Temporal when starting enrichment of added indicators.
-const enrichStartTimeout = 2 * time.Second
 
 // NewIndicator is an indicator an analyst or agent adds to an alert. A nil Type is inferred from the
 // value.
@@ -79,46 +75,28 @@ type Added struct {
 }
 
 // AddIndicators upserts ins globally on (type, value) and links them to the alert, as actor. With
-// enrich, the linked indicators are enriched: through the IndicatorEnricher when one is wired and
-// Temporal takes the starts within two seconds, else by queueing the alert's pipeline re-run through
-// the outbox (which enriches every indicator of the alert), so the call never depends on Temporal.
-// Invalid input is validate.Errors (locations relative to the list); a missing alert is
+// enrich, the links and one enrichment start per linked indicator commit together (the start outbox,
+// docs/INGEST.md "Outbox kinds") with an alert_enrichment_requested event: the worker's dispatcher
+// starts the EnrichIndicator workflows, so the enrichment is never lost and the call never waits on
+// Temporal. Invalid input is validate.Errors (locations relative to the list); a missing alert is
 // store.ErrNotFound.
 func (s *Service) AddIndicators(ctx context.Context, alertID uuid.UUID, ins []NewIndicator, enrich bool, actor store.Actor) (Added, error) {
 	keys, errs := IndicatorKeys(ins)
 	if len(errs) > 0 {
 		return Added{}, errs
 	}
-	inds, added, err := s.store.LinkIndicators(ctx, alertID, keys, actor.Type)
+	var inds []store.Indicator
+	var added int
+	var err error
+	if enrich {
+		inds, added, err = s.store.LinkIndicatorsForEnrichment(ctx, alertID, keys, actor.Type, actor.Type, actor.KeyPrefix)
+	} else {
+		inds, added, err = s.store.LinkIndicators(ctx, alertID, keys, actor.Type)
+	}
 	if err != nil {
 		return Added{}, fmt.Errorf("link indicators to alert %s: %w", alertID, err)
 	}
-	if enrich && len(inds) > 0 {
-		if err := s.enrichAdded(ctx, alertID, inds, actor); err != nil {
-			return Added{}, err
-		}
-	}
 	return Added{Indicators: inds, NewLinks: added}, nil
-}
-
-func (s *Service) enrichAdded(ctx context.Context, alertID uuid.UUID, inds []store.Indicator, actor store.Actor) error {
-	if s.enricher != nil {
-		ids := make([]uuid.UUID, len(inds))
-		for i, ind := range inds {
-			ids[i] = ind.UUID
-		}
-		startCtx, cancel := context.WithTimeout(ctx, enrichStartTimeout)
-		defer cancel()
-		_, err := s.enricher.StartIndicatorEnrichment(startCtx, ids)
-		if err == nil {
-			return nil
-		}
-		s.log.WarnContext(ctx, "start indicator enrichment failed; queueing the alert's pipeline instead", "alert_uuid", alertID.String(), "err", err)
-	}
-	if err := s.store.EnqueueRerun(ctx, alertID, actor.Type, actor.KeyPrefix); err != nil {
-		return fmt.Errorf("queue pipeline re-run of alert %s: %w", alertID, err)
-	}
-	return nil
 }
 
 // SetIndicatorMalice overrides an indicator's malice as actor: a level is a sticky analyst override

@@ -8,23 +8,17 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
 
-// enricherFunc is an IndicatorEnricher that records the ids it was asked to enrich.
-type enricherFunc func(ids []uuid.UUID) error
-
-func (f enricherFunc) StartIndicatorEnrichment(_ context.Context, ids []uuid.UUID) ([]string, error) {
-	return nil, f(ids)
-}
-
 func TestService_PatchWritesColumnsAndEventsWithTheActor(t *testing.T) {
 	st := testStore(t)
 	ctx := context.Background()
-	svc := alerts.New(st, nil, nil)
+	svc := alerts.New(st, nil)
 	id := newAlert(t, st)
 	agent := store.Actor{Type: store.ActorMCP, KeyPrefix: "cai_mcp1", Agent: true}
 
@@ -77,7 +71,7 @@ func TestService_PatchWritesColumnsAndEventsWithTheActor(t *testing.T) {
 func TestService_FindingsAreAppendOnlyAndBounded(t *testing.T) {
 	st := testStore(t)
 	ctx := context.Background()
-	svc := alerts.New(st, nil, nil)
+	svc := alerts.New(st, nil)
 	id := newAlert(t, st)
 	agent := store.Actor{Type: store.ActorAPI, KeyPrefix: "cai_agt2", Agent: true}
 
@@ -130,10 +124,14 @@ func TestService_FindingsAreAppendOnlyAndBounded(t *testing.T) {
 func TestService_AddIndicators(t *testing.T) {
 	st := testStore(t)
 	ctx := context.Background()
-	var started [][]uuid.UUID
-	ok := enricherFunc(func(ids []uuid.UUID) error { started = append(started, ids); return nil })
-	svc := alerts.New(st, ok, nil)
+	svc := alerts.New(st, nil)
 	id := newAlert(t, st)
+	pending := func(ids ...uuid.UUID) int {
+		var n int
+		require.NoError(t, st.DB().NewRaw("SELECT count(*) FROM start_outbox WHERE kind = ? AND subject_uuid IN (?)",
+			store.StartIndicatorEnrichment, bun.In(ids)).Scan(ctx, &n))
+		return n
+	}
 
 	added, err := svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: " 10.0.0.1 "}, {Value: "EVIL.example.", Type: ptr("domain")},
 		{Value: "D41D8CD98F00B204E9800998ECF8427E"}}, true, human)
@@ -141,25 +139,22 @@ func TestService_AddIndicators(t *testing.T) {
 	require.Equal(t, 3, added.NewLinks)
 	require.Len(t, added.Indicators, 3)
 	vals := map[string]string{}
+	ids := make([]uuid.UUID, 0, 3)
 	for _, ind := range added.Indicators {
 		vals[ind.Type] = ind.Value
+		ids = append(ids, ind.UUID)
 	}
 	require.Equal(t, map[string]string{"ip": "10.0.0.1", "domain": "evil.example", "hash_md5": "d41d8cd98f00b204e9800998ecf8427e"}, vals)
-	require.Len(t, started, 1)
-	require.Len(t, started[0], 3)
+	// One enrichment start per indicator, committed with the links (start outbox; no Temporal call).
+	require.Equal(t, 3, pending(ids...))
 
-	// Adding again links nothing new; without enrich nothing starts.
+	// Adding again links nothing new; without enrich nothing is queued.
 	added, err = svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "10.0.0.1", Type: ptr("ip")}}, false, human)
 	require.NoError(t, err)
 	require.Equal(t, 0, added.NewLinks)
-	require.Len(t, started, 1)
-
-	// Temporal refusing the start falls back to the pipeline re-run through the outbox.
-	down := alerts.New(st, enricherFunc(func([]uuid.UUID) error { return errors.New("temporal unreachable") }), nil)
-	_, err = down.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "10.0.0.2"}}, true, human)
-	require.NoError(t, err)
-	// The re-run is queued through the outbox: an alert_enrichment_requested event by the actor, which
-	// neither the successful start nor the enrich=false call above wrote.
+	require.Equal(t, 3, pending(ids...))
+	// The request is recorded once per enrich call: an alert_enrichment_requested event by the actor,
+	// which the enrich=false call did not write.
 	var requested []store.ActivityEvent
 	for _, e := range activity(t, st, id) {
 		if e.EventType == "alert_enrichment_requested" {
@@ -199,7 +194,7 @@ func TestService_AddIndicators(t *testing.T) {
 func TestService_SetIndicatorMalice(t *testing.T) {
 	st := testStore(t)
 	ctx := context.Background()
-	svc := alerts.New(st, nil, nil)
+	svc := alerts.New(st, nil)
 	id := newAlert(t, st)
 	added, err := svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "198.51.100.7"}}, false, human)
 	require.NoError(t, err)

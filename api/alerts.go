@@ -30,6 +30,7 @@ type AlertStore interface {
 	CreateFinding(ctx context.Context, f *store.Finding, actorType string) error
 	ListFindings(ctx context.Context, alertID uuid.UUID) ([]store.Finding, error)
 	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
+	LinkIndicatorsForEnrichment(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, actorType, actorKeyPrefix string) ([]store.Indicator, int, error)
 	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)
 	EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, actorKeyPrefix string) error
 	SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]store.Sibling, error)
@@ -451,9 +452,6 @@ func (h *alertHandlers) addAlertIndicators(c *fiber.Ctx) error {
 	}
 	return respond(c, http.StatusCreated, out)
 }
-
-// IndicatorEnricher starts enrichment of indicators added to an alert (alerts.IndicatorEnricher).
-type IndicatorEnricher = alerts.IndicatorEnricher
 
 // Activity.
 

@@ -103,13 +103,15 @@ func TestAlertDetail_AndSubresources(t *testing.T) {
 		require.NoError(t, ts.Store.DB().NewRaw("SELECT count(*) FROM alert_outbox WHERE alert_uuid = ? AND kind = 'rerun'", id).Scan(ctx, &outbox))
 		require.Equal(t, 0, outbox, "enrich=false queues nothing")
 
-		// Again: idempotent upsert, no new links; enrich defaults to true and (no starter wired) queues a re-run.
+		// Again: idempotent upsert, no new links; enrich defaults to true and queues one enrichment start
+		// for the indicator through the start outbox (issue 11: no Temporal call inside the request).
 		r = ts.do(t, http.MethodPost, path, key, map[string]any{"indicators": []map[string]any{{"value": "45.33.32.156", "type": "ip"}}})
 		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
 		d = r.JSON(t)["data"].(map[string]any)
 		require.Equal(t, float64(0), d["added_count"])
 		require.Equal(t, true, d["enrich_requested"])
-		require.NoError(t, ts.Store.DB().NewRaw("SELECT count(*) FROM alert_outbox WHERE alert_uuid = ? AND kind = 'rerun'", id).Scan(ctx, &outbox))
+		indID := d["indicators"].([]any)[0].(map[string]any)["uuid"]
+		require.NoError(t, ts.Store.DB().NewRaw("SELECT count(*) FROM start_outbox WHERE subject_uuid = ? AND kind = 'indicator_enrichment'", indID).Scan(ctx, &outbox))
 		require.Equal(t, 1, outbox)
 
 		list := alertData2(t, ts.do(t, http.MethodGet, path, key, nil))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-soc/vigil/approvals"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -22,10 +23,10 @@ func (s *Server) approvalRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/workflow-approvals/:uuid", Tag: tag, Summary: "Get an approval request",
 		Scopes: scopes, Response: approvalResponse{}}, s.getApproval)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflow-approvals/:uuid/approve", Tag: tag, Summary: "Approve a request",
-		Description: "Committed in Postgres, then signalled to the run. Only a pending, unexpired request: 409 APPROVAL_ALREADY_DECIDED / APPROVAL_EXPIRED. The key that triggered the run cannot approve it (403 SELF_APPROVAL_FORBIDDEN). Each key counts once toward required_approvals.",
+		Description: "Committed in Postgres, then signalled to the run. Only a pending, unexpired request: 409 APPROVAL_ALREADY_DECIDED / APPROVAL_EXPIRED. The key that triggered the run cannot approve it (403 SELF_APPROVAL_FORBIDDEN); agent keys cannot decide (403 AGENT_CANNOT_APPROVE). Each decision records the deciding key's prefix and name; required_approvals counts distinct humans (keys, Slack users, decide-page holders), never responder_id.",
 		Scopes:      scopes, Body: approveRequest{}, Response: approvalResponse{}, Errors: []int{http.StatusConflict}}, s.approve)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflow-approvals/:uuid/reject", Tag: tag, Summary: "Reject a request",
-		Description: "One rejection rejects the request; the run ends rejected without sending a step.",
+		Description: "One rejection rejects the request; the run ends rejected without sending a step. Agent keys cannot decide (403 AGENT_CANNOT_APPROVE).",
 		Scopes:      scopes, Body: rejectRequest{}, Response: approvalResponse{}, Errors: []int{http.StatusConflict}}, s.reject)
 	s.add(route{Method: http.MethodPost, Path: "/v1/approvals/callback/slack", Tag: tag, Summary: "Slack interaction callback",
 		Description: "Public: authenticated by Slack's v0 request signature (SLACK_SIGNING_SECRET) within a 5-minute window. Decides as the Slack user.",
@@ -33,10 +34,13 @@ func (s *Server) approvalRoutes() {
 }
 
 type approvalDecisionResponse struct {
-	ResponderID string    `json:"responder_id"`
-	Decision    string    `json:"decision" enum:"approved,rejected"`
-	Comment     *string   `json:"comment"`
-	DecidedAt   time.Time `json:"decided_at"`
+	ResponderID  string    `json:"responder_id" doc:"Free text (default the key prefix); never counted by the quorum."`
+	Decision     string    `json:"decision" enum:"approved,rejected"`
+	Comment      *string   `json:"comment"`
+	DecidedAt    time.Time `json:"decided_at"`
+	KeyPrefix    *string   `json:"key_prefix" doc:"The deciding API key (null from Slack and the decide page)."`
+	KeyName      *string   `json:"key_name"`
+	VerifiedUser *string   `json:"verified_user" doc:"The Slack user (slack:<team>:<user>, verified by Slack's signature) or the decide-page token holder."`
 }
 
 type approvalResponse struct {
@@ -65,7 +69,8 @@ type approvalResponse struct {
 func toApprovalResponse(a store.ApprovalRequest) approvalResponse {
 	ds := make([]approvalDecisionResponse, len(a.Decisions))
 	for i, d := range a.Decisions {
-		ds[i] = approvalDecisionResponse{ResponderID: d.ResponderID, Decision: d.Decision, Comment: d.Comment, DecidedAt: d.DecidedAt.UTC()}
+		ds[i] = approvalDecisionResponse{ResponderID: d.ResponderID, Decision: d.Decision, Comment: d.Comment, DecidedAt: d.DecidedAt.UTC(),
+			KeyPrefix: d.KeyPrefix, KeyName: d.KeyName, VerifiedUser: d.VerifiedUser}
 	}
 	return approvalResponse{UUID: a.UUID, WorkflowUUID: a.WorkflowUUID, WorkflowName: a.WorkflowName, RunUUID: a.RunUUID,
 		TriggerSource: a.TriggerSource, TriggerKeyPrefix: a.TriggerKeyPrefix, Reason: a.Reason, Confidence: a.Confidence,
@@ -106,7 +111,7 @@ func (s *Server) getApproval(c *fiber.Ctx) error {
 }
 
 type approveRequest struct {
-	ResponderID *string `json:"responder_id" minLength:"1" maxLength:"200" doc:"Shown in decisions; default the key prefix. The quorum counts keys, not this label."`
+	ResponderID *string `json:"responder_id" minLength:"1" maxLength:"200" doc:"Shown in decisions; default the key prefix. The quorum counts distinct humans, not this label."`
 	Comment     *string `json:"comment" maxLength:"5000"`
 }
 
@@ -144,18 +149,14 @@ func (s *Server) decideByKey(c *fiber.Ctx, approve bool, responder, comment *str
 	if err != nil {
 		return err
 	}
-	p := principal(c)
-	label := p.KeyPrefix
-	if responder != nil {
-		label = *responder
-	}
-	key := p.KeyUUID
-	a, err := s.deps.Workflows.DecideApproval(c.UserContext(), id, store.Decision{Identity: "key:" + key.String(), ResponderID: label,
-		KeyUUID: &key, Approve: approve, Comment: comment})
+	who, err := responses.ByKey(responses.ActorOf(principal(c), responses.ActorAPI), responder)
 	if err != nil {
-		return decisionError(err)
+		return responsesError(err)
 	}
-	s.signalRun(c, a.RunUUID)
+	a, err := s.responses.Decide(c.UserContext(), id, who, approve, comment)
+	if err != nil {
+		return responsesError(err)
+	}
 	return respond(c, http.StatusOK, toApprovalResponse(a))
 }
 
@@ -163,6 +164,8 @@ func (s *Server) decideByKey(c *fiber.Ctx, approve bool, responder, comment *str
 func decisionError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		return errNotFound("Approval request")
+	case errors.As(err, new(*responses.NotFoundError)):
 		return errNotFound("Approval request")
 	case errors.Is(err, store.ErrApprovalExpired):
 		return NewError(http.StatusConflict, "APPROVAL_EXPIRED", "The approval request has expired.")
@@ -201,16 +204,10 @@ func (s *Server) slackCallback(c *fiber.Ctx) error {
 	if err != nil {
 		return NewError(http.StatusBadRequest, "INVALID_PAYLOAD", "Not a Vigil approval action.")
 	}
-	name := act.UserName
-	if name == "" {
-		name = act.UserID
-	}
-	a, err := s.deps.Workflows.DecideApproval(c.UserContext(), act.ApprovalUUID, store.Decision{
-		Identity: "slack:" + act.TeamID + ":" + act.UserID, ResponderID: "slack:" + name, Approve: act.Approve})
+	a, err := s.responses.Decide(c.UserContext(), act.ApprovalUUID, responses.BySlack(act.TeamID, act.UserID, act.UserName), act.Approve, nil)
 	text := ""
 	switch {
 	case err == nil:
-		s.signalRun(c, a.RunUUID)
 		text = "Recorded: " + map[bool]string{true: "approved", false: "rejected"}[act.Approve] + " by <@" + act.UserID + ">. Request is now " + a.Status + "."
 	default:
 		var apiErr *Error

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"html/template"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/approvals"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -174,14 +174,6 @@ func (s *Server) decideSubmit(c *fiber.Ctx) error {
 	if decision != "approve" && decision != "reject" {
 		return s.renderDecide(c, http.StatusUnprocessableEntity, decideView{Title: "Choose a decision", Message: "Press Approve or Reject.", A: &a})
 	}
-	name := strings.TrimSpace(c.FormValue("responder_name"))
-	if len([]rune(name)) > 200 {
-		name = string([]rune(name)[:200])
-	}
-	responder := "browser"
-	if name != "" {
-		responder = "browser:" + name
-	}
 	var comment *string
 	if cm := strings.TrimSpace(c.FormValue("comment")); cm != "" {
 		if len([]rune(cm)) > 5000 {
@@ -189,9 +181,7 @@ func (s *Server) decideSubmit(c *fiber.Ctx) error {
 		}
 		comment = &cm
 	}
-	hash := approvals.HashToken(tok)
-	decided, err := s.deps.Workflows.DecideApproval(c.UserContext(), a.UUID, store.Decision{
-		Identity: "decide-page:" + hex.EncodeToString(hash[:12]), ResponderID: responder, Approve: decision == "approve", Comment: comment, TokenHash: hash})
+	decided, err := s.responses.Decide(c.UserContext(), a.UUID, responses.ByDecidePage(tok, c.FormValue("responder_name")), decision == "approve", comment)
 	if err != nil {
 		var apiErr *Error
 		mapped := decisionError(err)
@@ -207,7 +197,6 @@ func (s *Server) decideSubmit(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	s.signalRun(c, decided.RunUUID)
 	msg := "Your decision was recorded: " + map[bool]string{true: "approved", false: "rejected"}[decision == "approve"] + "."
 	return s.renderDecide(c, http.StatusOK, decideView{Title: "Decision recorded", Message: msg, A: &decided})
 }

@@ -99,6 +99,47 @@ func TestEveryScopeRefusal(t *testing.T) {
 	require.Positive(t, checked)
 }
 
+// TestScopeRulesBeyondRouteScopes extends the matrix above with the rules a route's scope does not
+// cover (issue 12): a live dry run needs admin, and agent keys cannot decide approval requests, even
+// holding every other scope.
+func TestScopeRulesBeyondRouteScopes(t *testing.T) {
+	ts, _ := newWorkflowServer(t)
+	var allButAdmin []string
+	for _, s := range auth.AllScopes() {
+		if s != auth.ScopeAdmin {
+			allButAdmin = append(allButAdmin, s)
+		}
+	}
+	human := mustKey(t, ts.Store, allButAdmin...)
+	agent := mustKeyWith(t, ts.Store, func(k *store.APIKey) { k.KeyType = auth.KeyTypeAgent }, allButAdmin...)
+	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
+	live := map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1", "live_http": true}
+	test := "/v1/workflows/" + uuid.NewString() + "/test"
+	for name, key := range map[string]string{"human": human, "agent": agent} {
+		t.Run("live test as "+name, func(t *testing.T) {
+			m := requireError(t, ts.do(t, http.MethodPost, test, key, live), http.StatusForbidden, "FORBIDDEN")
+			require.Equal(t, []any{"admin"}, m["error"].(map[string]any)["details"].(map[string]any)["required_scopes"])
+		})
+	}
+	t.Run("live test as admin passes the rule", func(t *testing.T) {
+		requireError(t, ts.do(t, http.MethodPost, test, admin, live), http.StatusNotFound, "NOT_FOUND")
+	})
+	t.Run("mock test needs only workflows:execute", func(t *testing.T) {
+		requireError(t, ts.do(t, http.MethodPost, test, agent, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1"}),
+			http.StatusNotFound, "NOT_FOUND")
+	})
+	for _, verb := range []string{"approve", "reject"} {
+		t.Run(verb+" as agent", func(t *testing.T) {
+			requireError(t, ts.do(t, http.MethodPost, "/v1/workflow-approvals/"+uuid.NewString()+"/"+verb, agent, `{}`),
+				http.StatusForbidden, "AGENT_CANNOT_APPROVE")
+		})
+		t.Run(verb+" as human passes the rule", func(t *testing.T) {
+			requireError(t, ts.do(t, http.MethodPost, "/v1/workflow-approvals/"+uuid.NewString()+"/"+verb, human, `{}`),
+				http.StatusNotFound, "NOT_FOUND")
+		})
+	}
+}
+
 func toAny(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {

@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/ingest"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/sources"
 )
@@ -52,14 +53,12 @@ type Deps struct {
 	Alerts         AlertStore
 	Indicators     IndicatorStore
 	Mappings       IndicatorMappingStore
-	// IndicatorEnricher starts enrichment of indicators added to an alert; nil queues a pipeline re-run.
-	IndicatorEnricher IndicatorEnricher
 
 	Enrichment EnrichmentDeps // providers, field extractions, on-demand enrichment
 
-	Workflows          WorkflowStore      // workflows, versions, runs, approvals, workflow secrets
-	RunStarter         WorkflowRunStarter // starts and signals WorkflowRun (temporal.RunStarter)
-	WorkflowStepClient httpsteps.Doer     // live_http dry runs of workflows (SSRF-guarded)
+	Workflows          WorkflowStore       // workflows, versions, runs, approvals, workflow secrets
+	RunSignaler        WorkflowRunSignaler // signals WorkflowRun after a decision (temporal.RunSignaler)
+	WorkflowStepClient httpsteps.Doer      // live_http dry runs of workflows (SSRF-guarded)
 
 	Metrics    MetricsStore // alert, workflow and summary metrics
 	Agents     AgentService // agent registrations and test deliveries (agents.Service)
@@ -81,8 +80,9 @@ type Server struct {
 	routes []route
 	apiDoc docCache
 
-	ingest     *ingest.Service // ingestion, with the integrations and mappings it caches
-	alertRules *alerts.Service // alert PATCH, findings, adding indicators, indicator malice
+	ingest     *ingest.Service    // ingestion, with the integrations and mappings it caches
+	alertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
+	responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
 }
 
 // alertRulesStore is what the alerts service needs, from the alert and indicator stores of Deps.
@@ -109,6 +109,7 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
+	s.responses = newResponses(deps)
 	if s.deps.SourceRegistry == nil {
 		s.deps.SourceRegistry = sources.NewRegistry()
 	}
@@ -117,7 +118,7 @@ func New(cfg Config, deps Deps) *Server {
 		secrets = s.deps.Secrets
 	}
 	s.ingest = ingest.New(deps.Ingest, s.deps.SourceRegistry, secrets, cfg.AlertDedupWindow)
-	s.alertRules = alerts.New(alertRulesStore{deps.Alerts, deps.Indicators}, deps.IndicatorEnricher, deps.Log)
+	s.alertRules = alerts.New(alertRulesStore{deps.Alerts, deps.Indicators}, deps.Log)
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
 		// Every body is streamed: fasthttp hands the request over after the headers (and at most 8 KiB

@@ -141,10 +141,13 @@ func (s *Server) cancelWorkflowRun(c *fiber.Ctx) error {
 	return respond(c, http.StatusOK, toRunResponse(r))
 }
 
-// signalRun tells the run's workflow to re-read Postgres. The decision is already committed, so a
-// failure here is logged, not returned: the workflow re-reads at its expiry timer at the latest.
+// signalRun tells the run's workflow to re-read Postgres. The cancellation is already committed, so a
+// failure here is logged, not returned: the workflow re-reads before each step and at its timers.
 func (s *Server) signalRun(c *fiber.Ctx, runID uuid.UUID) {
-	if err := s.deps.RunStarter.SignalWorkflowRun(c.UserContext(), runID); err != nil {
+	if s.deps.RunSignaler == nil {
+		return
+	}
+	if err := s.deps.RunSignaler.SignalWorkflowRun(c.UserContext(), runID); err != nil {
 		s.log.WarnContext(c.UserContext(), "signal workflow run", "err", err, "run_uuid", runID)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
@@ -176,14 +178,28 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 			WebhookURL: h.notices.URL, WebhookSecret: testWebhookSecret}, guard.HTTPClient(10*time.Second))}
 	h.startWorkers(t)
 	t.Cleanup(func() { h.stop() })
+	startDispatcher(t, st, c, h.queues)
 	h.ts = newTestServer(t, func(cfg *Config, d *Deps) {
 		d.Workflows = st
-		d.RunStarter = temporal.NewRunStarter(c, h.queues)
+		d.RunSignaler = temporal.NewRunSignaler(c)
 		d.Secrets = box
 		d.WorkflowStepClient = guard.HTTPClient(30 * time.Second)
 		cfg.SlackSigningSecret = slackTestSecret
 	})
 	return h
+}
+
+// startDispatcher runs the outbox dispatcher (it starts the runs execute commits) until the test
+// ends.
+func startDispatcher(t testing.TB, st *store.Store, c client.Client, queues temporal.Queues) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	d := temporal.NewDispatcher(st, c, queues, slog.New(slog.DiscardHandler), temporal.DispatcherOptions{Poll: 100 * time.Millisecond})
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
 }
 
 // startWorkers runs the workers until stop is called (which waits for them to end).
@@ -288,6 +304,17 @@ func (h *runHarness) workflowResult(t testing.TB, run uuid.UUID) string {
 	defer cancel()
 	var res struct {
 		Status string `json:"status"`
+	}
+	// The dispatcher starts the workflow shortly after execute committed it (start outbox).
+	for {
+		_, err := h.client.DescribeWorkflowExecution(ctx, ids.WorkflowRun(run), "")
+		var nf *serviceerror.NotFound
+		if !errors.As(err, &nf) {
+			require.NoError(t, err)
+			break
+		}
+		require.NoError(t, ctx.Err(), "workflow of run %s never started", run)
+		time.Sleep(20 * time.Millisecond)
 	}
 	require.NoError(t, h.client.GetWorkflow(ctx, ids.WorkflowRun(run), "").Get(ctx, &res))
 	return res.Status

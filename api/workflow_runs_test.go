@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/httpsteps"
 	"github.com/vigil-soc/vigil/store"
@@ -23,7 +24,7 @@ import (
 // recordRunHistory, when set, makes TestRunAgentHeldAtGateApprovedRunsOnce write the history of
 // its gated run there (workflows/testdata/workflow_run_history.json feeds the replay test):
 //
-//	go test ./api -run TestRunAgentHeldAtGateApprovedRunsOnce -record-run-history=$PWD/workflows/testdata/workflow_run_history.json
+//	go test ./api -run TestRunAgentHeldAtGateApprovedRunsOnce -record-run-history=$PWD/workflows/testdata/workflow_run_signal_start_history.json
 var recordRunHistory = flag.String("record-run-history", "", "write the gated run's Temporal history to this file")
 
 func runSteps(t *testing.T, run store.WorkflowRun) []httpsteps.StepRecord {
@@ -128,7 +129,7 @@ func TestRunAgentHeldAtGateApprovedRunsOnce(t *testing.T) {
 		testenv.WriteHistory(t, h.client, ex.WorkflowID, *recordRunHistory)
 	}
 	// Duplicate signals and a second approval change nothing.
-	require.NoError(t, h.ts.Server.deps.RunStarter.SignalWorkflowRun(context.Background(), ex.RunUUID))
+	require.NoError(t, h.ts.Server.deps.RunSignaler.SignalWorkflowRun(context.Background(), ex.RunUUID))
 	requireError(t, h.decide(t, approver, *ex.ApprovalRequestUUID, "approve", nil), http.StatusConflict, "APPROVAL_ALREADY_DECIDED")
 	requireError(t, h.decide(t, human, *ex.ApprovalRequestUUID, "reject", nil), http.StatusConflict, "APPROVAL_ALREADY_DECIDED")
 	time.Sleep(300 * time.Millisecond)
@@ -498,7 +499,9 @@ func TestDryRunLiveHTTP(t *testing.T) {
 			map[string]any{"name": "metadata", "url": "http://169.254.169.254/latest/meta-data/", "optional": true},
 		}
 	}))
-	r := h.ts.do(t, http.MethodPost, "/v1/workflows/"+wf+"/test", human, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1", "live_http": true})
+	// Live dry runs are admin only (issue 12 item 1; the refusal is in TestLiveDryRunIsAdminOnly).
+	admin := mustKey(t, h.ts.Store, auth.ScopeAdmin)
+	r := h.ts.do(t, http.MethodPost, "/v1/workflows/"+wf+"/test", admin, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.1", "live_http": true})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	d := r.JSON(t)["data"].(map[string]any)
 	require.Equal(t, true, d["success"], string(r.Body))

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -14,14 +13,17 @@ import (
 
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
 
-// WorkflowStore is what the workflow, run, approval and secret routes need.
+// WorkflowStore is what the workflow, run, approval and secret routes need, including what the
+// response-workflow rules they call read and write (responses.Store).
 type WorkflowStore interface {
+	responses.Store
+
 	CreateWorkflow(ctx context.Context, w *store.Workflow) error
-	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
 	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
 	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
 	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
@@ -29,23 +31,15 @@ type WorkflowStore interface {
 	ListWorkflowVersions(ctx context.Context, id uuid.UUID, p store.Page) ([]store.WorkflowVersion, int, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
 
-	CreateWorkflowRun(ctx context.Context, run *store.WorkflowRun, approval *store.ApprovalRequest) (bool, error)
-	FindIdempotentRun(ctx context.Context, keyUUID, workflowUUID uuid.UUID, idemKey string) (store.WorkflowRun, error)
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
 	CancelWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
-	FinishWorkflowRun(ctx context.Context, id uuid.UUID, status string, result json.RawMessage, errText *string) (store.WorkflowRun, bool, error)
 
-	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
 	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
-	DecideApproval(ctx context.Context, id uuid.UUID, d store.Decision) (store.ApprovalRequest, error)
 
 	PutWorkflowSecret(ctx context.Context, sec *store.WorkflowSecret) (bool, error)
 	ListWorkflowSecrets(ctx context.Context, p store.Page) ([]store.WorkflowSecret, int, error)
 	DeleteWorkflowSecret(ctx context.Context, name string) error
-	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
-
-	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
 }
 
 func (s *Server) workflowRoutes() {
@@ -67,11 +61,11 @@ func (s *Server) workflowRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/workflows/:uuid/versions", Tag: tag, Summary: "List a workflow's versions",
 		Description: "Newest first; each holds the definition as it was.", Scopes: read, Query: PageQuery{}, Response: workflowVersionResponse{}, List: true}, s.listWorkflowVersions)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflows/:uuid/execute", Tag: tag, Summary: "Execute a workflow",
-		Description: "trigger_source comes from the key's key_type. Agent keys must send reason and confidence. An Idempotency-Key header returns the same run for a retried request.",
+		Description: "trigger_source comes from the key's key_type. Agent keys must send reason and confidence. An Idempotency-Key header returns the same run for a retried request. The run, its approval request and its start are committed together; the request never waits on Temporal (the worker's dispatcher starts the run).",
 		Scopes:      exec, Body: executeWorkflowRequest{}, Response: executeWorkflowResponse{}, Status: http.StatusAccepted,
 		Errors: []int{http.StatusConflict, http.StatusServiceUnavailable}}, s.executeWorkflow)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflows/:uuid/test", Tag: tag, Summary: "Dry-run a workflow",
-		Description: "Steps are resolved and shown (secrets masked). HTTP is answered by mock_http_responses (by step name; default: the step's first expected status with an empty body) unless live_http is true. No run row, no gate.",
+		Description: "Steps are resolved and shown (secrets masked). HTTP is answered by mock_http_responses (by step name; default: the step's first expected status with an empty body) unless live_http is true. No run row, no gate. live_http sends real requests with the workflow's secrets: admin only (403 FORBIDDEN, required_scopes [admin]) and recorded as activity workflow.tested_live with the key prefix.",
 		Scopes:      exec, Body: testWorkflowRequest{}, Response: testWorkflowResponse{}}, s.testWorkflow)
 	s.workflowSecretRoutes()
 	s.workflowRunRoutes()
@@ -185,23 +179,7 @@ func validateWorkflowSteps(steps json.RawMessage) validate.Errors {
 }
 
 // workflowSecretNames lists the secrets a stored steps list names.
-func workflowSecretNames(steps json.RawMessage) []string {
-	raw, _ := json.Marshal(map[string]json.RawMessage{"steps": steps})
-	cfg, verrs := httpsteps.ParseConfig(raw)
-	out := []string{}
-	if len(verrs) > 0 {
-		return out
-	}
-	for _, v := range cfg.Variables() {
-		if rest, ok := strings.CutPrefix(v, "secrets."); ok {
-			name, _, _ := strings.Cut(rest, ".")
-			if len(out) == 0 || out[len(out)-1] != name {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
-}
+func workflowSecretNames(steps json.RawMessage) []string { return responses.WorkflowSecretNames(steps) }
 
 func derefOr[T any](p *T, def T) T {
 	if p == nil {
@@ -472,30 +450,4 @@ func (s *Server) listWorkflowVersions(c *fiber.Ctx) error {
 		out[i] = workflowVersionResponse{Version: v.Version, Definition: v.Definition, CreatedAt: v.CreatedAt.UTC()}
 	}
 	return respondList(c, out, total, q)
-}
-
-// openSecrets returns the plaintext of the named secrets that exist (a workflow gets only those it
-// names).
-func (s *Server) openSecrets(ctx context.Context, names []string) (map[string]any, []string, error) {
-	out := map[string]any{}
-	var values []string
-	if len(names) == 0 {
-		return out, nil, nil
-	}
-	if s.deps.Secrets == nil {
-		return nil, nil, NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Secrets are not available: ENCRYPTION_KEY is not configured.")
-	}
-	sealed, err := s.deps.Workflows.SealedWorkflowSecrets(ctx, names)
-	if err != nil {
-		return nil, nil, err
-	}
-	for name, v := range sealed {
-		plain, err := s.deps.Secrets.Open(v)
-		if err != nil {
-			return nil, nil, fmt.Errorf("open secret %s: %w", name, err)
-		}
-		out[name] = string(plain)
-		values = append(values, string(plain))
-	}
-	return out, values, nil
 }

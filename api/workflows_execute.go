@@ -1,31 +1,56 @@
 package api
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/approvals"
-	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/validate"
 )
 
-// WorkflowRunStarter starts and signals the Temporal workflow of a run (temporal.RunStarter).
-type WorkflowRunStarter interface {
-	StartWorkflowRun(ctx context.Context, run store.WorkflowRun, workflowName string, gated bool, expiresAt time.Time) (string, error)
-	SignalWorkflowRun(ctx context.Context, runID uuid.UUID) error
+// WorkflowRunSignaler tells a run's Temporal workflow to re-read its decision (temporal.RunSignaler).
+type WorkflowRunSignaler = responses.RunSignaler
+
+// newResponses builds the response-workflow rules over the API's dependencies.
+func newResponses(deps Deps) *responses.Service {
+	rd := responses.Deps{Store: deps.Workflows, StepClient: deps.WorkflowStepClient, Signaler: deps.RunSignaler, Log: deps.Log}
+	if deps.Secrets != nil {
+		rd.Secrets = deps.Secrets
+	}
+	return responses.New(rd)
+}
+
+// responsesError maps the errors of package responses (and the store errors it passes on) to the
+// contract's codes.
+func responsesError(err error) error {
+	var nf *responses.NotFoundError
+	var na *responses.NotActiveError
+	var fb *responses.ForbiddenError
+	var so *responses.SecretOpenError
+	var un *responses.UnavailableError
+	switch {
+	case errors.As(err, &nf):
+		return errNotFound(nf.What)
+	case errors.As(err, &na):
+		return NewError(http.StatusConflict, "WORKFLOW_NOT_ACTIVE", "Workflow is "+na.State+", not active.").WithDetails(map[string]any{"state": na.State})
+	case errors.As(err, &fb):
+		return NewError(http.StatusForbidden, "FORBIDDEN", fb.Reason).WithDetails(map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes})
+	case errors.Is(err, responses.ErrAgentCannotApprove):
+		return NewError(http.StatusForbidden, "AGENT_CANNOT_APPROVE", "Agent keys cannot approve or reject; a person must decide.")
+	case errors.Is(err, responses.ErrStepsInvalid):
+		return NewError(http.StatusConflict, "WORKFLOW_INVALID", "The stored steps no longer parse.")
+	case errors.As(err, &so):
+		return fmt.Errorf("dry run: %w", err)
+	case errors.As(err, &un):
+		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", un.Message)
+	}
+	return decisionError(err)
 }
 
 type executeWorkflowRequest struct {
@@ -45,151 +70,25 @@ type executeWorkflowResponse struct {
 	WorkflowID          string     `json:"workflow_id" doc:"Temporal workflow id: workflow-run-<run_uuid>."`
 }
 
-const maxIdempotencyKeyLen = 200
-
 func (s *Server) executeWorkflow(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
-	p := principal(c)
-	trigger := p.KeyType
-	if trigger != auth.KeyTypeAgent {
-		trigger = auth.KeyTypeHuman
-	}
 	var req executeWorkflowRequest
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	var errs validate.Errors
-	if trigger == auth.KeyTypeAgent {
-		if req.Reason == nil || strings.TrimSpace(*req.Reason) == "" {
-			errs.Add([]any{"body", "reason"}, validate.TypeMissing, "Agent keys must give a non-empty reason.", nil)
-		}
-		if req.Confidence == nil {
-			errs.Add([]any{"body", "confidence"}, validate.TypeMissing, "Agent keys must give a confidence between 0 and 1.", nil)
-		}
-	}
-	idemKey := c.Get("Idempotency-Key")
-	if len(idemKey) > maxIdempotencyKeyLen || strings.ContainsFunc(idemKey, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		errs.Add([]any{"header", "Idempotency-Key"}, validate.TypeValue, "Idempotency-Key must be 1..200 visible ASCII characters.", nil)
-	}
-	value, nerr := indicators.Normalize(indicators.Type(req.IndicatorType), req.IndicatorValue)
-	if nerr != nil {
-		errs.Add([]any{"body", "indicator_value"}, validate.TypeValue, "Not a valid "+req.IndicatorType+": "+nerr.Error(), validate.Truncate(req.IndicatorValue))
-	}
-	if err := errs.Err(); err != nil {
-		return err
-	}
-	ctx := c.UserContext()
-	if idemKey != "" {
-		run, err := s.deps.Workflows.FindIdempotentRun(ctx, p.KeyUUID, id, idemKey)
-		if err == nil {
-			return s.respondExecuted(c, run)
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-	}
-	w, err := s.deps.Workflows.GetWorkflow(ctx, id)
+	ex, err := s.responses.Execute(c.UserContext(), responses.ActorOf(principal(c), responses.ActorAPI), responses.ExecuteRequest{
+		WorkflowUUID: id, IndicatorType: req.IndicatorType, IndicatorValue: req.IndicatorValue, AlertUUID: req.AlertUUID,
+		Reason: req.Reason, Confidence: req.Confidence, IdempotencyKey: c.Get("Idempotency-Key")})
 	if err != nil {
-		return notFoundAs(err, "Workflow")
+		return responsesError(err)
 	}
-	if w.State != store.WorkflowStateActive {
-		return NewError(http.StatusConflict, "WORKFLOW_NOT_ACTIVE", "Workflow is "+w.State+", not active.").WithDetails(map[string]any{"state": w.State})
-	}
-	if len(w.IndicatorTypes) > 0 && !slices.Contains(w.IndicatorTypes, req.IndicatorType) {
-		var errs validate.Errors
-		errs.AddCtx([]any{"body", "indicator_type"}, validate.TypeEnum, "This workflow accepts indicator types: "+strings.Join(w.IndicatorTypes, ", ")+".",
-			req.IndicatorType, map[string]any{"expected": w.IndicatorTypes})
-		return errs
-	}
-	if w.WorkflowType == "alert" && req.AlertUUID == nil {
-		var errs validate.Errors
-		errs.Add([]any{"body", "alert_uuid"}, validate.TypeMissing, "This workflow acts on an alert: alert_uuid is required.", nil)
-		return errs
-	}
-	if req.AlertUUID != nil {
-		if _, err := s.deps.Workflows.AlertTemplateValues(ctx, *req.AlertUUID); err != nil {
-			return notFoundAs(err, "Alert")
-		}
-	}
-	keyUUID, prefix := p.KeyUUID, p.KeyPrefix
-	run := store.WorkflowRun{UUID: uuid.New(), WorkflowUUID: w.UUID, WorkflowVersion: w.Version, Status: store.RunQueued,
-		TriggerSource: trigger, TriggerKeyUUID: &keyUUID, TriggerKeyPrefix: &prefix, Reason: req.Reason, Confidence: req.Confidence,
-		IndicatorType: req.IndicatorType, IndicatorValue: value, AlertUUID: req.AlertUUID}
-	if idemKey != "" {
-		run.IdempotencyKey = &idemKey
-	}
-	var approval *store.ApprovalRequest
-	gated := approvals.Needed(w.ApprovalMode, trigger)
-	if gated {
-		run.Status = store.RunPendingApproval
-		approval = &store.ApprovalRequest{UUID: uuid.New(), WorkflowUUID: w.UUID, WorkflowName: w.Name, TriggerSource: trigger,
-			TriggerKeyUUID: &keyUUID, TriggerKeyPrefix: &prefix, Reason: req.Reason, Confidence: req.Confidence,
-			IndicatorType: req.IndicatorType, IndicatorValue: value, RiskLevel: w.RiskLevel, Status: store.ApprovalPending,
-			RequiredApprovals: w.RequiredApprovals, ExpiresAt: approvals.ExpiresAt(time.Now(), w.ApprovalTimeoutSeconds),
-			NotifierType: approvals.NotifierNone}
-	}
-	created, err := s.deps.Workflows.CreateWorkflowRun(ctx, &run, approval)
-	if err != nil {
-		return err
-	}
-	if !created {
-		return s.respondExecuted(c, run)
-	}
-	var expires time.Time
-	if approval != nil {
-		expires = approval.ExpiresAt
-	}
-	if _, err := s.deps.RunStarter.StartWorkflowRun(ctx, run, w.Name, gated, expires); err != nil {
-		s.log.ErrorContext(ctx, "start workflow run", "err", err, "run_uuid", run.UUID)
-		if idemKey == "" {
-			// Nobody can retry this run: end it so it does not sit queued forever.
-			msg := "could not be started: Temporal unavailable"
-			if _, _, ferr := s.deps.Workflows.FinishWorkflowRun(context.WithoutCancel(ctx), run.UUID, store.RunFailed, nil, &msg); ferr != nil {
-				s.log.ErrorContext(ctx, "fail unstarted run", "err", ferr, "run_uuid", run.UUID)
-			}
-		}
-		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "The workflow engine is unavailable; retry with the same Idempotency-Key.")
-	}
-	return s.respondExecutedWith(c, run, approval)
-}
-
-// respondExecuted answers a retried request: the run's workflow is (re)started so a request that
-// failed after the insert still gets its run going; a started or closed one is left as it is.
-func (s *Server) respondExecuted(c *fiber.Ctx, run store.WorkflowRun) error {
-	ctx := c.UserContext()
-	var approval *store.ApprovalRequest
-	if run.ApprovalRequestUUID != nil {
-		a, err := s.deps.Workflows.GetApproval(ctx, *run.ApprovalRequestUUID)
-		if err != nil {
-			return err
-		}
-		approval = &a
-	}
-	if run.Status == store.RunQueued || run.Status == store.RunPendingApproval {
-		w, err := s.deps.Workflows.GetWorkflowVersion(ctx, run.WorkflowUUID, run.WorkflowVersion)
-		if err != nil {
-			return err
-		}
-		var expires time.Time
-		if approval != nil {
-			expires = approval.ExpiresAt
-		}
-		if _, err := s.deps.RunStarter.StartWorkflowRun(ctx, run, w.Name, approval != nil, expires); err != nil {
-			s.log.ErrorContext(ctx, "restart workflow run", "err", err, "run_uuid", run.UUID)
-			return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "The workflow engine is unavailable; retry with the same Idempotency-Key.")
-		}
-	}
-	return s.respondExecutedWith(c, run, approval)
-}
-
-func (s *Server) respondExecutedWith(c *fiber.Ctx, run store.WorkflowRun, approval *store.ApprovalRequest) error {
-	out := executeWorkflowResponse{RunUUID: run.UUID, Status: run.Status, TriggerSource: run.TriggerSource, WorkflowID: run.TemporalWorkflowID}
-	if approval != nil {
-		id, exp := approval.UUID, approval.ExpiresAt.UTC()
-		out.ApprovalRequestUUID, out.ExpiresAt = &id, &exp
+	out := executeWorkflowResponse{RunUUID: ex.Run.UUID, Status: ex.Run.Status, TriggerSource: ex.Run.TriggerSource, WorkflowID: ex.Run.TemporalWorkflowID}
+	if ex.Approval != nil {
+		aid, exp := ex.Approval.UUID, ex.Approval.ExpiresAt.UTC()
+		out.ApprovalRequestUUID, out.ExpiresAt = &aid, &exp
 	}
 	return respond(c, http.StatusAccepted, out)
 }
@@ -237,31 +136,6 @@ type testWorkflowResponse struct {
 	Steps          []httpsteps.StepRecord `json:"steps"`
 }
 
-// mockDoer answers one step's request with its mock response.
-type mockDoer struct{ resp mockHTTPResponse }
-
-func (m mockDoer) Do(req *http.Request) (*http.Response, error) {
-	var body []byte
-	switch b := m.resp.Body.(type) {
-	case nil:
-	case string:
-		body = []byte(b)
-	default:
-		body, _ = json.Marshal(b)
-	}
-	h := http.Header{}
-	for k, v := range m.resp.Headers {
-		h.Set(k, v)
-	}
-	if h.Get("Content-Type") == "" && m.resp.Body != nil {
-		if _, isText := m.resp.Body.(string); !isText {
-			h.Set("Content-Type", "application/json")
-		}
-	}
-	return &http.Response{StatusCode: *m.resp.StatusCode, Header: h, Body: io.NopCloser(bytes.NewReader(body)), Request: req,
-		ContentLength: int64(len(body))}, nil
-}
-
 func (s *Server) testWorkflow(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
@@ -271,79 +145,17 @@ func (s *Server) testWorkflow(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	w, err := s.deps.Workflows.GetWorkflow(ctx, id)
+	mocks := make(map[string]responses.MockResponse, len(req.MockHTTPResponses))
+	for name, m := range req.MockHTTPResponses {
+		mocks[name] = responses.MockResponse(m)
+	}
+	res, err := s.responses.Test(c.UserContext(), responses.ActorOf(principal(c), responses.ActorAPI), responses.TestRequest{
+		WorkflowUUID: id, IndicatorType: req.IndicatorType, IndicatorValue: req.IndicatorValue, AlertUUID: req.AlertUUID,
+		Mocks: mocks, LiveHTTP: req.LiveHTTP})
 	if err != nil {
-		return notFoundAs(err, "Workflow")
+		return responsesError(err)
 	}
-	raw, _ := json.Marshal(map[string]json.RawMessage{"steps": w.Steps})
-	cfg, verrs := httpsteps.ParseConfig(raw)
-	if len(verrs) > 0 {
-		return NewError(http.StatusConflict, "WORKFLOW_INVALID", "The stored steps no longer parse.")
-	}
-	vars := map[string]any{"indicator": map[string]any{"type": req.IndicatorType, "value": strings.TrimSpace(req.IndicatorValue)}}
-	if req.AlertUUID != nil {
-		alert, err := s.deps.Workflows.AlertTemplateValues(ctx, *req.AlertUUID)
-		if err != nil {
-			return notFoundAs(err, "Alert")
-		}
-		vars["alert"] = alert
-	}
-	secrets, secretValues, err := s.openSecrets(ctx, workflowSecretNames(w.Steps))
-	if err != nil {
-		return err
-	}
-	vars["secrets"] = secrets
-	stepVars := map[string]any{}
-	vars["steps"] = stepVars
-	masker := httpsteps.NewMasker(secretValues)
-	out := testWorkflowResponse{Success: true, WorkflowName: w.Name, IndicatorType: req.IndicatorType, IndicatorValue: req.IndicatorValue,
-		LiveHTTP: req.LiveHTTP, Steps: []httpsteps.StepRecord{}}
-	start := time.Now()
-	for i, st := range cfg.Steps {
-		p, err := httpsteps.BuildRequest(cfg, i, vars)
-		if err != nil {
-			rec := httpsteps.FailedRecord(cfg, i, req.IndicatorValue, err)
-			rec.Error = masker.String(rec.Error)
-			rec.Skipped = st.Optional
-			out.Steps = append(out.Steps, rec)
-			if st.Optional {
-				continue
-			}
-			out.Success, out.ErrorMessage = false, rec.Error
-			break
-		}
-		var doer httpsteps.Doer
-		if req.LiveHTTP {
-			if s.deps.WorkflowStepClient == nil {
-				return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Live HTTP is not available on this server.")
-			}
-			doer = s.deps.WorkflowStepClient
-		} else {
-			mock, ok := req.MockHTTPResponses[st.Name]
-			if !ok || mock.StatusCode == nil {
-				code := p.ExpectedStatus[0]
-				mock.StatusCode = &code
-			}
-			doer = mockDoer{resp: mock}
-		}
-		res, err := httpsteps.NewRunner(doer).Do(ctx, p, secretValues...)
-		if err != nil {
-			if st.Optional {
-				res.MarkSkipped(err)
-				out.Steps = append(out.Steps, res.Record)
-				continue
-			}
-			out.Steps = append(out.Steps, res.Record)
-			out.Success, out.ErrorMessage = false, res.Record.Error
-			break
-		}
-		out.Steps = append(out.Steps, res.Record)
-		if res.NotFound {
-			break
-		}
-		stepVars[st.Name] = res.Vars()
-	}
-	out.DurationMS = time.Since(start).Milliseconds()
-	return respond(c, http.StatusOK, out)
+	return respond(c, http.StatusOK, testWorkflowResponse{Success: res.Result.Success, WorkflowName: res.WorkflowName,
+		IndicatorType: req.IndicatorType, IndicatorValue: req.IndicatorValue, LiveHTTP: req.LiveHTTP, ErrorMessage: res.Result.Error,
+		DurationMS: res.Result.DurationMS, Steps: res.Result.Steps})
 }

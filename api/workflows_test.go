@@ -29,7 +29,7 @@ func newWorkflowServer(t *testing.T) (*testServer, *secretbox.Box) {
 	ts := newTestServer(t, func(_ *Config, d *Deps) {
 		d.Workflows = st
 		d.Secrets = box
-		d.RunStarter = refusingStarter{}
+		d.RunSignaler = refusingStarter{}
 	})
 	return ts, box
 }

@@ -64,6 +64,15 @@ func NewRunner(d Doer, opts ...Option) *Runner {
 	return r
 }
 
+type stepKey struct{}
+
+// StepOf returns the prepared step that a request sent by Runner.Do belongs to, from the request's
+// context: a Doer answering by step (the mock responses of dry runs) reads it.
+func StepOf(ctx context.Context) (PreparedRequest, bool) {
+	p, ok := ctx.Value(stepKey{}).(PreparedRequest)
+	return p, ok
+}
+
 // StepRecord is the seed §2.7 step record, with secrets masked and the response body cut at 50 KB.
 type StepRecord struct {
 	StepName           string            `json:"step_name"`
@@ -148,7 +157,7 @@ func (r *Runner) Do(ctx context.Context, p PreparedRequest, extraSecrets ...stri
 	if timeout <= 0 {
 		timeout = DefaultTimeoutSeconds * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, stepKey{}, p), timeout)
 	defer cancel()
 
 	resp, err := r.send(ctx, p)

@@ -325,14 +325,8 @@ type Linked struct {
 func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []IndicatorKey, source, sourceName string, rule *RuleReference) (Linked, error) {
 	var l Linked
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		// A share lock keeps the alert from being deleted under the links (the FK would catch it, as
-		// a less readable error).
-		var one int
-		if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("KEY SHARE").Scan(ctx, &one); err != nil {
-			return fmt.Errorf("alert %s: %w", alertID, mapErr(err))
-		}
 		var err error
-		if l.Indicators, l.NewLinks, err = s.linkIndicators(ctx, tx, alertID, keys, source); err != nil {
+		if l.Indicators, l.NewLinks, err = s.lockAndLinkIndicators(ctx, tx, alertID, keys, source); err != nil {
 			return err
 		}
 		if rule == nil || rule.SourceRuleID == "" {
@@ -345,6 +339,17 @@ func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []In
 		return Linked{}, err
 	}
 	return l, nil
+}
+
+// lockAndLinkIndicators takes a share lock on the alert, which keeps it from being deleted under the
+// links (the FK would catch it, as a less readable error), and links keys (linkIndicators).
+// ErrNotFound when the alert does not exist.
+func (s *Store) lockAndLinkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
+	var one int
+	if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("KEY SHARE").Scan(ctx, &one); err != nil {
+		return nil, 0, fmt.Errorf("alert %s: %w", alertID, mapErr(err))
+	}
+	return s.linkIndicators(ctx, tx, alertID, keys, source)
 }
 
 func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {

@@ -61,6 +61,10 @@ type ApprovalDecision struct {
 	Decision     string    `bun:"decision"`
 	Comment      *string   `bun:"comment"`
 	DecidedAt    time.Time `bun:"decided_at"`
+	KeyPrefix    *string   `bun:"key_prefix"`    // the deciding API key
+	KeyName      *string   `bun:"key_name"`      // its name
+	VerifiedUser *string   `bun:"verified_user"` // the Slack user or decide-page holder, verified by signature or token
+	Human        bool      `bun:"human"`         // counts toward the quorum
 }
 
 func (s *Store) loadDecisions(ctx context.Context, db bun.IDB, reqs []ApprovalRequest) error {
@@ -137,18 +141,32 @@ func (s *Store) ListApprovals(ctx context.Context, f ApprovalFilter) ([]Approval
 
 // Decision is one responder's input to DecideApproval.
 type Decision struct {
-	Identity    string     // what the quorum counts: key:<uuid>, slack:<team>:<user>, decide-page:<uuid>
-	ResponderID string     // shown in the decisions list
-	KeyUUID     *uuid.UUID // the deciding API key, checked against the triggering key
-	Approve     bool
-	Comment     *string
-	TokenHash   []byte // decide page: must match the stored token hash, which is then cleared
+	Identity     string     // what the quorum counts: key:<uuid>, slack:<team>:<user>, decide-page:<token hash>
+	ResponderID  string     // shown in the decisions list (free text)
+	KeyUUID      *uuid.UUID // the deciding API key, checked against the triggering key
+	KeyPrefix    string     // the deciding API key's prefix and name ("" for Slack and the decide page)
+	KeyName      string
+	VerifiedUser string // the Slack user or decide-page holder ("" for API keys)
+	Agent        bool   // an agent decided: recorded, never counted toward the quorum
+	ActorType    string // of the approval.decided event; "" is api
+	Approve      bool
+	Comment      *string
+	TokenHash    []byte // decide page: must match the stored token hash, which is then cleared
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // DecideApproval commits one decision under a row lock: only a pending request before expires_at
 // can be decided (ErrApprovalDecided / ErrApprovalExpired), never by the key that triggered the run
 // (ErrSelfApproval), once per identity (ErrResponderVoted). One rejection rejects; approvals from
-// required_approvals distinct identities approve. approval.decided is recorded in the same
+// required_approvals distinct human identities approve (responder_id, free text, is never counted).
+// The deciding key's prefix and name, or the verified user, are stored with the decision and on the
+// event. approval.decided is recorded in the same
 // transaction. It returns the request as stored afterwards.
 func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (ApprovalRequest, error) {
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -176,7 +194,8 @@ func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (A
 		if d.Approve {
 			decision = ApprovalApproved
 		}
-		row := &ApprovalDecision{ApprovalUUID: id, Identity: d.Identity, ResponderID: d.ResponderID, Decision: decision, Comment: d.Comment, DecidedAt: now}
+		row := &ApprovalDecision{ApprovalUUID: id, Identity: d.Identity, ResponderID: d.ResponderID, Decision: decision, Comment: d.Comment,
+			DecidedAt: now, KeyPrefix: optString(d.KeyPrefix), KeyName: optString(d.KeyName), VerifiedUser: optString(d.VerifiedUser), Human: !d.Agent}
 		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
 			if IsUniqueViolation(err, "") {
 				return ErrResponderVoted
@@ -187,7 +206,8 @@ func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (A
 		if !d.Approve {
 			status = ApprovalRejected
 		} else {
-			n, err := tx.NewSelect().Table("workflow_approval_decisions").Where("approval_uuid = ? AND decision = ?", id, ApprovalApproved).Count(ctx)
+			// Distinct human identities: the primary key makes each identity decide once.
+			n, err := tx.NewSelect().Table("workflow_approval_decisions").Where("approval_uuid = ? AND decision = ? AND human", id, ApprovalApproved).Count(ctx)
 			if err != nil {
 				return fmt.Errorf("count approvals: %w", mapErr(err))
 			}
@@ -206,9 +226,20 @@ func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (A
 			return fmt.Errorf("update approval %s: %w", id, mapErr(err))
 		}
 		wf := a.WorkflowUUID
-		return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.decided", ActorType: ActorAPI, WorkflowUUID: &wf,
-			References: map[string]any{"approval_request_uuid": id.String(), "run_uuid": a.RunUUID.String(), "decision": decision,
-				"responder_id": d.ResponderID, "status": status}, CreatedAt: now})
+		actor := d.ActorType
+		if actor == "" {
+			actor = ActorAPI
+		}
+		refs := map[string]any{"approval_request_uuid": id.String(), "run_uuid": a.RunUUID.String(), "decision": decision,
+			"responder_id": d.ResponderID, "status": status}
+		if d.KeyName != "" {
+			refs["key_name"] = d.KeyName
+		}
+		if d.VerifiedUser != "" {
+			refs["verified_user"] = d.VerifiedUser
+		}
+		return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.decided", ActorType: actor, ActorKeyPrefix: optString(d.KeyPrefix),
+			WorkflowUUID: &wf, References: refs, CreatedAt: now})
 	})
 	if err != nil {
 		return ApprovalRequest{}, err

@@ -108,14 +108,8 @@ func (s *Store) claimOutbox(ctx context.Context, claimSQL string, arg any, limit
 				done = append(done, e.ID)
 				continue
 			}
-			msg := err.Error()
-			if len(msg) > 2000 {
-				msg = msg[:2000]
-			}
-			if _, err := tx.NewRaw(`UPDATE alert_outbox SET attempts = attempts + 1, last_error = ?,
-				not_before = now() + make_interval(secs => ?) WHERE id = ?`,
-				msg, OutboxBackoff(e.Attempts+1).Seconds(), e.ID).Exec(ctx); err != nil {
-				return fmt.Errorf("reschedule outbox entry %d: %w", e.ID, mapErr(err))
+			if err := rescheduleEntry(ctx, tx, "alert_outbox", e.ID, e.Attempts, err); err != nil {
+				return err
 			}
 		}
 		if len(started) > 0 {
@@ -132,6 +126,19 @@ func (s *Store) claimOutbox(ctx context.Context, claimSQL string, arg any, limit
 		return nil
 	})
 	return claimed, err
+}
+
+// rescheduleEntry records a failed start of entry id of table (an outbox) and backs it off.
+func rescheduleEntry(ctx context.Context, tx bun.Tx, table string, id int64, attempts int, startErr error) error {
+	msg := startErr.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	if _, err := tx.NewRaw(`UPDATE ? SET attempts = attempts + 1, last_error = ?, not_before = now() + make_interval(secs => ?) WHERE id = ?`,
+		bun.Ident(table), msg, OutboxBackoff(attempts+1).Seconds(), id).Exec(ctx); err != nil {
+		return fmt.Errorf("reschedule %s entry %d: %w", table, id, mapErr(err))
+	}
+	return nil
 }
 
 // EnqueueRerun commits an outbox entry that re-runs the alert's pipeline and notifies the dispatcher.

@@ -18,17 +18,19 @@ const outboxWakeGap = 5 * time.Millisecond
 // commit until after its WAL flush, which would serialise every ingest's durable commit.
 const wakeSQL = `SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, '')`
 
-// outboxWaker sends coalesced NOTIFYs on OutboxChannel after outbox rows were committed.
+// outboxWaker sends coalesced NOTIFYs on its channel (OutboxChannel, StartChannel) after outbox rows
+// were committed.
 type outboxWaker struct {
 	db      *bun.DB
+	channel string
 	kick    chan struct{}
 	once    sync.Once
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
-func newOutboxWaker(db *bun.DB) *outboxWaker {
-	return &outboxWaker{db: db, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+func newOutboxWaker(db *bun.DB, channel string) *outboxWaker {
+	return &outboxWaker{db: db, channel: channel, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // wake asks for a NOTIFY soon; it never blocks. The sending goroutine starts on first use.
@@ -50,7 +52,7 @@ func (w *outboxWaker) run() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		// An error only delays the dispatch to its next poll.
-		_, _ = w.db.ExecContext(ctx, wakeSQL, OutboxChannel)
+		_, _ = w.db.ExecContext(ctx, wakeSQL, w.channel)
 		cancel()
 		select {
 		case <-w.stop:

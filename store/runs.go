@@ -44,7 +44,8 @@ type WorkflowRun struct {
 	UpdatedAt           time.Time       `bun:"updated_at"`
 }
 
-// CreateWorkflowRun inserts run (and approval, when the run is gated) in one transaction. With an
+// CreateWorkflowRun inserts run (and approval, when the run is gated) and the start outbox entry
+// that starts its Temporal workflow in one transaction, then wakes the dispatcher. With an
 // idempotency key already used by the same key for the same workflow, nothing is inserted and the
 // existing run is returned with created false.
 func (s *Store) CreateWorkflowRun(ctx context.Context, run *WorkflowRun, approval *ApprovalRequest) (created bool, err error) {
@@ -77,9 +78,10 @@ func (s *Store) CreateWorkflowRun(ctx context.Context, run *WorkflowRun, approva
 				return fmt.Errorf("insert approval request: %w", mapErr(err))
 			}
 		}
-		return nil
+		return insertStart(ctx, tx, StartWorkflowRun, run.UUID)
 	})
 	if err == nil {
+		s.startWake.wake()
 		return true, nil
 	}
 	if run.IdempotencyKey != nil && IsUniqueViolation(err, "workflow_runs_idempotency_key") {

@@ -27,10 +27,13 @@ type Options struct {
 
 // Store wraps the bun database handle.
 type Store struct {
-	db     *bun.DB
-	now    func() time.Time
-	wake   *outboxWaker
-	ingest prepared // ingestSQL
+	db   *bun.DB
+	now  func() time.Time
+	wake *outboxWaker // alert_outbox: OutboxChannel
+	// startWake: start_outbox, on a channel of its own so the pipeline's dispatch is not woken for
+	// workflow runs and enrichments, nor those for each ingest.
+	startWake *outboxWaker
+	ingest    prepared // ingestSQL
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -51,7 +54,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
-	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db),
+	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
 		ingest: prepared{query: ingestSQL}}, nil
 }
 
@@ -61,6 +64,7 @@ func (s *Store) DB() *bun.DB { return s.db }
 // Close stops the outbox wake-ups and closes the pool.
 func (s *Store) Close() error {
 	s.wake.close()
+	s.startWake.close()
 	s.ingest.close()
 	return s.db.Close()
 }

@@ -24,6 +24,7 @@ type OutboxStore interface {
 	DispatchOutbox(ctx context.Context, limit, maxInFlight int, start store.OutboxStart) (int, error)
 	RecheckOutbox(ctx context.Context, limit int, olderThan time.Duration, start store.OutboxStart) (int, error)
 	DB() *bun.DB
+	StartStore
 }
 
 // DispatcherOptions tune the dispatcher; zero values take the defaults.
@@ -41,7 +42,9 @@ type DispatcherOptions struct {
 	RecheckAfter time.Duration
 }
 
-// Dispatcher turns committed outbox rows into AlertPipeline workflows (DESIGN.md "Ingest path"). It
+// Dispatcher turns committed outbox rows into Temporal workflows: alert_outbox rows into
+// AlertPipeline workflows (DESIGN.md "Ingest path") and start_outbox rows into WorkflowRun and
+// EnrichIndicator workflows (DrainStarts, starts.go; those rows are deleted once started). It
 // runs in the worker, woken by LISTEN/NOTIFY and a short poll, claims rows FOR UPDATE SKIP LOCKED
 // (several workers never take the same row), starts alert-<uuid> and marks the row started in the
 // same transaction; the pipeline deletes the row when it finishes, and at most MaxInFlight rows are
@@ -90,43 +93,64 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	ln := pgdriver.NewListener(d.st.DB())
 	defer ln.Close()
 	var wake <-chan pgdriver.Notification
-	if err := ln.Listen(ctx, store.OutboxChannel); err != nil {
+	if err := ln.Listen(ctx, store.OutboxChannel, store.StartChannel); err != nil {
 		d.log.Warn("listen for outbox notifications failed; polling only", "err", err)
 	} else {
 		wake = ln.Channel(pgdriver.WithChannelSize(1024))
 	}
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
+	// Each outbox is drained when its own channel was notified (or at the poll): an ingest wakes only
+	// the pipeline's claim, a workflow run or enrichment only the start claim.
+	alerts, starts := true, true
 	for {
-		if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
-			d.log.Error("dispatch outbox", "err", err)
+		if alerts {
+			if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("dispatch outbox", "err", err)
+			}
+		}
+		if starts {
+			if _, err := d.DrainStarts(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("dispatch start outbox", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			alerts, starts = true, true
 			if _, err := d.Recheck(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("recheck outbox", "err", err)
 			}
-		case _, ok := <-wake:
+		case n, ok := <-wake:
 			if !ok {
 				wake = nil
+				alerts, starts = true, true
+				continue
 			}
-			drainWakes(wake) // one pass covers every notification received so far
+			// One pass covers every notification received so far.
+			isStart := n.Channel == store.StartChannel
+			alerts, starts = drainWakes(wake, !isStart, isStart)
 		}
 	}
 }
 
-// drainWakes empties the notification channel without blocking.
-func drainWakes(wake <-chan pgdriver.Notification) {
+// drainWakes empties the notification channel without blocking and reports which outboxes were
+// notified (alerts, starts), starting from those of the notification already received.
+func drainWakes(wake <-chan pgdriver.Notification, alerts, starts bool) (bool, bool) {
 	for {
 		select {
-		case _, ok := <-wake:
+		case n, ok := <-wake:
 			if !ok {
-				return
+				return true, true
+			}
+			if n.Channel == store.StartChannel {
+				starts = true
+			} else {
+				alerts = true
 			}
 		default:
-			return
+			return alerts, starts
 		}
 	}
 }
@@ -164,21 +188,28 @@ func (d *Dispatcher) recheckAll(ctx context.Context, entries []store.OutboxEntry
 
 // startEach starts one pipeline per entry, concurrently, and reports each outcome.
 func (d *Dispatcher) startEach(ctx context.Context, entries []store.OutboxEntry, recheck bool) []error {
+	return startConcurrently(entries, d.opts.Concurrency, func(e store.OutboxEntry) error {
+		err := d.start(ctx, e, recheck)
+		if err != nil && !errors.Is(err, store.ErrOutboxDone) {
+			d.log.Warn("start alert pipeline failed; will retry", "alert_uuid", e.AlertUUID.String(),
+				"attempts", e.Attempts+1, "err", err)
+		}
+		return err
+	})
+}
+
+// startConcurrently runs start for each entry, at most limit at once, and returns the outcomes in
+// the entries' order.
+func startConcurrently[E any](entries []E, limit int, start func(E) error) []error {
 	errs := make([]error, len(entries))
-	sem := make(chan struct{}, d.opts.Concurrency)
+	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	for i, e := range entries {
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = d.start(ctx, e, recheck)
-			if errs[i] != nil && !errors.Is(errs[i], store.ErrOutboxDone) {
-				d.log.Warn("start alert pipeline failed; will retry", "alert_uuid", e.AlertUUID.String(),
-					"attempts", e.Attempts+1, "err", errs[i])
-			}
-		}()
+			errs[i] = start(e)
+		})
 	}
 	wg.Wait()
 	return errs

@@ -127,7 +127,6 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
 		Limiter: ratelimit.NewMemory(), APIKeys: st, DetectionRules: st, ContextDocuments: st,
 		SourceRegistry: reg, Secrets: box, Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
-		IndicatorEnricher: temporal.NewIndicatorEnrichmentStarter(e.c, e.queues),
 	})
 	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/workflows"
 )
@@ -29,40 +26,20 @@ func registerWorkflowRuns(r Registrar, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.FinishWorkflowRun, activity.RegisterOptions{})
 }
 
-// RunStarter starts and signals WorkflowRun executions; the API uses it through its own small
-// interface.
-type RunStarter struct {
+// RunSignaler signals WorkflowRun executions after a decision was committed; the API uses it
+// through its own small interface. Runs are started by the Dispatcher from the start outbox.
+type RunSignaler struct {
 	client client.Client
-	queues Queues
 }
 
-// NewRunStarter returns a starter using c and the actions queue of queues.
-func NewRunStarter(c client.Client, queues Queues) *RunStarter {
-	return &RunStarter{client: c, queues: queues}
-}
-
-// StartWorkflowRun starts workflow-run-<uuid> for run. Starting a run that was already started
-// (a retried request) is not an error, and a closed run is never started again.
-func (s *RunStarter) StartWorkflowRun(ctx context.Context, run store.WorkflowRun, workflowName string, gated bool, expiresAt time.Time) (string, error) {
-	id := ids.WorkflowRun(run.UUID)
-	opts := client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                s.queues.Actions,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes:                    workflows.RunSearchAttributes(workflowName, run.TriggerSource, run.Status),
-	}
-	_, err := s.client.ExecuteWorkflow(ctx, opts, "WorkflowRun", workflows.WorkflowRunInput{RunUUID: run.UUID, Gated: gated, ExpiresAt: expiresAt.UTC()})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return id, fmt.Errorf("start %s: %w", id, err)
-	}
-	return id, nil
+// NewRunSignaler returns a signaler using c.
+func NewRunSignaler(c client.Client) *RunSignaler {
+	return &RunSignaler{client: c}
 }
 
 // SignalWorkflowRun tells the run's workflow to re-read its decision. A run whose workflow has
 // closed (or never started) has nothing to tell: that is not an error.
-func (s *RunStarter) SignalWorkflowRun(ctx context.Context, runID uuid.UUID) error {
+func (s *RunSignaler) SignalWorkflowRun(ctx context.Context, runID uuid.UUID) error {
 	err := s.client.SignalWorkflow(ctx, ids.WorkflowRun(runID), "", workflows.SignalRunUpdate, nil)
 	var nf *serviceerror.NotFound
 	if err != nil && !errors.As(err, &nf) {

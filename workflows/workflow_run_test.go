@@ -257,3 +257,12 @@ func TestWorkflowRun_Replay(t *testing.T) {
 	r.RegisterWorkflow(workflows.WorkflowRun)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/workflow_run_history.json"))
 }
+
+// TestWorkflowRun_ReplaySignalWithStart replays a gated run started by the outbox dispatcher with
+// signal-with-start (the update signal is the first event after the start, before the notification):
+// the shape every gated run has since runs start through the start outbox.
+func TestWorkflowRun_ReplaySignalWithStart(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.WorkflowRun)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/workflow_run_signal_start_history.json"))
+}

@@ -93,7 +93,6 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		// Ingestion, sources, alerts, indicators and mappings (API.md §2-§4).
 		SourceRegistry: sources.NewRegistry(), Secrets: box,
 		Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
-		IndicatorEnricher: temporal.NewIndicatorEnrichmentStarter(tc, temporal.NewQueues(cfg.TaskQueuePrefix)),
 		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
 			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
 		Metrics: st,

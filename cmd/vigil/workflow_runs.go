@@ -21,7 +21,7 @@ const workflowStepTimeout = 310 * time.Second
 func wireWorkflowRunAPI(cfg config, st *store.Store, tc client.Client, apiCfg *api.Config, deps *api.Deps) {
 	apiCfg.SlackSigningSecret = cfg.SlackSigningSecret
 	deps.Workflows = st
-	deps.RunStarter = temporal.NewRunStarter(tc, temporal.NewQueues(cfg.TaskQueuePrefix))
+	deps.RunSignaler = temporal.NewRunSignaler(tc)
 	deps.WorkflowStepClient = netguard.NewGuard(cfg.SSRFAllowedHosts).HTTPClient(workflowStepTimeout)
 }
 
