@@ -129,7 +129,7 @@ func TestService_AddIndicators(t *testing.T) {
 	pending := func(ids ...uuid.UUID) int {
 		var n int
 		require.NoError(t, st.DB().NewRaw("SELECT count(*) FROM start_outbox WHERE kind = ? AND subject_uuid IN (?)",
-			store.StartIndicatorEnrichment, bun.In(ids)).Scan(ctx, &n))
+			store.StartIndicatorEnrichment, bun.List(ids)).Scan(ctx, &n))
 		return n
 	}
 

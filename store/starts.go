@@ -83,7 +83,7 @@ func (s *Store) DispatchStarts(ctx context.Context, limit int, start StartFunc) 
 			}
 		}
 		if len(done) > 0 {
-			if _, err := tx.NewRaw(`DELETE FROM start_outbox WHERE id IN (?)`, bun.In(done)).Exec(ctx); err != nil {
+			if _, err := tx.NewRaw(`DELETE FROM start_outbox WHERE id IN (?)`, bun.List(done)).Exec(ctx); err != nil {
 				return fmt.Errorf("delete %d start entries: %w", len(done), mapErr(err))
 			}
 		}
