@@ -12,7 +12,7 @@ import (
 
 func temporalDial(t *testing.T, cfg config) (client.Client, error) {
 	t.Helper()
-	return temporal.Dial(context.Background(), temporalConfig(cfg), slog.New(slog.DiscardHandler))
+	return temporal.Dial(context.Background(), temporalConfig(cfg, nil), slog.New(slog.DiscardHandler))
 }
 
 func startProbe(ctx context.Context, tc client.Client, cfg config) (string, error) {
