@@ -217,7 +217,7 @@ func metricNames(text, prefix string) []string {
 	return names
 }
 
-func scrape(t *testing.T, url string) string {
+func scrape(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/vigil-soc/vigil/temporal"
 )
 
-func temporalDial(t *testing.T, cfg config) (client.Client, error) {
+func temporalDial(t testing.TB, cfg config) (client.Client, error) {
 	t.Helper()
 	return temporal.Dial(context.Background(), temporalConfig(cfg, nil), slog.New(slog.DiscardHandler))
 }

@@ -50,7 +50,7 @@ type proc struct {
 
 // cluster is the harness: the processes, the environment they share, and the client's view.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	env     map[string]string
 	apis    []*proc
@@ -61,7 +61,7 @@ type cluster struct {
 }
 
 // buildVigil builds this package's binary into dir.
-func buildVigil(t *testing.T, dir string) string {
+func buildVigil(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "vigil")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -71,8 +71,9 @@ func buildVigil(t *testing.T, dir string) string {
 	return bin
 }
 
-// newCluster starts two apis and two workers and waits until the apis are healthy.
-func newCluster(t *testing.T, extraEnv map[string]string) *cluster {
+// newCluster starts apis `vigil api` and workers `vigil worker` processes and waits until the apis
+// are healthy.
+func newCluster(t testing.TB, apis, workers int, extraEnv map[string]string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, bin: buildVigil(t, t.TempDir()), env: map[string]string{
 		"DATABASE_URL":               testenv.DatabaseURL(t),
@@ -90,10 +91,10 @@ func newCluster(t *testing.T, extraEnv map[string]string) *cluster {
 	t.Cleanup(func() { st.Close() })
 	c.st = st
 	c.admin, _ = createKey(t, envOf(c.env), "--name", "scale-admin", "--scopes", "admin", "--rate-limit-per-minute", "1000000")
-	for i := range 2 {
+	for i := range apis {
 		c.apis = append(c.apis, c.start(fmt.Sprintf("api-%d", i+1), "api", freeAddr(t)))
 	}
-	for i := range 2 {
+	for i := range workers {
 		c.workers = append(c.workers, c.start(fmt.Sprintf("worker-%d", i+1), "worker", ""))
 	}
 	for _, a := range c.apis {
@@ -138,10 +139,21 @@ func (c *cluster) start(name, sub, apiAddr string) *proc {
 }
 
 // kill SIGKILLs p and waits for it to exit.
-func (p *proc) kill(t *testing.T) {
+func (p *proc) kill(t testing.TB) {
 	t.Helper()
 	require.NoError(t, p.cmd.Process.Kill())
 	<-p.done
+}
+
+// stop SIGTERMs p and waits for it to exit.
+func (p *proc) stop(t testing.TB) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not stop on SIGTERM", p.name)
+	}
 }
 
 // api returns the next api in round-robin order.
@@ -196,7 +208,7 @@ func ingest(ctx context.Context, base, key string, payload map[string]any) (stri
 
 func TestScaleOut(t *testing.T) {
 	target := newCountingTarget(t)
-	c := newCluster(t, map[string]string{
+	c := newCluster(t, 2, 2, map[string]string{
 		"SSRF_ALLOWED_HOSTS": strings.TrimPrefix(target.URL, "http://"),
 	})
 
@@ -364,7 +376,7 @@ func TestScaleOut(t *testing.T) {
 
 // ingestMany posts n unique alerts tagged tag over the apis (8 at a time), retrying a request on
 // the other api when one does not answer; it returns the acked alert uuids in order.
-func (c *cluster) ingestMany(t *testing.T, n int, tag string, sent *atomic.Int32) []string {
+func (c *cluster) ingestMany(t testing.TB, n int, tag string, sent *atomic.Int32) []string {
 	t.Helper()
 	ids := make([]string, n)
 	sem := make(chan struct{}, 8)
@@ -399,7 +411,7 @@ func (c *cluster) ingestMany(t *testing.T, n int, tag string, sent *atomic.Int32
 }
 
 // enriched counts the alerts tagged tag whose enrichment finished Enriched.
-func (c *cluster) enriched(t *testing.T, tag string) int {
+func (c *cluster) enriched(t testing.TB, tag string) int {
 	var n int
 	require.NoError(t, c.st.DB().NewRaw(`SELECT count(*) FROM alerts WHERE ? = ANY(tags) AND enrichment_status = 'Enriched'`, tag).
 		Scan(context.Background(), &n))
@@ -407,7 +419,7 @@ func (c *cluster) enriched(t *testing.T, tag string) int {
 }
 
 // pipelineRuns counts the AlertPipeline executions per workflow id on the harness's pipeline queue.
-func (c *cluster) pipelineRuns(t *testing.T) map[string]int {
+func (c *cluster) pipelineRuns(t testing.TB) map[string]int {
 	t.Helper()
 	cfg, err := loadConfig(envOf(c.env))
 	require.NoError(t, err)
@@ -430,7 +442,7 @@ func (c *cluster) pipelineRuns(t *testing.T) map[string]int {
 }
 
 // keyUUID finds the uuid of key by its prefix in GET /v1/api-keys.
-func (c *cluster) keyUUID(t *testing.T, key string) string {
+func (c *cluster) keyUUID(t testing.TB, key string) string {
 	t.Helper()
 	code, m := c.must(c.api().base, http.MethodGet, "/v1/api-keys?page_size=100", c.admin, nil)
 	require.Equal(t, http.StatusOK, code, m)
@@ -450,7 +462,7 @@ type countingTarget struct {
 	count map[string]int
 }
 
-func newCountingTarget(t *testing.T) *countingTarget {
+func newCountingTarget(t testing.TB) *countingTarget {
 	t.Helper()
 	ct := &countingTarget{count: map[string]int{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
