@@ -33,7 +33,7 @@ func NewRegistry() *prometheus.Registry {
 // A collector that fails is reported in the log and leaves its metrics out; the rest is served.
 func Handler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:          slogErrorLog{log},
+		ErrorLog:          slogErrorLog{orDiscard(log)},
 		ErrorHandling:     promhttp.ContinueOnError,
 		Registry:          reg, // promhttp_metric_handler_errors_total
 		EnableOpenMetrics: true,
@@ -43,9 +43,11 @@ func Handler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
 // Serve answers GET /metrics on ln until ctx ends. It is METRICS_ADDR's listener, apart from the
 // public API.
 func Serve(ctx context.Context, ln net.Listener, reg *prometheus.Registry, log *slog.Logger) error {
+	log = orDiscard(log)
 	mux := http.NewServeMux()
 	mux.Handle("GET "+Path, Handler(reg, log))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+		MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	log.Info("metrics listening", "addr", ln.Addr().String(), "path", Path)
@@ -68,8 +70,4 @@ func Serve(ctx context.Context, ln net.Listener, reg *prometheus.Registry, log *
 // slogErrorLog adapts the process logger to promhttp's ErrorLog.
 type slogErrorLog struct{ log *slog.Logger }
 
-func (l slogErrorLog) Println(v ...any) {
-	if l.log != nil {
-		l.log.Warn("metrics: " + fmt.Sprint(v...))
-	}
-}
+func (l slogErrorLog) Println(v ...any) { l.log.Warn("metrics: " + fmt.Sprint(v...)) }

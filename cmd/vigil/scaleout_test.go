@@ -371,6 +371,14 @@ func TestScaleOut(t *testing.T) {
 			seen[id] = true
 		}
 		require.Eventually(t, func() bool { return c.enriched(t, tag) == n }, 10*time.Minute, 250*time.Millisecond)
+
+		// The survivors' /metrics agree: the outbox is empty, nothing is in flight, and api-2 acked at
+		// least the half sent after api-1 died.
+		require.Eventually(t, func() bool {
+			a, w := tryScrape(c.apis[1].metrics), tryScrape(c.workers[1].metrics)
+			return strings.Contains(a, "\nvigil_outbox_depth 0\n") && strings.Contains(w, "\nvigil_pipelines_in_flight 0\n")
+		}, time.Minute, 250*time.Millisecond)
+		require.GreaterOrEqual(t, metricValue(scrape(t, c.apis[1].metrics), "vigil_ingest_acks_total", `source="generic"`), float64(n/2))
 	})
 }
 
