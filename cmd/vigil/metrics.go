@@ -18,26 +18,28 @@ import (
 // share it), the Temporal SDK handler recording into it, and the METRICS_ADDR listener, if any.
 type processMetrics struct {
 	reg      *prometheus.Registry
-	temporal client.MetricsHandler
-	closer   io.Closer
-	ln       net.Listener // nil when METRICS_ADDR is empty
+	temporal client.MetricsHandler // nil when METRICS_ADDR is empty
+	closer   io.Closer             // of the tally scope; nil with temporal
+	ln       net.Listener          // nil when METRICS_ADDR is empty
 }
 
 // newProcessMetrics creates the registry and listens on METRICS_ADDR, so a taken port fails the
 // start rather than the first scrape. Close it when the process stops.
+// Without METRICS_ADDR nobody reads the registry: the SDK then gets no handler (it records nothing).
 func newProcessMetrics(cfg config, log *slog.Logger) (*processMetrics, error) {
-	reg := metrics.NewRegistry()
-	h, closer, err := metrics.NewTemporalHandler(reg, log)
+	m := &processMetrics{reg: metrics.NewRegistry()}
+	if cfg.MetricsAddr == "" {
+		return m, nil
+	}
+	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
+		return nil, fmt.Errorf("listen on METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
+	}
+	if m.temporal, m.closer, err = metrics.NewTemporalHandler(m.reg, log); err != nil {
+		ln.Close()
 		return nil, err
 	}
-	m := &processMetrics{reg: reg, temporal: h, closer: closer}
-	if cfg.MetricsAddr != "" {
-		if m.ln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
-			closer.Close()
-			return nil, fmt.Errorf("listen on METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
-		}
-	}
+	m.ln = ln
 	return m, nil
 }
 
@@ -52,9 +54,11 @@ func (m *processMetrics) run(ctx context.Context, log *slog.Logger, serve func(c
 	return ignoreCanceled(g.Wait())
 }
 
-// Close flushes and stops the Temporal SDK's tally scope and closes an unused listener.
+// Close stops the Temporal SDK's tally scope and closes the listener if it is still open.
 func (m *processMetrics) Close() {
-	m.closer.Close()
+	if m.closer != nil {
+		m.closer.Close()
+	}
 	if m.ln != nil {
 		m.ln.Close()
 	}
