@@ -90,8 +90,10 @@ func TestMetricsAndTemporalConfig(t *testing.T) {
 	ln, err := net.Listen("tcp", taken)
 	require.NoError(t, err)
 	defer ln.Close()
-	_, err = newProcessMetrics(config{MetricsAddr: taken}, nil)
-	require.ErrorContains(t, err, "METRICS_ADDR")
+	for _, addr := range []string{taken, "no-port", "127.0.0.1:99999", "[::1", "example.invalid:9464"} {
+		_, err = newProcessMetrics(config{MetricsAddr: addr}, nil)
+		require.ErrorContains(t, err, "METRICS_ADDR", addr)
+	}
 }
 
 // TestMetricsEndpoints runs `vigil api` and `vigil worker` with METRICS_ADDR, ingests an alert until

@@ -32,7 +32,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 		depth := metricValue(scrape(b, c.apis[0].metrics), "vigil_outbox_depth")
 		var ws []*proc
 		for i := range workers {
-			ws = append(ws, c.start(fmt.Sprintf("drain-worker-%d-%d", workers, i+1), "worker", ""))
+			ws = append(ws, c.launch(fmt.Sprintf("drain-worker-%d-%d", workers, i+1), "worker"))
 		}
 		start := time.Now()
 		scrapes, lastScrape := 0, time.Time{}

@@ -92,15 +92,52 @@ func newCluster(t testing.TB, apis, workers int, extraEnv map[string]string) *cl
 	c.st = st
 	c.admin, _ = createKey(t, envOf(c.env), "--name", "scale-admin", "--scopes", "admin", "--rate-limit-per-minute", "1000000")
 	for i := range apis {
-		c.apis = append(c.apis, c.start(fmt.Sprintf("api-%d", i+1), "api", freeAddr(t)))
+		c.apis = append(c.apis, c.launch(fmt.Sprintf("api-%d", i+1), "api"))
 	}
 	for i := range workers {
-		c.workers = append(c.workers, c.start(fmt.Sprintf("worker-%d", i+1), "worker", ""))
-	}
-	for _, a := range c.apis {
-		waitHealthy(t, a.base)
+		c.workers = append(c.workers, c.launch(fmt.Sprintf("worker-%d", i+1), "worker"))
 	}
 	return c
+}
+
+// launch starts `vigil sub` on fresh ports and waits until it answers (an api: /health; a worker:
+// its /metrics). A port freeAddr picked can be taken by someone else before the child binds it;
+// then the child exits with "address already in use" and launch tries other ports.
+func (c *cluster) launch(name, sub string) *proc {
+	c.t.Helper()
+	for attempt := 1; ; attempt++ {
+		apiAddr := ""
+		if sub == "api" {
+			apiAddr = freeAddr(c.t)
+		}
+		p := c.start(name, sub, apiAddr)
+		probe := p.metrics
+		if sub == "api" {
+			probe = p.base + "/health"
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			select {
+			case <-p.done:
+				if attempt < 5 && strings.Contains(p.out.String(), "address already in use") {
+					deadline = time.Time{} // try other ports
+					continue
+				}
+				c.t.Fatalf("%s exited at start: %v\n%s", name, p.err, p.out.String())
+			default:
+			}
+			if resp, err := http.Get(probe); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return p
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !deadline.IsZero() {
+			c.t.Fatalf("%s did not answer %s within 60 s:\n%s", name, probe, p.out.String())
+		}
+	}
 }
 
 // start runs `vigil sub` as a child process, stopped (SIGTERM, then SIGKILL) when the test ends
@@ -258,6 +295,15 @@ func TestScaleOut(t *testing.T) {
 		wg.Wait()
 		require.EqualValues(t, 60, ok.Load())
 		require.EqualValues(t, 30, limited.Load())
+		// Both apis counted the refusals, by route template.
+		var counted, requests float64
+		for _, a := range c.apis {
+			text := scrape(t, a.metrics)
+			counted += metricValue(text, "vigil_http_rate_limited_total", `bucket="key"`)
+			requests += metricValue(text, "vigil_http_requests_total", `method="GET",route="/v1/alerts",status="429"`)
+		}
+		require.EqualValues(t, 30, counted)
+		require.EqualValues(t, 30, requests)
 	})
 
 	t.Run("a key revoked on api-1 is refused by api-2 within 2 s", func(t *testing.T) {
