@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -25,6 +27,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/vigil-soc/vigil/temporal"
 	"github.com/vigil-soc/vigil/testenv"
@@ -244,7 +252,8 @@ func writeTestCert(t *testing.T) (cert, key, ca string) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vigil-test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
 	require.NoError(t, err)
 	keyDER, err := x509.MarshalECPrivateKey(priv)
@@ -258,4 +267,56 @@ func writeTestCert(t *testing.T) (cert, key, ca string) {
 	require.NoError(t, os.WriteFile(key, kb.Bytes(), 0o600))
 	require.NoError(t, os.WriteFile(ca, cb.Bytes(), 0o600))
 	return cert, key, ca
+}
+
+// TestTemporalTLSAndAPIKey dials a loopback gRPC server that requires a client certificate: the
+// client presents TEMPORAL_TLS_CERT, verifies the server with TEMPORAL_TLS_CA, and sends
+// TEMPORAL_API_KEY as its bearer token, as Temporal Cloud expects.
+func TestTemporalTLSAndAPIKey(t *testing.T) {
+	cert, key, ca := writeTestCert(t)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	require.NoError(t, err)
+	pem, err := os.ReadFile(ca)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem))
+
+	type seen struct {
+		clientCN string
+		auth     []string
+	}
+	calls := make(chan seen, 16)
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12})),
+		grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+			var s seen
+			if p, ok := peer.FromContext(stream.Context()); ok {
+				if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.PeerCertificates) > 0 {
+					s.clientCN = info.State.PeerCertificates[0].Subject.CommonName
+				}
+			}
+			md, _ := metadata.FromIncomingContext(stream.Context())
+			s.auth = md.Get("authorization")
+			calls <- s
+			return status.Error(codes.PermissionDenied, "test server")
+		}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+
+	cfg, err := loadConfig(envOf(map[string]string{"TEMPORAL_ADDRESS": ln.Addr().String(), "TEMPORAL_TLS_CERT": cert,
+		"TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": ca, "TEMPORAL_API_KEY": "tk-secret"}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = temporal.Dial(ctx, temporalConfig(cfg, nil), nil)
+	require.Error(t, err, "the test server refuses every call")
+	select {
+	case s := <-calls:
+		require.Equal(t, "vigil-test", s.clientCN, "the client presented TEMPORAL_TLS_CERT")
+		require.Equal(t, []string{"Bearer tk-secret"}, s.auth)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no call reached the TLS server")
+	}
 }
