@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/vigil-soc/vigil/devstack"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/testenv"
 )
@@ -43,7 +44,7 @@ type proc struct {
 	cmd     *exec.Cmd
 	base    string // http://API_ADDR for an api, "" for a worker
 	metrics string // http://METRICS_ADDR/metrics
-	out     *cappedBuffer
+	out     *devstack.TailBuffer
 	done    chan struct{}
 	err     error
 }
@@ -149,7 +150,7 @@ func (c *cluster) start(name, sub, apiAddr string) *proc {
 	for k, v := range c.env {
 		env = append(env, k+"="+v)
 	}
-	p := &proc{name: name, metrics: "http://" + metricsAddr + "/metrics", out: &cappedBuffer{max: 64 << 10}, done: make(chan struct{})}
+	p := &proc{name: name, metrics: "http://" + metricsAddr + "/metrics", out: devstack.NewTailBuffer(64 << 10), done: make(chan struct{})}
 	if apiAddr != "" {
 		env = append(env, "API_ADDR="+apiAddr)
 		p.base = "http://" + apiAddr
@@ -538,27 +539,4 @@ func (ct *countingTarget) hits(path string) int {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	return ct.count[path]
-}
-
-// cappedBuffer keeps the last max bytes written to it.
-type cappedBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *cappedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
