@@ -83,6 +83,9 @@ func newCluster(t testing.TB, apis, workers int, extraEnv map[string]string) *cl
 		"RATE_LIMIT_STORE":           "postgres",
 		"ENCRYPTION_KEY":             "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"LOG_LEVEL":                  "warn",
+		// Four processes at the default 20 connections each would take 80 of a shared server's
+		// default 100 (other test binaries use it at the same time).
+		"DATABASE_MAX_CONNS": "8",
 	}}
 	for k, v := range extraEnv {
 		c.env[k] = v
