@@ -24,10 +24,11 @@ type IngestStore = ingest.Store
 type ingestHandlers struct {
 	ingest      *ingest.Service
 	sourceNames func() []string
+	telemetry   Telemetry // counts the 202s for /metrics
 }
 
 func (s *Server) ingestRoutes() {
-	h := &ingestHandlers{ingest: s.ingest, sourceNames: s.sourceNames}
+	h := &ingestHandlers{ingest: s.ingest, sourceNames: s.sourceNames, telemetry: s.deps.Telemetry}
 	write := []string{auth.ScopeAlertsWrite}
 	s.add(route{Method: http.MethodPost, Path: "/v1/ingest/:source_name", Tag: "Ingestion", Summary: "Ingest a source's webhook payload",
 		Description: "The body is the source's own payload (see GET /v1/sources for each shape and signature header). " +
@@ -143,6 +144,7 @@ func (h *ingestHandlers) commit(c *fiber.Ctx, src ingest.Source, raw []byte, loc
 	if err != nil {
 		return h.ingestError(err, src.Plugin.Name(), raw, loc)
 	}
+	h.telemetry.IngestAcked(src.Plugin.Name(), out.Duplicate)
 	resp := ingestResponse{AlertUUID: out.AlertUUID, Status: "queued", WorkflowID: out.WorkflowID}
 	if out.Duplicate {
 		resp.Status, resp.IsDuplicate, resp.DuplicateCount = "deduplicated", true, out.DuplicateCount

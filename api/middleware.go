@@ -199,10 +199,10 @@ func (s *Server) clientIP(c *fiber.Ctx) string {
 
 // rateLimit applies the fixed per-minute budget per key prefix (authenticated) or client IP.
 func (s *Server) rateLimit(c *fiber.Ctx) error {
-	bucket, limit := ratelimit.IPBucket(s.clientIP(c)), s.cfg.RateLimitPerMinute
+	kind, bucket, limit := "ip", ratelimit.IPBucket(s.clientIP(c)), s.cfg.RateLimitPerMinute
 	if _, ok := bearer(c); ok {
 		if p, err := s.resolvePrincipal(c); err == nil {
-			bucket = ratelimit.KeyBucket(p.KeyUUID)
+			kind, bucket = "key", ratelimit.KeyBucket(p.KeyUUID)
 			if p.RateLimit > 0 {
 				limit = p.RateLimit
 			}
@@ -218,6 +218,7 @@ func (s *Server) rateLimit(c *fiber.Ctx) error {
 	c.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 	c.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.Unix(), 10))
 	if !d.Allowed {
+		s.deps.Telemetry.RateLimited(kind)
 		retry := strconv.Itoa(max(1, int(d.RetryAfter.Seconds()+0.999)))
 		e := NewError(http.StatusTooManyRequests, "RATE_LIMITED", "Rate limit exceeded; retry after "+retry+" s.")
 		e.Headers = map[string]string{"Retry-After": retry}

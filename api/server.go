@@ -63,6 +63,8 @@ type Deps struct {
 	Metrics    MetricsStore // alert, workflow and summary metrics
 	Agents     AgentService // agent registrations and test deliveries (agents.Service)
 	AgentStore AgentStore
+
+	Telemetry Telemetry // request, 429 and ingest-ack counters for /metrics (metrics.API); nil counts nothing
 }
 
 // Authenticator resolves a bearer token to a principal.
@@ -79,6 +81,8 @@ type Server struct {
 	app    *fiber.App
 	routes []route
 	apiDoc docCache
+	// routePaths are the registered route templates: the metrics label a request by one of them.
+	routePaths map[string]bool
 
 	ingest     *ingest.Service    // ingestion, with the integrations and mappings it caches
 	alertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
@@ -139,8 +143,16 @@ func New(cfg Config, deps Deps) *Server {
 		// Errors from fasthttp (body too large, bad requests) go through the same funnel.
 	})
 	s.app.Server().MaxConnsPerIP = max(cfg.MaxConnsPerIP, 0)
+	if s.deps.Telemetry == nil {
+		s.deps.Telemetry = noTelemetry{}
+	}
+	s.app.Use(s.observe) // first: it sees every answer, errors included
 	s.app.Use(s.requestContext)
 	s.registerRoutes()
+	s.routePaths = make(map[string]bool, len(s.routes))
+	for _, r := range s.routes {
+		s.routePaths[r.Path] = true
+	}
 	s.app.Use(s.notFound) // last: unknown routes and wrong methods
 	return s
 }

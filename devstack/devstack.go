@@ -55,16 +55,18 @@ func portFree(port int) bool {
 	return true
 }
 
-// tailBuffer keeps the last max bytes written to it; it is safe for concurrent use.
-type tailBuffer struct {
+// TailBuffer keeps the last max bytes written to it; it is safe for concurrent use (a child
+// process's output kept for an error message: the dev server here, the scale-out harness's children).
+type TailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+// NewTailBuffer returns a TailBuffer keeping max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -74,7 +76,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(bytes.TrimSpace(t.buf))

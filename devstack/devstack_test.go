@@ -92,7 +92,7 @@ func TestNewConnector_BadDSNIsAnError(t *testing.T) {
 }
 
 func TestTailBuffer(t *testing.T) {
-	tb := newTailBuffer(8)
+	tb := NewTailBuffer(8)
 	_, _ = tb.Write([]byte("hello "))
 	_, _ = tb.Write([]byte("world!"))
 	require.Equal(t, "o world!", tb.String())

@@ -111,7 +111,7 @@ type TemporalServer struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process has exited
 	err    error         // Wait's result, valid once exited is closed
-	stderr *tailBuffer
+	stderr *TailBuffer
 }
 
 // Address is the gRPC frontend address, host:port.
@@ -223,7 +223,7 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 		args = append(args, "--db-filename", opts.DBFile)
 	}
 
-	stderr := newTailBuffer(8 << 10)
+	stderr := NewTailBuffer(8 << 10)
 	// Not CommandContext: the server outlives ctx (ctx bounds the start, Stop ends the server).
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.SysProcAttr = childProcAttr()

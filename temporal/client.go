@@ -2,9 +2,12 @@ package temporal
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -25,21 +28,66 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (client.Client, err
 		ctx, cancel = context.WithTimeout(ctx, dialLimit)
 		defer cancel()
 	}
-	c, err := client.DialContext(ctx, clientOptions(cfg, log))
+	opts, err := clientOptions(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at %s (namespace %s): %w", cfg.HostPort, cfg.namespace(), err)
 	}
 	return c, nil
 }
 
-// clientOptions is what Dial and DialLazy share: address, namespace and the slog adapter.
-func clientOptions(cfg Config, log *slog.Logger) client.Options {
+// clientOptions is what Dial and DialLazy share: address, namespace, TLS and credentials, the
+// metrics handler and the slog adapter.
+func clientOptions(cfg Config, log *slog.Logger) (client.Options, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return client.Options{
-		HostPort:  cfg.HostPort,
-		Namespace: cfg.namespace(),
-		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+	opts := client.Options{
+		HostPort:       cfg.HostPort,
+		Namespace:      cfg.namespace(),
+		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+		MetricsHandler: cfg.Metrics,
 	}
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return client.Options{}, err
+	}
+	opts.ConnectionOptions.TLS = tlsCfg
+	if cfg.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
+	}
+	return opts, nil
+}
+
+// tlsConfig builds the client's TLS settings from the PEM files; nil when none is configured.
+func (cfg Config) tlsConfig() (*tls.Config, error) {
+	if cfg.TLSCertFile == "" && cfg.TLSKeyFile == "" && cfg.TLSCAFile == "" && cfg.TLSServerName == "" {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.TLSServerName}
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return nil, errors.New("temporal TLS: a client certificate needs both its certificate and its key file")
+	}
+	if cfg.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS: load client certificate: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	if cfg.TLSCAFile != "" {
+		pem, err := os.ReadFile(cfg.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS: read CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("temporal TLS: %s holds no PEM certificate", cfg.TLSCAFile)
+		}
+		t.RootCAs = pool
+	}
+	return t, nil
 }

@@ -3,6 +3,8 @@
 // workflows and the activities. The SDK's own temporal package is imported as sdktemporal.
 package temporal
 
+import "go.temporal.io/sdk/client"
+
 // Defaults for Config.
 const (
 	DefaultNamespace       = "default"
@@ -18,6 +20,26 @@ type Config struct {
 	// TaskQueuePrefix defaults to "vigil"; tests use a unique prefix per test binary so binaries
 	// that share one server never take each other's tasks.
 	TaskQueuePrefix string
+
+	// TLSCertFile and TLSKeyFile (PEM, both or neither) are the client certificate of mTLS, e.g. a
+	// Temporal Cloud namespace's; TLSCAFile (PEM) the roots that verify the server (the system's
+	// when empty); TLSServerName overrides the name checked in the server's certificate. Any of them
+	// turns TLS on.
+	TLSCertFile, TLSKeyFile, TLSCAFile, TLSServerName string
+	// APIKey authenticates with an API key (Temporal Cloud); it turns TLS on by itself.
+	APIKey string
+	// Metrics receives the SDK's metrics (metrics.NewTemporalHandler); nil drops them.
+	Metrics client.MetricsHandler
+}
+
+// WorkerTuning are the per-worker limits; RunWorkersTuned applies them to each task queue's
+// worker. A zero field keeps the SDK's default (pollers 2, executions 1000 each).
+type WorkerTuning struct {
+	WorkflowTaskPollers        int // concurrent workflow task polls (at least 2 when set)
+	ActivityTaskPollers        int // concurrent activity task polls
+	MaxConcurrentWorkflowTasks int // workflow tasks executing at once
+	MaxConcurrentActivities    int // activities executing at once
+	MaxConcurrentLocalActs     int // local activities executing at once
 }
 
 // QueueKind is the role of a task queue; Register decides what runs on each kind, and Queues

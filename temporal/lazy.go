@@ -14,7 +14,11 @@ func DialLazy(cfg Config, log *slog.Logger) (client.Client, error) {
 	if cfg.HostPort == "" {
 		return nil, errors.New("dial temporal: no host:port configured")
 	}
-	c, err := client.NewLazyClient(clientOptions(cfg, log))
+	opts, err := clientOptions(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewLazyClient(opts)
 	if err != nil {
 		return nil, fmt.Errorf("temporal client for %s: %w", cfg.HostPort, err)
 	}

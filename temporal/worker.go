@@ -39,10 +39,15 @@ func (c *countingRegistrar) RegisterActivityWithOptions(a any, o activity.Regist
 	c.r.RegisterActivityWithOptions(a, o)
 }
 
-// RunWorkers runs one worker per task queue kind that Register gives something to, and blocks
+// RunWorkers is RunWorkersTuned with the SDK's default limits.
+func RunWorkers(ctx context.Context, c client.Client, queues Queues, acts *activities.Activities, log *slog.Logger) error {
+	return RunWorkersTuned(ctx, c, queues, acts, log, WorkerTuning{})
+}
+
+// RunWorkersTuned runs one worker per task queue kind that Register gives something to, and blocks
 // until ctx ends (then stops them and returns nil) or a worker fails fatally (then stops the
 // others and returns the error).
-func RunWorkers(ctx context.Context, c client.Client, queues Queues, acts *activities.Activities, log *slog.Logger) error {
+func RunWorkersTuned(ctx context.Context, c client.Client, queues Queues, acts *activities.Activities, log *slog.Logger, tuning WorkerTuning) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -53,7 +58,7 @@ func RunWorkers(ctx context.Context, c client.Client, queues Queues, acts *activ
 	var workers []named
 	for _, kind := range QueueKinds() {
 		queue := queues.Name(kind)
-		w := worker.New(c, queue, worker.Options{})
+		w := worker.New(c, queue, tuning.options())
 		counter := &countingRegistrar{r: w}
 		Register(kind, counter, acts)
 		if counter.n == 0 {
@@ -93,4 +98,16 @@ func RunWorkers(ctx context.Context, c client.Client, queues Queues, acts *activ
 	}
 	log.Info("temporal workers stopped")
 	return errors.Join(errs...)
+}
+
+// options turns the tuning into worker options; zero fields stay zero, which the SDK reads as its
+// defaults.
+func (t WorkerTuning) options() worker.Options {
+	return worker.Options{
+		MaxConcurrentWorkflowTaskPollers:        t.WorkflowTaskPollers,
+		MaxConcurrentActivityTaskPollers:        t.ActivityTaskPollers,
+		MaxConcurrentWorkflowTaskExecutionSize:  t.MaxConcurrentWorkflowTasks,
+		MaxConcurrentActivityExecutionSize:      t.MaxConcurrentActivities,
+		MaxConcurrentLocalActivityExecutionSize: t.MaxConcurrentLocalActs,
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigil-soc/vigil/approvals"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal"
 )
 
 // config is every setting of every subcommand, read once from the environment. README.md's
@@ -41,6 +42,9 @@ type config struct {
 	LogFormat          string
 	Approvals          approvals.Config // APPROVAL_NOTIFIER and its channel settings (PublicBaseURL filled from PUBLIC_BASE_URL)
 	SlackSigningSecret string           // verifies Slack approval callbacks
+	MetricsAddr        string           // METRICS_ADDR: /metrics listener; empty serves none
+	Temporal           temporal.Config  // TLS files and API key (address, namespace and prefix above)
+	WorkerTuning       temporal.WorkerTuning
 }
 
 // setting describes one environment variable; the table drives parsing and `vigil help`.
@@ -60,6 +64,17 @@ func settings() []setting {
 		{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port.", func(c *config, v string) error { c.TemporalAddress = v; return nil }},
 		{"TEMPORAL_NAMESPACE", "default", "Temporal namespace.", func(c *config, v string) error { c.TemporalNamespace = v; return nil }},
 		{"TEMPORAL_TASK_QUEUE_PREFIX", "vigil", "Prefix of the task queues (<prefix>-pipeline, -enrichment, -actions).", func(c *config, v string) error { c.TaskQueuePrefix = v; return nil }},
+		{"TEMPORAL_TLS_CERT", "", "PEM client certificate for mTLS to Temporal (with TEMPORAL_TLS_KEY).", func(c *config, v string) error { c.Temporal.TLSCertFile = v; return nil }},
+		{"TEMPORAL_TLS_KEY", "", "PEM private key of TEMPORAL_TLS_CERT.", func(c *config, v string) error { c.Temporal.TLSKeyFile = v; return nil }},
+		{"TEMPORAL_TLS_CA", "", "PEM CA bundle verifying the Temporal server (the system roots when empty).", func(c *config, v string) error { c.Temporal.TLSCAFile = v; return nil }},
+		{"TEMPORAL_TLS_SERVER_NAME", "", "Server name checked in the Temporal server's certificate (default: the host of TEMPORAL_ADDRESS).", func(c *config, v string) error { c.Temporal.TLSServerName = v; return nil }},
+		{"TEMPORAL_API_KEY", "", "Temporal Cloud API key (turns TLS on).", func(c *config, v string) error { c.Temporal.APIKey = v; return nil }},
+		{"TEMPORAL_WORKER_WORKFLOW_TASK_POLLERS", "2", "Concurrent workflow task polls per task queue worker (at least 2).", intSetting(func(c *config) *int { return &c.WorkerTuning.WorkflowTaskPollers }, 2, 1000)},
+		{"TEMPORAL_WORKER_ACTIVITY_TASK_POLLERS", "2", "Concurrent activity task polls per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.ActivityTaskPollers }, 1, 1000)},
+		{"TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS", "1000", "Workflow tasks executing at once per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.MaxConcurrentWorkflowTasks }, 1, 100_000)},
+		{"TEMPORAL_WORKER_MAX_CONCURRENT_ACTIVITIES", "1000", "Activities executing at once per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.MaxConcurrentActivities }, 1, 100_000)},
+		{"TEMPORAL_WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES", "1000", "Local activities executing at once per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.MaxConcurrentLocalActs }, 1, 100_000)},
+		{"METRICS_ADDR", "", "Listen address of GET /metrics (Prometheus), apart from the API; empty serves none.", func(c *config, v string) error { c.MetricsAddr = v; return nil }},
 		{"RATE_LIMIT_DEFAULT_PER_MINUTE", "60", "Requests per minute per API key (or client IP when unauthenticated).", intSetting(func(c *config) *int { return &c.RateLimitPerMinute }, 1, 10_000_000)},
 		{"RATE_LIMIT_STORE", "memory", "memory (one API replica) or postgres (shared by replicas).", enumSetting(func(c *config) *string { return &c.RateLimitStore }, "memory", "postgres")},
 		{"TRUSTED_PROXY_COUNT", "0", "Proxies in front of the API; >0 reads the client IP from X-Forwarded-For.", intSetting(func(c *config) *int { return &c.TrustedProxyCount }, 0, 10)},
@@ -104,6 +119,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	env, err := providerEnv(getenv, c.ProviderEnvAllow)
 	c.ProviderEnv = env
+	if (c.Temporal.TLSCertFile == "") != (c.Temporal.TLSKeyFile == "") {
+		errs = append(errs, errors.New("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together: set both or neither"))
+	}
 	return c, errors.Join(append(errs, err)...)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/metrics"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 )
@@ -115,7 +116,12 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	if err := tightenDevDir(dataDir, topMode); err != nil {
 		return err
 	}
-	tc, err := temporal.Dial(ctx, temporalConfig(cfg), log)
+	pm, err := newProcessMetrics(cfg, log) // the api's; the worker child serves none (METRICS_ADDR cleared)
+	if err != nil {
+		return err
+	}
+	defer pm.Close()
+	tc, err := temporal.Dial(ctx, temporalConfig(cfg, pm), log)
 	if err != nil {
 		return err
 	}
@@ -133,7 +139,9 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	// The API and the MCP server share one key cache, rate-limit budget and health checks.
 	fd := newFrontDoor(cfg, st, tc, log)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveAPI(gctx, cfg, log, st, box, tc, fd, ln) })
+	g.Go(func() error {
+		return pm.run(gctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
+	})
 	g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, mcpLn) })
 	g.Go(func() error { return runWorkerProcess(gctx, cfg, log, stderr) })
 	g.Go(func() error {
@@ -149,6 +157,9 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		fmt.Fprintf(&b, "\nVigil is running. Ctrl-C stops it; data stays in %s.\n\n", dataDir)
 		fmt.Fprintf(&b, "  API          %s/v1/\n  API docs     %s/docs\n  Health       %s/health\n", base, base, base)
 		fmt.Fprintf(&b, "  MCP          http://%s/mcp (SSE: /sse; same API keys, docs/MCP.md)\n", mcpLn.Addr().String())
+		if pm.ln != nil {
+			fmt.Fprintf(&b, "  Metrics      http://%s%s (the api's)\n", pm.ln.Addr().String(), metrics.Path)
+		}
 		fmt.Fprintf(&b, "  Temporal UI  %s (workflow %s shows the worker is live)\n  Postgres     %s\n", uiURL, id, redactDSN(cfg.DatabaseURL))
 		if adminKey != "" {
 			fmt.Fprintf(&b, "\nFirst admin API key (shown once here; also written to %s, mode 0600):\n  %s\n\nTry: curl -H 'Authorization: Bearer %s' %s/v1/api-keys\n", adminKeyFile, adminKey, adminKey, base)
@@ -177,7 +188,8 @@ func runWorkerProcess(ctx context.Context, cfg config, log *slog.Logger, stderr 
 	}
 	cmd := devstack.BackgroundCommand(devstack.BackgroundNice, self, "worker")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "TEMPORAL_ADDRESS="+cfg.TemporalAddress,
-		"ENCRYPTION_KEY="+cfg.EncryptionKey, "VIGIL_AUTO_MIGRATE=false")
+		"ENCRYPTION_KEY="+cfg.EncryptionKey, "VIGIL_AUTO_MIGRATE=false",
+		"METRICS_ADDR=") // the dev process serves METRICS_ADDR itself; two listeners cannot share it
 	out := devstack.NewPrefixWriter(stderr, "worker | ")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

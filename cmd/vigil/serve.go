@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/mcp"
+	"github.com/vigil-soc/vigil/metrics"
 	"github.com/vigil-soc/vigil/ratelimit"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/sources"
@@ -34,7 +36,12 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	tc, err := temporal.DialLazy(temporalConfig(cfg), log)
+	pm, err := newProcessMetrics(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pm.Close()
+	tc, err := temporal.DialLazy(temporalConfig(cfg, pm), log)
 	if err != nil {
 		return err
 	}
@@ -43,7 +50,8 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
 	}
-	return serveAPI(ctx, cfg, log, st, box, tc, newFrontDoor(cfg, st, tc, log), ln)
+	fd := newFrontDoor(cfg, st, tc, log)
+	return pm.run(ctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
 }
 
 // frontDoor is what the API and the MCP server share in one process: the key cache (a revocation
@@ -69,8 +77,9 @@ func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logge
 }
 
 // serveAPI runs the API on ln until ctx ends (shared by `api` and `dev`); it also runs fd's key-usage
-// writer.
-func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener) error {
+// writer. Its metrics go to reg.
+func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener, reg prometheus.Registerer) error {
+	reg.MustRegister(metrics.NewQueueCollector(st, st, metrics.DefaultQueryTimeout, log))
 	authn, limiter := fd.authn, fd.limiter
 	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	apiCfg, apiDeps := api.Config{
@@ -95,7 +104,8 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
 		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
 			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
-		Metrics: st,
+		Metrics:   st,
+		Telemetry: metrics.NewAPI(reg),
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
@@ -133,7 +143,7 @@ func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	tc, err := temporal.DialLazy(temporalConfig(cfg), log)
+	tc, err := temporal.DialLazy(temporalConfig(cfg, nil), log)
 	if err != nil {
 		return err
 	}
@@ -177,19 +187,26 @@ func runWorker(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	tc, err := temporal.Dial(ctx, temporalConfig(cfg), log)
+	pm, err := newProcessMetrics(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pm.Close()
+	tc, err := temporal.Dial(ctx, temporalConfig(cfg, pm), log)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	return serveWorker(ctx, cfg, log, st, box, tc)
+	return pm.run(ctx, log, func(ctx context.Context) error { return serveWorker(ctx, cfg, log, st, box, tc, pm.reg) })
 }
 
-// serveWorker registers search attributes and runs every worker (shared by `worker` and `dev`).
-func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client) error {
+// serveWorker registers search attributes and runs every worker; its own metrics go to reg (the
+// SDK's go through the client's handler).
+func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, reg prometheus.Registerer) error {
 	if err := temporal.RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
 		return err
 	}
+	reg.MustRegister(metrics.NewInFlightCollector(st, cfg.PipelineMaxFlight, metrics.DefaultQueryTimeout, log))
 	acts := &activities.Activities{Log: log}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
@@ -201,7 +218,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	g.Go(func() error {
 		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight}).Run(gctx)
 	})
-	g.Go(func() error { return temporal.RunWorkers(gctx, tc, queues, acts, log) })
+	g.Go(func() error { return temporal.RunWorkersTuned(gctx, tc, queues, acts, log, cfg.WorkerTuning) })
 	// Alerts a provider outage left un-enriched are re-run once the provider answers again.
 	g.Go(func() error {
 		return temporal.NewCircuitHealer(st, tc, queues, log, temporal.CircuitHealerOptions{}).Run(gctx)
@@ -223,8 +240,14 @@ func prepareStore(ctx context.Context, cfg config, st *store.Store) (*secretbox.
 	return box, nil
 }
 
-func temporalConfig(cfg config) temporal.Config {
-	return temporal.Config{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, TaskQueuePrefix: cfg.TaskQueuePrefix}
+// temporalConfig is the client's configuration; pm, when not nil, receives the SDK's metrics.
+func temporalConfig(cfg config, pm *processMetrics) temporal.Config {
+	tc := cfg.Temporal
+	tc.HostPort, tc.Namespace, tc.TaskQueuePrefix = cfg.TemporalAddress, cfg.TemporalNamespace, cfg.TaskQueuePrefix
+	if pm != nil {
+		tc.Metrics = pm.temporal
+	}
+	return tc
 }
 
 func ignoreCanceled(err error) error {
