@@ -170,13 +170,22 @@ type alertTiming struct {
 	cond       string // extra filter, if any
 }
 
+// acknowledgeTiming and closeTiming are the two timings the summary also reads from the roll-up.
+func acknowledgeTiming() alertTiming {
+	return alertTiming{name: "acknowledge", start: "ingested_at", end: "acknowledged_at"}
+}
+
+func closeTiming() alertTiming {
+	return alertTiming{name: "close", start: "ingested_at", end: "closed_at", cond: "a.status = 'Closed'"}
+}
+
 // alertTimings are the durations reported, in this order.
 func alertTimings() []alertTiming {
 	return []alertTiming{
 		{name: "detect", start: "occurred_at", end: "created_at"},
-		{name: "acknowledge", start: "ingested_at", end: "acknowledged_at"},
+		acknowledgeTiming(),
 		{name: "triage", start: "ingested_at", end: "triaged_at"},
-		{name: "close", start: "ingested_at", end: "closed_at", cond: "a.status = 'Closed'"},
+		closeTiming(),
 		{name: "enrich", start: "ingested_at", end: "enriched_at"},
 	}
 }
@@ -206,16 +215,6 @@ func timingColumns(percentiles bool, names ...string) string {
 		}
 	}
 	return strings.Join(cols, ",\n\t")
-}
-
-// alertTimingNamed is the timing called name (one of alertTimings).
-func alertTimingNamed(name string) alertTiming {
-	for _, t := range alertTimings() {
-		if t.name == name {
-			return t
-		}
-	}
-	panic("unknown alert timing " + name) // names are constants of this package
 }
 
 func containsName(names []string, n string) bool {

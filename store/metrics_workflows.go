@@ -253,8 +253,8 @@ func (s *Store) MetricsSummary(ctx context.Context, w MetricsWindow, env Env) (M
 // definitions (alert_is_active, alert_outcome, elapsed_seconds and the acknowledge and close timings).
 func summaryAlerts(ctx context.Context, db bun.IDB, w MetricsWindow, m *MetricsSummary) error {
 	days, edges := w.split()
-	ackExpr, ackFilter := alertTimingNamed("acknowledge").seconds()
-	closeExpr, closeFilter := alertTimingNamed("close").seconds()
+	ackExpr, ackFilter := acknowledgeTiming().seconds()
+	closeExpr, closeFilter := closeTiming().seconds()
 	var rows []struct {
 		Severity string  `bun:"severity"`
 		Total    int     `bun:"total"`
