@@ -154,7 +154,7 @@ func StartEnrichIndicator(ctx context.Context, c client.Client, queues Queues, i
 		TaskQueue:                queues.Enrichment,
 		WorkflowExecutionTimeout: enrichRunTimeout,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: indicator.String(), StepQueue: queues.Enrichment})
+	}, workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: indicator.String(), StepQueue: queues.Enrichment, LocalSteps: true})
 	if err != nil {
 		return "", fmt.Errorf("start %s: %w", id, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
@@ -34,6 +35,7 @@ import (
 	"github.com/vigil-soc/vigil/temporal"
 	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/testenv"
+	"github.com/vigil-soc/vigil/workflows"
 )
 
 // pipeEnv is the alert-pipeline harness: the real API on a loopback listener, a worker polling the
@@ -312,9 +314,10 @@ func freshIPs(n int) []string {
 var ipSeq atomic.Int64
 
 // recordPipelineHistory, when set, makes TestPipeline_IngestToEnriched write its first pipeline's
-// history there (workflows/testdata/alert_pipeline_v1_history.json feeds the replay test):
+// history there (workflows/testdata/alert_pipeline_v<PipelineVersion>_history.json feeds the replay
+// test):
 //
-//	go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=$PWD/workflows/testdata/alert_pipeline_v1_history.json
+//	go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=$PWD/workflows/testdata/alert_pipeline_v2_history.json
 var recordPipelineHistory = flag.String("record-pipeline-history", "", "write the first pipeline's Temporal history to this file")
 
 func TestPipeline_IngestToEnriched(t *testing.T) {
@@ -622,5 +625,64 @@ func TestPipeline_LinkAndRecordConcurrently(t *testing.T) {
 		_, ok, err := e.st.GetCachedResult(ctx, "race", "ip", ip)
 		require.NoError(t, err)
 		require.True(t, ok)
+	}
+}
+
+// recordFallbackHistory, when set, makes TestPipeline_LocalStepFallsBackToActivity write its
+// pipeline's history there (workflows/testdata/alert_pipeline_v2_fallback_history.json).
+var recordFallbackHistory = flag.String("record-fallback-history", "", "write the fallback pipeline's Temporal history to this file")
+
+// A provider step whose local first attempt fails (HTTP 500) or overruns workflows.LocalStepBudget
+// is retried as a regular activity on the enrichment queue, and the alert ends Enriched with the
+// provider's result.
+func TestPipeline_LocalStepFallsBackToActivity(t *testing.T) {
+	e := pipelineHarness(t)
+	ips := freshIPs(2)
+	flaky, slow := ips[0], ips[1]
+	var mu sync.Mutex
+	seen := map[string]int{}
+	url := e.handle(func(w http.ResponseWriter, r *http.Request) {
+		v := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		mu.Lock()
+		seen[v]++
+		n := seen[v]
+		mu.Unlock()
+		switch {
+		case v == flaky && n == 1:
+			http.Error(w, "try again", http.StatusInternalServerError)
+			return
+		case v == slow && n == 1:
+			time.Sleep(workflows.LocalStepBudget + activities.InlineSlotWait + 500*time.Millisecond)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"score": 10}`))
+	})
+	prov := e.provider(t, url, 30, "ip")
+	id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"fallback %s","src_ip":%q,"dest_ip":%q}`, uuid.NewString(), flaky, slow))
+	a := e.waitEnriched(t, id, 60*time.Second)
+	require.Equal(t, store.EnrichmentEnriched, a.EnrichmentStatus)
+	require.True(t, providerSucceededOn(t, e, id, prov))
+	mu.Lock()
+	require.Equal(t, map[string]int{flaky: 2, slow: 2}, seen, "one local attempt and one activity attempt each")
+	mu.Unlock()
+
+	ctx := context.Background()
+	it := e.c.GetWorkflowHistory(ctx, ids.Alert(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled, timers := 0, 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			scheduled++
+			require.Equal(t, e.queues.Enrichment, ev.GetActivityTaskScheduledEventAttributes().GetTaskQueue().GetName())
+		case enumspb.EVENT_TYPE_TIMER_STARTED:
+			timers++
+		}
+	}
+	require.Equal(t, 2, scheduled, "one regular activity per fallen-back step")
+	require.Equal(t, 2, timers, "the pause before each fallback")
+	if *recordFallbackHistory != "" {
+		testenv.WriteHistory(t, e.c, ids.Alert(id), *recordFallbackHistory)
 	}
 }

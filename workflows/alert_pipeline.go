@@ -26,7 +26,7 @@ func PipelineSearchAttributes(alertUUID, source, severity string) sdktemporal.Se
 }
 
 // PipelineVersion is the shape of the pipelines the dispatcher starts now (AlertPipelineInput.Version).
-const PipelineVersion = 1
+const PipelineVersion = 2
 
 // AlertPipelineInput starts AlertPipeline (workflow id alert-<AlertUUID>).
 type AlertPipelineInput struct {
@@ -38,7 +38,9 @@ type AlertPipelineInput struct {
 	// before versions): the search attributes are upserted after extraction and the rule is
 	// associated in a step of its own. 1: the search attributes come with the start
 	// (PipelineSearchAttributes) and the rule is associated in the link step's transaction, which
-	// saves a history event, a visibility update and a database commit per alert.
+	// saves a history event, a visibility update and a database commit per alert. 2: as 1, and the
+	// first attempt of every provider step is a local activity (EnrichIndicatorsInput.LocalSteps), so
+	// a pipeline whose provider calls answer promptly runs in one workflow task.
 	Version int `json:"version,omitempty"`
 }
 
@@ -134,7 +136,8 @@ func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineRe
 
 	status, enrichErr := store.EnrichmentEnriched, ""
 	if len(link.IndicatorUUIDs) > 0 {
-		er, err := EnrichIndicators(ctx, EnrichIndicatorsInput{IndicatorUUIDs: link.IndicatorUUIDs, StepQueue: in.StepQueue})
+		er, err := EnrichIndicators(ctx, EnrichIndicatorsInput{IndicatorUUIDs: link.IndicatorUUIDs, StepQueue: in.StepQueue,
+			LocalSteps: in.Version >= 2})
 		if err != nil {
 			status, enrichErr = store.EnrichmentFailed, err.Error()
 		} else {

@@ -11,11 +11,15 @@ import (
 
 // TestAlertPipeline_Replay replays histories recorded from real runs against the current code: a
 // change that breaks running pipelines fails here. Version 0 (ingest → extraction → search attributes
-// → link → stub rule → one provider call → finish) and version 1 (attributes set at start; link and
-// stub rule in one step; provider calls for four indicators, recorded with
-// `go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=...`).
+// → link → stub rule → one provider call → finish), version 1 (attributes set at start; link and
+// stub rule in one step; provider calls for four indicators as activities) and version 2 (as 1, the
+// provider steps as local activities: the whole run in one workflow task), the last two recorded with
+// `go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=...`; and version 2
+// with two steps falling back to activities (a failed and an overrun local attempt), recorded with
+// `go test ./temporal -run TestPipeline_LocalStepFallsBackToActivity -record-fallback-history=...`.
 func TestAlertPipeline_Replay(t *testing.T) {
-	for _, name := range []string{"alert_pipeline_history.json", "alert_pipeline_v1_history.json"} {
+	for _, name := range []string{"alert_pipeline_history.json", "alert_pipeline_v1_history.json", "alert_pipeline_v2_history.json",
+		"alert_pipeline_v2_fallback_history.json"} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.AlertPipeline)

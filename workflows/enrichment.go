@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	sdktemporal "go.temporal.io/sdk/temporal"
@@ -36,6 +37,9 @@ type EnrichIndicatorsInput struct {
 	// StepQueue is the task queue of the HTTP step activities (the enrichment queue); "" means the
 	// calling workflow's own queue. The alert pipeline passes Queues.Enrichment.
 	StepQueue string `json:"step_queue,omitempty"`
+	// LocalSteps: each HTTP step is tried first as a local activity (runStep); the alert pipeline
+	// sets it from version 2 on.
+	LocalSteps bool `json:"local_steps,omitempty"`
 }
 
 // EnrichIndicatorsResult holds the targets and one outcome per (target, provider) that ran, was
@@ -103,7 +107,6 @@ func EnrichIndicators(ctx workflow.Context, in EnrichIndicatorsInput) (EnrichInd
 // runProviderCall runs the steps of one planned call in order, honouring rate-limit slots and
 // Retry-After with durable timers. It never fails: a failure is reported in the outcome.
 func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target activities.EnrichTarget, call activities.PlannedCall) activities.CallOutcome {
-	var a *activities.Activities
 	start := workflow.Now(ctx)
 	out := activities.CallOutcome{}
 	finish := func() activities.CallOutcome {
@@ -119,25 +122,10 @@ func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target acti
 	rateLimited := 0
 	for i := 0; i < len(call.Steps); {
 		st := call.Steps[i]
-		timeout := time.Duration(st.TimeoutSeconds) * time.Second
-		if timeout <= 0 {
-			timeout = httpsteps.DefaultTimeoutSeconds * time.Second
-		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			TaskQueue:           in.StepQueue,
-			StartToCloseTimeout: timeout + activities.InlineSlotWait + 10*time.Second,
-			RetryPolicy: &sdktemporal.RetryPolicy{
-				InitialInterval:        time.Second,
-				BackoffCoefficient:     2,
-				MaximumInterval:        10 * time.Second,
-				MaximumAttempts:        attempts,
-				NonRetryableErrorTypes: []string{activities.ErrTypeStepPermanent, "EnrichNotConfigured"},
-			},
-		})
 		var res activities.EnrichStepResult
-		err := workflow.ExecuteActivity(actx, a.EnrichStep, activities.EnrichStepInput{
+		err := runStep(ctx, in, st, activities.EnrichStepInput{
 			Provider: call.Provider, Target: target, StepIndex: i, State: state, Slot: slot, KeepRecords: in.Test,
-		}).Get(ctx, &res)
+		}, attempts, &res)
 		slot = time.Time{}
 		if err != nil {
 			rec := stepRecordFromError(err, st.Name, i, target.Value)
@@ -189,6 +177,66 @@ func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target acti
 	}
 	out.Success, out.State = true, state
 	return finish()
+}
+
+// Local steps (EnrichIndicatorsInput.LocalSteps).
+const (
+	// LocalStepBudget bounds the local first attempt of a step (and must stay well under the workflow
+	// task timeout); a slower step is sent again as a regular activity with its own timeout.
+	LocalStepBudget = 5 * time.Second
+	// localStepRetryDelay is the pause between a failed local attempt and the regular activity that
+	// retries it (the regular retry policy's initial interval).
+	localStepRetryDelay = time.Second
+)
+
+// runStep runs one HTTP step. With in.LocalSteps (and not in test mode) the first attempt is a local
+// activity on the calling workflow's worker, bounded by LocalStepBudget: no activity task, no
+// history events of its own and no workflow task to collect its result, which is most of what a
+// provider call costs the Temporal server. When that attempt fails with a retryable error or
+// overruns the budget, the step goes, after localStepRetryDelay, to the regular activity on the step
+// queue with the step's full timeout, backoff and remaining attempts (an overrun of the budget by a
+// step allowed longer is not counted as an attempt), so a slow or flaky provider costs what it
+// always did and never holds a workflow task.
+func runStep(ctx workflow.Context, in EnrichIndicatorsInput, st activities.PlannedStep, stepIn activities.EnrichStepInput, attempts int32, res *activities.EnrichStepResult) error {
+	var a *activities.Activities
+	timeout := time.Duration(st.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = httpsteps.DefaultTimeoutSeconds * time.Second
+	}
+	permanent := []string{activities.ErrTypeStepPermanent, "EnrichNotConfigured"}
+	if in.LocalSteps && !in.Test {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: min(timeout, LocalStepBudget) + activities.InlineSlotWait,
+			RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		err := workflow.ExecuteLocalActivity(lctx, a.EnrichStep, stepIn).Get(lctx, res)
+		var appErr *sdktemporal.ApplicationError
+		if err == nil || (errors.As(err, &appErr) && slices.Contains(permanent, appErr.Type())) {
+			return err
+		}
+		var timeoutErr *sdktemporal.TimeoutError
+		if !errors.As(err, &timeoutErr) || timeout <= LocalStepBudget {
+			if attempts--; attempts < 1 {
+				return err
+			}
+		}
+		if err := workflow.Sleep(ctx, localStepRetryDelay); err != nil {
+			return err
+		}
+		stepIn.Slot = time.Time{}
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           in.StepQueue,
+		StartToCloseTimeout: timeout + activities.InlineSlotWait + 10*time.Second,
+		RetryPolicy: &sdktemporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			MaximumAttempts:        attempts,
+			NonRetryableErrorTypes: permanent,
+		},
+	})
+	return workflow.ExecuteActivity(actx, a.EnrichStep, stepIn).Get(ctx, res)
 }
 
 // stepRecordFromError recovers the masked step record an activity attached to its error, or builds
@@ -264,10 +312,14 @@ func ProviderCall(ctx workflow.Context, in ProviderCallInput) (ProviderCallResul
 type EnrichIndicatorInput struct {
 	IndicatorUUID string `json:"indicator_uuid"`
 	StepQueue     string `json:"step_queue,omitempty"`
+	// LocalSteps tries each step first as a local activity (EnrichIndicatorsInput.LocalSteps); false
+	// in runs started before it existed.
+	LocalSteps bool `json:"local_steps,omitempty"`
 }
 
 // EnrichIndicator enriches one stored indicator with every configured provider and records the
 // results on it (used when indicators are added to an alert with enrich=true).
 func EnrichIndicator(ctx workflow.Context, in EnrichIndicatorInput) (EnrichIndicatorsResult, error) {
-	return EnrichIndicators(ctx, EnrichIndicatorsInput{IndicatorUUIDs: []string{in.IndicatorUUID}, StepQueue: in.StepQueue})
+	return EnrichIndicators(ctx, EnrichIndicatorsInput{IndicatorUUIDs: []string{in.IndicatorUUID}, StepQueue: in.StepQueue,
+		LocalSteps: in.LocalSteps})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -24,6 +25,7 @@ type enrichFake struct {
 	plan    activities.EnrichPlan
 	step    func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error)
 	inputs  []activities.EnrichStepInput
+	local   []bool // per EnrichStep call: was it a local activity
 	record  activities.EnrichRecordInput
 	outcome []activities.Outcome
 }
@@ -33,9 +35,10 @@ func (f *enrichFake) register(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.EnrichPlanInput) (activities.EnrichPlan, error) {
 		return f.plan, nil
 	})
-	env.OnActivity(a.EnrichStep, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EnrichStepInput) (activities.EnrichStepResult, error) {
+	env.OnActivity(a.EnrichStep, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.EnrichStepInput) (activities.EnrichStepResult, error) {
 		f.mu.Lock()
 		f.inputs = append(f.inputs, in)
+		f.local = append(f.local, activity.GetInfo(ctx).IsLocalActivity)
 		n := len(f.inputs)
 		f.mu.Unlock()
 		return f.step(in, n)
@@ -69,7 +72,8 @@ func runEnrich(t *testing.T, f *enrichFake, in workflows.EnrichIndicatorsInput) 
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(workflows.EnrichIndicator)
 	f.register(env)
-	env.ExecuteWorkflow(workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01"})
+	env.ExecuteWorkflow(workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01",
+		LocalSteps: in.LocalSteps})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res workflows.EnrichIndicatorsResult
@@ -111,11 +115,13 @@ func TestEnrichIndicators_WaitsForReservedSlotDurably(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env)
 	start := env.Now()
-	env.ExecuteWorkflow(workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01"})
+	env.ExecuteWorkflow(workflows.EnrichIndicator, workflows.EnrichIndicatorInput{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01",
+		LocalSteps: true})
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, f.inputs, 2)
 	require.True(t, f.inputs[0].Slot.IsZero())
 	require.True(t, f.inputs[1].Slot.Equal(slot), "the second attempt sends on the reserved slot")
+	require.Equal(t, []bool{true, true}, f.local, "a reserved slot is not a failure: both attempts are local")
 	require.GreaterOrEqual(t, env.Now().Sub(start), 59*time.Minute, "the workflow slept on a timer")
 	require.True(t, f.record.Calls[0].Success)
 }
@@ -223,4 +229,56 @@ func TestProviderCall_TestModeKeepsStepsAndTriesOnce(t *testing.T) {
 	require.Len(t, res.Steps, 1)
 	require.Equal(t, "HTTP 500", res.Steps[0].Error)
 	require.True(t, f.record.Test)
+}
+
+// Local steps: a step that answers runs once, as a local activity; a retryable failure of the local
+// attempt goes to the regular activity with the remaining attempts; a permanent one is not retried.
+func TestEnrichIndicators_LocalSteps(t *testing.T) {
+	steps := []activities.PlannedStep{{Name: "a", TimeoutSeconds: 5}, {Name: "b", TimeoutSeconds: 5}}
+	retryable := func(name string, i int) error {
+		rec := httpsteps.StepRecord{StepName: name, StepIndex: i, ResponseStatusCode: 502, Error: "HTTP 502"}
+		return sdktemporal.NewApplicationError(rec.Error, activities.ErrTypeStepRetryable, rec)
+	}
+	t.Run("answered locally", func(t *testing.T) {
+		f := &enrichFake{plan: onePlan("p", steps...)}
+		f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+			return ok(steps[in.StepIndex].Name, in.StepIndex, "s"+steps[in.StepIndex].Name), nil
+		}
+		runEnrich(t, f, workflows.EnrichIndicatorsInput{LocalSteps: true})
+		require.Equal(t, []bool{true, true}, f.local)
+		require.Equal(t, "sa", string(f.inputs[1].State), "the local step's state reaches the next step")
+		require.True(t, f.record.Calls[0].Success)
+	})
+	t.Run("retryable failure falls back to the regular activity", func(t *testing.T) {
+		f := &enrichFake{plan: onePlan("p", steps[0])}
+		f.step = func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error) {
+			if n < 3 {
+				return activities.EnrichStepResult{}, retryable("a", 0)
+			}
+			return ok("a", 0, "sa"), nil
+		}
+		runEnrich(t, f, workflows.EnrichIndicatorsInput{LocalSteps: true})
+		require.Equal(t, []bool{true, false, false}, f.local, "one local attempt, then the regular activity")
+		require.True(t, f.record.Calls[0].Success)
+	})
+	t.Run("every attempt fails: three in all", func(t *testing.T) {
+		f := &enrichFake{plan: onePlan("p", steps[0])}
+		f.step = func(activities.EnrichStepInput, int) (activities.EnrichStepResult, error) {
+			return activities.EnrichStepResult{}, retryable("a", 0)
+		}
+		runEnrich(t, f, workflows.EnrichIndicatorsInput{LocalSteps: true})
+		require.Equal(t, []bool{true, false, false}, f.local)
+		require.False(t, f.record.Calls[0].Success)
+		require.Equal(t, "HTTP 502", f.record.Calls[0].Error)
+	})
+	t.Run("permanent failure is not retried", func(t *testing.T) {
+		f := &enrichFake{plan: onePlan("p", steps...)}
+		f.step = func(activities.EnrichStepInput, int) (activities.EnrichStepResult, error) {
+			rec := httpsteps.StepRecord{StepName: "a", ResponseStatusCode: 403, Error: "HTTP 403"}
+			return activities.EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, activities.ErrTypeStepPermanent, nil, rec)
+		}
+		runEnrich(t, f, workflows.EnrichIndicatorsInput{LocalSteps: true})
+		require.Equal(t, []bool{true}, f.local)
+		require.Equal(t, "HTTP 403", f.record.Calls[0].Error)
+	})
 }
