@@ -320,9 +320,10 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 
 	// Circuit breaker (not for the provider test endpoint): an open circuit refuses the call unless
 	// this is its half-open probe.
-	breaker := !in.KeepRecords
+	breaker, tracked := !in.KeepRecords, false
 	if breaker {
-		admitted, err := d.Store.CircuitAdmit(ctx, p.ProviderName, d.circuitPolicy())
+		var admitted bool
+		admitted, tracked, err = d.Store.CircuitAdmit(ctx, p.ProviderName, d.circuitPolicy())
 		if err != nil {
 			return EnrichStepResult{}, fmt.Errorf("enrich step: %w", err)
 		}
@@ -370,7 +371,7 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 	runner := httpsteps.NewRunner(d.HTTP, httpsteps.WithMaxResponseBytes(MaxEnrichResponseBytes))
 	out, err := runner.Do(ctx, prepared)
 	if breaker {
-		a.recordCircuit(ctx, d, p.ProviderName, err)
+		a.recordCircuit(ctx, d, p.ProviderName, tracked, err)
 	}
 	rec := out.Record
 	if !in.KeepRecords {
@@ -411,8 +412,9 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 // recordCircuit feeds one call's outcome to the provider's breaker: no answer, a timeout or a 5xx
 // counts as a failure; any other answer (success, not found, 4xx, 429) closes the circuit. A request
 // the SSRF guard blocked, or one cut short by this worker stopping, says nothing about the provider.
-// Bookkeeping errors are logged, not returned: the call's result stands.
-func (a *Activities) recordCircuit(ctx context.Context, d *EnrichmentDeps, provider string, callErr error) {
+// A success of a provider without a circuit row (tracked false) has nothing to close. Bookkeeping
+// errors are logged, not returned: the call's result stands.
+func (a *Activities) recordCircuit(ctx context.Context, d *EnrichmentDeps, provider string, tracked bool, callErr error) {
 	if ctx.Err() != nil || (callErr != nil && netguard.IsBlocked(callErr)) {
 		return
 	}
@@ -424,7 +426,7 @@ func (a *Activities) recordCircuit(ctx context.Context, d *EnrichmentDeps, provi
 		if open, err = d.Store.CircuitFailure(ctx, provider, d.circuitPolicy()); err == nil && open && a.Log != nil {
 			a.Log.Warn("provider circuit open", "provider", provider, "err", callErr)
 		}
-	} else {
+	} else if tracked {
 		var wasOpen bool
 		if wasOpen, err = d.Store.CircuitSuccess(ctx, provider); err == nil && wasOpen && a.Log != nil {
 			a.Log.Info("provider circuit closed", "provider", provider)

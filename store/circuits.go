@@ -44,24 +44,30 @@ func (c Circuit) Open() bool { return c.OpenedAt != nil }
 
 // CircuitAdmit reports whether a call to provider may go out now: always while its circuit is
 // closed; while it is open, only as the one half-open probe once the cool-down is over (claimed
-// atomically, so one worker of many sends it).
-func (s *Store) CircuitAdmit(ctx context.Context, provider string, policy CircuitPolicy) (bool, error) {
+// atomically, so one worker of many sends it). tracked reports whether the provider has a circuit
+// row at all (failures being counted, or open): only then does a success need CircuitSuccess, so a
+// provider that never fails costs one read per call. (A failure recorded by a concurrent call
+// between the two is reset by the next success instead of this one.)
+func (s *Store) CircuitAdmit(ctx context.Context, provider string, policy CircuitPolicy) (admitted, tracked bool, err error) {
 	var open bool
-	err := s.db.NewRaw(`SELECT EXISTS (SELECT 1 FROM provider_circuits WHERE provider_name = ? AND opened_at IS NOT NULL)`, provider).Scan(ctx, &open)
+	err = s.db.NewRaw(`SELECT opened_at IS NOT NULL FROM provider_circuits WHERE provider_name = ?`, provider).Scan(ctx, &open)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, false, nil
+	}
 	if err != nil {
-		return false, fmt.Errorf("read circuit of %s: %w", provider, mapErr(err))
+		return false, false, fmt.Errorf("read circuit of %s: %w", provider, mapErr(err))
 	}
 	if !open {
-		return true, nil
+		return true, true, nil
 	}
 	res, err := s.db.NewRaw(`UPDATE provider_circuits SET probe_until = now() + make_interval(secs => ?1), updated_at = now()
 		WHERE provider_name = ?0 AND opened_at IS NOT NULL AND retry_at <= now() AND (probe_until IS NULL OR probe_until < now())
 		RETURNING 1`, provider, policy.ProbeFor.Seconds()).Exec(ctx)
 	if err != nil {
-		return false, fmt.Errorf("claim probe of %s: %w", provider, mapErr(err))
+		return false, true, fmt.Errorf("claim probe of %s: %w", provider, mapErr(err))
 	}
 	n, _ := res.RowsAffected()
-	return n > 0, nil
+	return n > 0, true, nil
 }
 
 // CircuitFailure counts a failed call (the provider did not answer, or answered 5xx). The circuit
@@ -84,8 +90,7 @@ func (s *Store) CircuitFailure(ctx context.Context, provider string, policy Circ
 }
 
 // CircuitSuccess records that provider answered: its circuit closes and its failure count restarts.
-// It reports whether the circuit was open. A provider that never failed costs a delete that finds
-// nothing (no write, no commit to flush).
+// It reports whether the circuit was open. Callers skip it when CircuitAdmit found no row.
 func (s *Store) CircuitSuccess(ctx context.Context, provider string) (bool, error) {
 	var wasOpen bool
 	err := s.db.NewRaw(`DELETE FROM provider_circuits WHERE provider_name = ? RETURNING opened_at IS NOT NULL`, provider).Scan(ctx, &wasOpen)
