@@ -273,7 +273,7 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 	if err != nil {
 		return EnrichStepResult{}, err
 	}
-	p, err := d.Store.GetProviderByName(ctx, in.Provider)
+	p, circuit, err := d.Store.GetProviderForCall(ctx, in.Provider)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError("provider "+in.Provider+" no longer exists", ErrTypeStepPermanent, err)
@@ -320,10 +320,9 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 
 	// Circuit breaker (not for the provider test endpoint): an open circuit refuses the call unless
 	// this is its half-open probe.
-	breaker, tracked := !in.KeepRecords, false
+	breaker := !in.KeepRecords
 	if breaker {
-		var admitted bool
-		admitted, tracked, err = d.Store.CircuitAdmit(ctx, p.ProviderName, d.circuitPolicy())
+		admitted, err := d.Store.CircuitAdmit(ctx, p.ProviderName, circuit, d.circuitPolicy())
 		if err != nil {
 			return EnrichStepResult{}, fmt.Errorf("enrich step: %w", err)
 		}
@@ -371,7 +370,7 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 	runner := httpsteps.NewRunner(d.HTTP, httpsteps.WithMaxResponseBytes(MaxEnrichResponseBytes))
 	out, err := runner.Do(ctx, prepared)
 	if breaker {
-		a.recordCircuit(ctx, d, p.ProviderName, tracked, err)
+		a.recordCircuit(ctx, d, p.ProviderName, circuit.Tracked, err)
 	}
 	rec := out.Record
 	if !in.KeepRecords {

@@ -42,32 +42,49 @@ type Circuit struct {
 // Open reports whether the circuit is open (half-open included).
 func (c Circuit) Open() bool { return c.OpenedAt != nil }
 
-// CircuitAdmit reports whether a call to provider may go out now: always while its circuit is
-// closed; while it is open, only as the one half-open probe once the cool-down is over (claimed
-// atomically, so one worker of many sends it). tracked reports whether the provider has a circuit
-// row at all (failures being counted, or open): only then does a success need CircuitSuccess, so a
-// provider that never fails costs one read per call. (A failure recorded by a concurrent call
-// between the two is reset by the next success instead of this one.)
-func (s *Store) CircuitAdmit(ctx context.Context, provider string, policy CircuitPolicy) (admitted, tracked bool, err error) {
-	var open bool
-	err = s.db.NewRaw(`SELECT opened_at IS NOT NULL FROM provider_circuits WHERE provider_name = ?`, provider).Scan(ctx, &open)
-	if errors.Is(err, sql.ErrNoRows) {
-		return true, false, nil
+// CallCircuit is a provider's breaker state as a call finds it: Tracked when it has a circuit row
+// (failures being counted, or open), Open when that circuit is open (half-open included).
+type CallCircuit struct {
+	Tracked, Open bool
+}
+
+// GetProviderForCall loads a provider and its circuit's state in one query: what every provider
+// call reads first.
+func (s *Store) GetProviderForCall(ctx context.Context, name string) (EnrichmentProvider, CallCircuit, error) {
+	var row struct {
+		EnrichmentProvider `bun:",extend"`
+		CircuitTracked     bool `bun:"circuit_tracked"`
+		CircuitOpen        bool `bun:"circuit_open"`
 	}
+	err := s.db.NewSelect().Model(&row).ColumnExpr("enrichment_provider.*").
+		ColumnExpr("c.provider_name IS NOT NULL AS circuit_tracked").
+		ColumnExpr("coalesce(c.opened_at IS NOT NULL, false) AS circuit_open").
+		Join("LEFT JOIN provider_circuits AS c ON c.provider_name = enrichment_provider.provider_name").
+		Where("enrichment_provider.provider_name = ?", name).Scan(ctx)
 	if err != nil {
-		return false, false, fmt.Errorf("read circuit of %s: %w", provider, mapErr(err))
+		return EnrichmentProvider{}, CallCircuit{}, fmt.Errorf("get provider %q: %w", name, mapErr(err))
 	}
-	if !open {
-		return true, true, nil
+	return row.EnrichmentProvider, CallCircuit{Tracked: row.CircuitTracked, Open: row.CircuitOpen}, nil
+}
+
+// CircuitAdmit reports whether a call to provider, whose circuit the call found in state c
+// (GetProviderForCall), may go out now: always while the circuit is closed; while it is open, only
+// as the one half-open probe once the cool-down is over (claimed atomically, so one worker of many
+// sends it). A success needs CircuitSuccess only when c.Tracked, so a provider that never fails costs
+// no circuit statement at all; a failure recorded by a concurrent call meanwhile is reset by the next
+// success instead of this one.
+func (s *Store) CircuitAdmit(ctx context.Context, provider string, c CallCircuit, policy CircuitPolicy) (bool, error) {
+	if !c.Open {
+		return true, nil
 	}
 	res, err := s.db.NewRaw(`UPDATE provider_circuits SET probe_until = now() + make_interval(secs => ?1), updated_at = now()
 		WHERE provider_name = ?0 AND opened_at IS NOT NULL AND retry_at <= now() AND (probe_until IS NULL OR probe_until < now())
 		RETURNING 1`, provider, policy.ProbeFor.Seconds()).Exec(ctx)
 	if err != nil {
-		return false, true, fmt.Errorf("claim probe of %s: %w", provider, mapErr(err))
+		return false, fmt.Errorf("claim probe of %s: %w", provider, mapErr(err))
 	}
 	n, _ := res.RowsAffected()
-	return n > 0, true, nil
+	return n > 0, nil
 }
 
 // CircuitFailure counts a failed call (the provider did not answer, or answered 5xx). The circuit
