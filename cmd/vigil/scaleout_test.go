@@ -29,9 +29,8 @@ import (
 )
 
 // The scale-out harness (issue 17): the real `vigil` binary, built once, runs as two `vigil api` and
-// two `vigil worker` processes on one Postgres and one Temporal dev server with
-// RATE_LIMIT_STORE=postgres; the client spreads its requests over both apis. Agent deliveries and
-// the MCP server are not covered: neither exists on main yet.
+// two `vigil worker` processes (and, in TestScaleOut, two `vigil mcp`) on one Postgres and one
+// Temporal dev server with RATE_LIMIT_STORE=postgres; the client spreads its requests over both apis.
 
 // scaleBacklog is the default backlog of TestScaleOut (the issue's figure is 2 000; on the shared
 // 2-core runner that alone takes minutes, so CI runs a smaller one). VIGIL_SCALEOUT_BACKLOG=2000 runs
@@ -42,7 +41,7 @@ const scaleBacklog = 400
 type proc struct {
 	name    string
 	cmd     *exec.Cmd
-	base    string // http://API_ADDR for an api, "" for a worker
+	base    string // http://API_ADDR for an api, http://MCP_ADDR for an MCP server, "" for a worker
 	metrics string // http://METRICS_ADDR/metrics
 	out     *devstack.TailBuffer
 	done    chan struct{}
@@ -56,6 +55,7 @@ type cluster struct {
 	env     map[string]string
 	apis    []*proc
 	workers []*proc
+	mcps    []*proc
 	st      *store.Store
 	admin   string
 	next    atomic.Uint64 // round-robin over the apis
@@ -104,19 +104,19 @@ func newCluster(t testing.TB, apis, workers int, extraEnv map[string]string) *cl
 	return c
 }
 
-// launch starts `vigil sub` on fresh ports and waits until it answers (an api: /health; a worker:
-// its /metrics). A port freeAddr picked can be taken by someone else before the child binds it;
+// launch starts `vigil sub` on fresh ports and waits until it answers (an api or an MCP server:
+// /health; a worker: its /metrics). A port freeAddr picked can be taken by someone else before the child binds it;
 // then the child exits with "address already in use" and launch tries other ports.
 func (c *cluster) launch(name, sub string) *proc {
 	c.t.Helper()
 	for attempt := 1; ; attempt++ {
 		apiAddr := ""
-		if sub == "api" {
+		if sub != "worker" {
 			apiAddr = freeAddr(c.t)
 		}
 		p := c.start(name, sub, apiAddr)
 		probe := p.metrics
-		if sub == "api" {
+		if sub != "worker" {
 			probe = p.base + "/health"
 		}
 		deadline := time.Now().Add(60 * time.Second)
@@ -145,8 +145,9 @@ func (c *cluster) launch(name, sub string) *proc {
 }
 
 // start runs `vigil sub` as a child process, stopped (SIGTERM, then SIGKILL) when the test ends
-// and killed with the test binary (Pdeathsig).
-func (c *cluster) start(name, sub, apiAddr string) *proc {
+// and killed with the test binary (Pdeathsig). addr is the listener of an api (API_ADDR) or an MCP
+// server (MCP_ADDR).
+func (c *cluster) start(name, sub, addr string) *proc {
 	c.t.Helper()
 	metricsAddr := freeAddr(c.t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "METRICS_ADDR=" + metricsAddr}
@@ -154,9 +155,13 @@ func (c *cluster) start(name, sub, apiAddr string) *proc {
 		env = append(env, k+"="+v)
 	}
 	p := &proc{name: name, metrics: "http://" + metricsAddr + "/metrics", out: devstack.NewTailBuffer(64 << 10), done: make(chan struct{})}
-	if apiAddr != "" {
-		env = append(env, "API_ADDR="+apiAddr)
-		p.base = "http://" + apiAddr
+	if addr != "" {
+		listen := "API_ADDR="
+		if sub == "mcp" {
+			listen = "MCP_ADDR="
+		}
+		env = append(env, listen+addr)
+		p.base = "http://" + addr
 	}
 	p.cmd = exec.Command(c.bin, sub)
 	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.out, p.out
@@ -252,6 +257,8 @@ func TestScaleOut(t *testing.T) {
 	c := newCluster(t, 2, 2, map[string]string{
 		"SSRF_ALLOWED_HOSTS": strings.TrimPrefix(target.URL, "http://"),
 	})
+	c.mcps = append(c.mcps, c.launch("mcp-1", "mcp"), c.launch("mcp-2", "mcp"))
+	c.mcpSubtests(t)
 
 	t.Run("identical ingests over both apis make one alert", func(t *testing.T) {
 		payload := map[string]any{"title": "scale dedup " + uuid.NewString(), "severity": "High", "src_ip": "198.51.100.10"}

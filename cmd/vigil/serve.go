@@ -136,14 +136,20 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	return ignoreCanceled(g.Wait())
 }
 
-// runMCP serves the MCP server until ctx ends.
+// runMCP serves the MCP server until ctx ends, and its process metrics (Go runtime, the Temporal
+// client) on METRICS_ADDR when set.
 func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
 	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	tc, err := temporal.DialLazy(temporalConfig(cfg, nil), log)
+	pm, err := newProcessMetrics(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pm.Close()
+	tc, err := temporal.DialLazy(temporalConfig(cfg, pm), log)
 	if err != nil {
 		return err
 	}
@@ -153,13 +159,15 @@ func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
 		return fmt.Errorf("listen on %s: %w", cfg.MCPAddr, err)
 	}
 	fd := newFrontDoor(cfg, st, tc, log)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		fd.authn.Run(gctx, 10*time.Second)
-		return nil
+	return pm.run(ctx, log, func(ctx context.Context) error {
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			fd.authn.Run(gctx, 10*time.Second)
+			return nil
+		})
+		g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, ln) })
+		return ignoreCanceled(g.Wait())
 	})
-	g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, ln) })
-	return ignoreCanceled(g.Wait())
 }
 
 // serveMCP runs the MCP server on ln until ctx ends (shared by `mcp` and `dev`).
