@@ -27,14 +27,15 @@ import (
 	"github.com/vigil-soc/vigil/validate"
 )
 
-// Events an agent can subscribe to, and the test event POST /v1/agents/{uuid}/test sends.
+// Events an agent can subscribe to (named in store, where the changes raising them commit), and the
+// test event POST /v1/agents/{uuid}/test sends.
 const (
-	EventAlertEnriched     = "alert.enriched"
-	EventAlertUpdated      = "alert.updated"
-	EventFindingAdded      = "alert.finding_added"
-	EventRunCompleted      = "workflow_run.completed"
-	EventApprovalRequested = "approval.requested"
-	EventApprovalDecided   = "approval.decided"
+	EventAlertEnriched     = store.EventAlertEnriched
+	EventAlertUpdated      = store.EventAlertUpdated
+	EventFindingAdded      = store.EventAlertFindingAdded
+	EventRunCompleted      = store.EventWorkflowRunComplete
+	EventApprovalRequested = store.EventApprovalRequested
+	EventApprovalDecided   = store.EventApprovalDecided
 	EventTest              = "agent.test"
 )
 
@@ -60,6 +61,9 @@ type Store interface {
 	DeleteAgent(ctx context.Context, id uuid.UUID) error
 	RecordAgentDelivery(ctx context.Context, d *store.AgentDelivery) error
 	RecordActivity(ctx context.Context, db bun.IDB, e *store.ActivityEvent) error
+	AlertSubject(ctx context.Context, alertUUID uuid.UUID) (targeting.Subject, error)
+	SubscribedAgents(ctx context.Context, event string) ([]store.Agent, error)
+	RaiseAgentEvent(ctx context.Context, e *store.AgentEvent) (bool, error)
 }
 
 // Sealer seals the signing secret and the auth header value at rest (secretbox.Box).

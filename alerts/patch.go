@@ -186,7 +186,25 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 		a.MaliceOverride, a.MaliceOverrideSource, a.MaliceOverrideAt = nil, nil, nil
 		ch.Columns = append(ch.Columns, "malice_override", "malice_override_source", "malice_override_at")
 	}
+	ch.Updated = agentFacts(ch.Events, actor)
 	return ch, nil
+}
+
+// agentFacts are the facts of the alert.updated event a change raises (API.md §9: a change of
+// status, close classification, severity or malice; tags alone raise none): each change's activity
+// event type and references, and who made it. nil when nothing agents hear of changed.
+func agentFacts(events []store.ActivityEvent, actor store.Actor) map[string]any {
+	var changes []map[string]any
+	for _, e := range events {
+		if e.EventType == "alert_tags_updated" {
+			continue
+		}
+		changes = append(changes, map[string]any{"change": e.EventType, "details": e.References})
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	return map[string]any{"changes": changes, "actor": map[string]any{"type": actor.Type, "key_prefix": actor.KeyPrefixPtr(), "agent": actor.Agent}}
 }
 
 // CleanTags trims tags and drops blank and repeated ones, keeping the first occurrence's order.

@@ -23,6 +23,8 @@ type AgentService interface {
 	Delete(ctx context.Context, actor agents.Actor, id uuid.UUID) error
 	RotateSecret(ctx context.Context, actor agents.Actor, id uuid.UUID) (store.Agent, string, error)
 	Test(ctx context.Context, id uuid.UUID) (agents.Outcome, error)
+	Trigger(ctx context.Context, actor agents.Actor, alert uuid.UUID) (agents.Queued, error)
+	Dispatch(ctx context.Context, actor agents.Actor, alert, agent uuid.UUID) (agents.Queued, error)
 }
 
 // AgentStore is what the agent routes read.
@@ -61,6 +63,62 @@ func (s *Server) agentRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/agents/:uuid/deliveries", Tag: tag, Summary: "List delivery attempts",
 		Description: "Every attempt, newest first. Attempts of one delivery share `delivery_id` (the `X-Vigil-Delivery` header).",
 		Scopes:      read, Query: listDeliveriesQuery{}, Response: deliveryResponse{}, List: true}, s.listAgentDeliveries)
+	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/trigger-agents", Tag: tag, Summary: "Hand an alert to every matching agent",
+		Description: "Queues an `alert.enriched` event (with a `trigger` fact) for every active agent subscribed to `alert.enriched` " +
+			"whose sources, severities and trigger_filter match the alert; delivered like any event (docs/WEBHOOKS.md). " +
+			"The names are the agents matching now; none matching is a 202 with 0.",
+		Scopes: write, Response: queuedAgentsResponse{}, Status: http.StatusAccepted}, s.triggerAgents)
+	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/dispatch-agent", Tag: tag, Summary: "Hand an alert to one agent",
+		Description: "Queues an `alert.enriched` event for the agent `agent_uuid` alone, its subscriptions and filters bypassed. " +
+			"An inactive agent → 422 `AGENT_INACTIVE`; an unknown alert or agent → 404.",
+		Scopes: write, Query: dispatchAgentQuery{}, Response: queuedAgentsResponse{}, Status: http.StatusAccepted,
+		Errors: []int{http.StatusUnprocessableEntity}}, s.dispatchAgent)
+}
+
+type queuedAgentsResponse struct {
+	QueuedAgentCount int      `json:"queued_agent_count"`
+	AgentNames       []string `json:"agent_names"`
+}
+
+func toQueued(q agents.Queued) queuedAgentsResponse {
+	return queuedAgentsResponse{QueuedAgentCount: len(q.AgentNames), AgentNames: q.AgentNames}
+}
+
+func (s *Server) triggerAgents(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	q, err := s.deps.Agents.Trigger(c.UserContext(), agentActor(c), id)
+	if err != nil {
+		return notFoundAs(err, "Alert")
+	}
+	return respond(c, http.StatusAccepted, toQueued(q))
+}
+
+type dispatchAgentQuery struct {
+	AgentUUID uuid.UUID `query:"agent_uuid" required:"true" doc:"The agent to hand the alert to."`
+}
+
+func (s *Server) dispatchAgent(c *fiber.Ctx) error {
+	id, err := pathUUID(c, "uuid")
+	if err != nil {
+		return err
+	}
+	var q dispatchAgentQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	out, err := s.deps.Agents.Dispatch(c.UserContext(), agentActor(c), id, q.AgentUUID)
+	switch {
+	case errors.Is(err, agents.ErrAgentInactive):
+		return NewError(http.StatusUnprocessableEntity, "AGENT_INACTIVE", "The agent is not active; activate it before dispatching to it.")
+	case errors.Is(err, agents.ErrAgentNotFound):
+		return notFoundAs(err, "Agent")
+	case err != nil:
+		return notFoundAs(err, "Alert")
+	}
+	return respond(c, http.StatusAccepted, toQueued(out))
 }
 
 type agentRequest struct {

@@ -2,15 +2,11 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +21,7 @@ import (
 	"github.com/vigil-soc/vigil/netguard/netguardtest"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/webhooks"
+	"github.com/vigil-soc/vigil/webhooks/webhookstest"
 )
 
 // receiver is an agent's webhook endpoint on loopback that records what it received.
@@ -409,10 +406,7 @@ func TestAgents_NameResolvingToLoopbackRefusedAtDial(t *testing.T) {
 // The verification snippets of docs/WEBHOOKS.md, run as they are written against a real delivery:
 // the right secret verifies, the old secret and a changed body do not.
 func TestWebhooksDocSnippetsVerifyRealDeliveries(t *testing.T) {
-	doc, err := os.ReadFile("../docs/WEBHOOKS.md")
-	require.NoError(t, err)
-	goSnippet, pySnippet := fencedBlock(t, string(doc), "go"), fencedBlock(t, string(doc), "python")
-
+	snippets := webhookstest.Load(t, "../docs/WEBHOOKS.md")
 	ts := newAgentServer(t, nil)
 	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite)
 	recv := newReceiver(t)
@@ -423,65 +417,13 @@ func TestWebhooksDocSnippetsVerifyRealDeliveries(t *testing.T) {
 	require.Len(t, got, 1)
 	ts0, sig := got[0].Header.Get(webhooks.HeaderTimestamp), got[0].Header.Get(webhooks.HeaderSignature)
 
-	dir := t.TempDir()
-	bodyFile, tampered := filepath.Join(dir, "body.json"), filepath.Join(dir, "tampered.json")
-	require.NoError(t, os.WriteFile(bodyFile, got[0].Body, 0o600))
-	require.NoError(t, os.WriteFile(tampered, append([]byte(" "), got[0].Body...), 0o600))
-
-	// Go: the snippet plus a main that exits 0 when it verifies.
-	goMain := strings.Replace(goSnippet, "import (", "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"", 1) + `
-func main() {
-	body, _ := os.ReadFile(os.Args[4])
-	if err := VerifyVigilSignature(os.Args[1], os.Args[2], os.Args[3], body, time.Now()); err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
-}
-`
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "verify.go"), []byte(goMain), 0o600))
-	goBin := filepath.Join(dir, "verify")
-	build := exec.Command("go", "build", "-o", goBin, filepath.Join(dir, "verify.go"))
-	build.Env = append(os.Environ(), "GO111MODULE=off")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "the Go snippet compiles: %s", out)
-
-	pyMain := pySnippet + `
-import sys
-with open(sys.argv[4], "rb") as f:
-    sys.exit(0 if verify_vigil_signature(sys.argv[1], sys.argv[2], sys.argv[3], f.read()) else 1)
-`
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "verify.py"), []byte(pyMain), 0o600))
-
-	run := func(name string, args ...string) error {
-		cmd := exec.Command(name, args...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			var exit *exec.ExitError
-			require.True(t, errors.As(err, &exit), "%s could not run: %v %s", name, err, out)
-		}
-		return err
-	}
-	for _, v := range []struct{ name, prog string }{{goBin, ""}, {"python3", filepath.Join(dir, "verify.py")}} {
-		args := func(secret, file string) []string {
-			a := []string{secret, ts0, sig, file}
-			if v.prog != "" {
-				a = append([]string{v.prog}, a...)
-			}
-			return a
-		}
-		require.NoError(t, run(v.name, args(secret, bodyFile)...), "%s verifies the delivery", v.name)
-		require.Error(t, run(v.name, args(oldSecret, bodyFile)...), "%s refuses the rotated-out secret", v.name)
-		require.Error(t, run(v.name, args(secret, tampered)...), "%s refuses a changed body", v.name)
-	}
-}
-
-// fencedBlock returns the first ```lang block of doc.
-func fencedBlock(t *testing.T, doc, lang string) string {
-	t.Helper()
-	start := strings.Index(doc, "```"+lang+"\n")
-	require.GreaterOrEqual(t, start, 0, "docs/WEBHOOKS.md has a %s block", lang)
-	rest := doc[start+len("```"+lang+"\n"):]
-	end := strings.Index(rest, "```")
-	require.GreaterOrEqual(t, end, 0)
-	return rest[:end]
+	goErr, pyErr := snippets.Verify(secret, ts0, sig, got[0].Body)
+	require.NoError(t, goErr, "the Go snippet verifies the delivery")
+	require.NoError(t, pyErr, "the Python snippet verifies the delivery")
+	goErr, pyErr = snippets.Verify(oldSecret, ts0, sig, got[0].Body)
+	require.Error(t, goErr, "the Go snippet refuses the rotated-out secret")
+	require.Error(t, pyErr, "the Python snippet refuses the rotated-out secret")
+	goErr, pyErr = snippets.Verify(secret, ts0, sig, append([]byte(" "), got[0].Body...))
+	require.Error(t, goErr, "the Go snippet refuses a changed body")
+	require.Error(t, pyErr, "the Python snippet refuses a changed body")
 }

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/agents"
 	"github.com/vigil-soc/vigil/approvals"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/netguard"
@@ -152,6 +153,7 @@ type runHarness struct {
 	steps   *stepServer
 	notices *noticeServer
 	acts    *activities.Activities
+	agents  *agents.Service
 	stop    func()
 }
 
@@ -176,6 +178,8 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 		StepClient: guard.HTTPClient(30 * time.Second),
 		Approvals: approvals.NewNotifier(approvals.Config{Type: approvals.NotifierWebhook, PublicBaseURL: "http://vigil.invalid",
 			WebhookURL: h.notices.URL, WebhookSecret: testWebhookSecret}, guard.HTTPClient(10*time.Second))}
+	h.agents = agents.New(st, box, guard, agents.NewHTTPClient(guard))
+	h.acts.AgentEvents = &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, "http://vigil.invalid"), Deliverer: h.agents}
 	h.startWorkers(t)
 	t.Cleanup(func() { h.stop() })
 	startDispatcher(t, st, c, h.queues)

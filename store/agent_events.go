@@ -43,6 +43,65 @@ func (s *Store) RecordAgentEvent(ctx context.Context, db bun.IDB, e *AgentEvent)
 	return nil
 }
 
+// Agent events (API.md §9).
+const (
+	EventAlertEnriched       = "alert.enriched"
+	EventAlertUpdated        = "alert.updated"
+	EventAlertFindingAdded   = "alert.finding_added"
+	EventWorkflowRunComplete = "workflow_run.completed"
+	EventApprovalRequested   = "approval.requested"
+	EventApprovalDecided     = "approval.decided"
+)
+
+// RaiseAgentEvent commits e in a transaction of its own (trigger-agents, dispatch-agent); see
+// raiseAgentEvent. It reports whether the event was raised.
+func (s *Store) RaiseAgentEvent(ctx context.Context, e *AgentEvent) (bool, error) {
+	raised := false
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		raised, err = s.raiseAgentEvent(ctx, tx, e, nil)
+		return err
+	})
+	return raised, err
+}
+
+// raiseAgentEvent raises e in tx, the transaction of the change that causes it: the agent_events row
+// and the start-outbox entry that delivers it commit (or roll back) with the change, and the
+// dispatcher is notified at commit (a transactional NOTIFY). An event no active agent is subscribed
+// to when it commits is not raised at all (an agent registered later does not receive past events),
+// so a Vigil without agents pays one indexed EXISTS per change; an event for one target agent
+// (dispatch-agent) is always raised. facts, when not nil, become e.Facts. It reports whether it
+// raised e.
+func (s *Store) raiseAgentEvent(ctx context.Context, tx bun.IDB, e *AgentEvent, facts map[string]any) (bool, error) {
+	if e.TargetAgent == nil {
+		var subscribed bool
+		err := tx.NewRaw(`SELECT EXISTS (SELECT 1 FROM agents WHERE is_active AND events @> ARRAY[?]::text[])`, e.Event).Scan(ctx, &subscribed)
+		if err != nil {
+			return false, fmt.Errorf("agents subscribed to %s: %w", e.Event, mapErr(err))
+		}
+		if !subscribed {
+			return false, nil
+		}
+	}
+	if facts != nil {
+		raw, err := json.Marshal(facts)
+		if err != nil {
+			return false, fmt.Errorf("encode facts of %s: %w", e.Event, err)
+		}
+		e.Facts = raw
+	}
+	if err := s.RecordAgentEvent(ctx, tx, e); err != nil {
+		return false, err
+	}
+	if err := insertStart(ctx, tx, StartAgentEvent, e.UUID); err != nil {
+		return false, err
+	}
+	if _, err := tx.NewRaw(`SELECT pg_notify(?, '')`, StartChannel).Exec(ctx); err != nil {
+		return false, fmt.Errorf("notify %s: %w", StartChannel, mapErr(err))
+	}
+	return true, nil
+}
+
 // GetAgentEvent loads one event.
 func (s *Store) GetAgentEvent(ctx context.Context, id uuid.UUID) (AgentEvent, error) {
 	var e AgentEvent

@@ -212,10 +212,12 @@ func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// AlertChange is what a PatchAlert callback decides: the columns to write and the events to record.
+// AlertChange is what a PatchAlert callback decides: the columns to write, the activity events to
+// record and, when the change is one agents hear of, the facts of the alert.updated event to raise.
 type AlertChange struct {
 	Columns []string
 	Events  []ActivityEvent
+	Updated map[string]any
 }
 
 // PatchAlert loads the alert under a row lock, lets decide compute the change on it, and writes the
@@ -242,6 +244,11 @@ func (s *Store) PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *Ale
 			e.AlertUUID = &a.UUID
 			e.CreatedAt = now
 			if err := s.RecordActivity(ctx, tx, &e); err != nil {
+				return err
+			}
+		}
+		if ch.Updated != nil {
+			if _, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertUpdated, AlertUUID: &a.UUID}, ch.Updated); err != nil {
 				return err
 			}
 		}
@@ -415,8 +422,8 @@ func (s *Store) associateRule(ctx context.Context, tx bun.Tx, alertID uuid.UUID,
 }
 
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
-// is_enriched, records event once per runID (a retried activity records nothing twice) and deletes
-// the alert's started outbox entries. It returns ErrNotFound when the alert is gone.
+// is_enriched, records event and raises alert.enriched once per runID (a retried activity records
+// nothing twice) and deletes the alert's started outbox entries. It returns ErrNotFound when the alert is gone.
 func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event ActivityEvent) error {
 	var freed int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -455,7 +462,12 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		}
 		event.References["run_id"] = runID
 		event.AlertUUID = &alertID
-		return s.RecordActivity(ctx, tx, &event)
+		if err := s.RecordActivity(ctx, tx, &event); err != nil {
+			return err
+		}
+		_, err = s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertEnriched, AlertUUID: &alertID},
+			map[string]any{"enrichment_status": status, "temporal_run_id": runID})
+		return err
 	})
 	if err == nil && freed > 0 {
 		s.wake.wake() // a place in flight is free: the dispatcher may start a waiting entry
@@ -478,7 +490,8 @@ type Finding struct {
 	PostedAt          time.Time      `bun:"posted_at"`
 }
 
-// CreateFinding appends f to its alert and records an agent_finding_posted event, in one transaction.
+// CreateFinding appends f to its alert, records an agent_finding_posted event and raises
+// alert.finding_added, in one transaction.
 func (s *Store) CreateFinding(ctx context.Context, f *Finding, actorType string) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if f.ID == uuid.Nil {
@@ -491,9 +504,15 @@ func (s *Store) CreateFinding(ctx context.Context, f *Finding, actorType string)
 			}
 			return fmt.Errorf("insert finding: %w", mapErr(err))
 		}
-		return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "agent_finding_posted", ActorType: actorType,
+		if err := s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "agent_finding_posted", ActorType: actorType,
 			ActorKeyPrefix: f.ActorKeyPrefix, AlertUUID: &f.AlertUUID,
-			References: map[string]any{"finding_id": f.ID.String(), "agent_name": f.AgentName}})
+			References: map[string]any{"finding_id": f.ID.String(), "agent_name": f.AgentName}}); err != nil {
+			return err
+		}
+		_, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertFindingAdded, AlertUUID: &f.AlertUUID},
+			map[string]any{"finding": map[string]any{"id": f.ID, "agent_name": f.AgentName, "summary": f.Summary,
+				"confidence": f.Confidence, "recommended_action": f.RecommendedAction, "evidence": f.Evidence, "posted_at": f.PostedAt}})
+		return err
 	})
 }
 

@@ -238,8 +238,14 @@ func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (A
 		if d.VerifiedUser != "" {
 			refs["verified_user"] = d.VerifiedUser
 		}
-		return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.decided", ActorType: actor, ActorKeyPrefix: optString(d.KeyPrefix),
-			WorkflowUUID: &wf, References: refs, CreatedAt: now})
+		if err := s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.decided", ActorType: actor, ActorKeyPrefix: optString(d.KeyPrefix),
+			WorkflowUUID: &wf, References: refs, CreatedAt: now}); err != nil {
+			return err
+		}
+		a.Status = status
+		return s.raiseApprovalEvent(ctx, tx, EventApprovalDecided, a, map[string]any{"decision": decision,
+			"responder_id": d.ResponderID, "comment": d.Comment, "key_prefix": optString(d.KeyPrefix), "key_name": optString(d.KeyName),
+			"verified_user": optString(d.VerifiedUser), "decided_at": now})
 	})
 	if err != nil {
 		return ApprovalRequest{}, err
@@ -277,8 +283,30 @@ func (s *Store) MarkApprovalNotified(ctx context.Context, id uuid.UUID, notifier
 			return nil
 		}
 		wf := a.WorkflowUUID
-		return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.requested", ActorType: ActorWorkflow, WorkflowUUID: &wf,
+		if err := s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.requested", ActorType: ActorWorkflow, WorkflowUUID: &wf,
 			References: map[string]any{"approval_request_uuid": id.String(), "run_uuid": a.RunUUID.String(), "notifier_type": notifierType,
-				"expires_at": a.ExpiresAt.UTC().Format(time.RFC3339Nano)}, CreatedAt: now})
+				"expires_at": a.ExpiresAt.UTC().Format(time.RFC3339Nano)}, CreatedAt: now}); err != nil {
+			return err
+		}
+		return s.raiseApprovalEvent(ctx, tx, EventApprovalRequested, a, nil)
 	})
+}
+
+// raiseApprovalEvent raises event (approval.requested or approval.decided) for a, with the run's
+// alert (if any) as the event's alert and decision, when not nil, as the facts' decision.
+func (s *Store) raiseApprovalEvent(ctx context.Context, tx bun.Tx, event string, a ApprovalRequest, decision map[string]any) error {
+	var alert *uuid.UUID
+	if err := tx.NewRaw(`SELECT alert_uuid FROM workflow_runs WHERE uuid = ?`, a.RunUUID).Scan(ctx, &alert); err != nil {
+		return fmt.Errorf("alert of run %s: %w", a.RunUUID, mapErr(err))
+	}
+	approval := map[string]any{"uuid": a.UUID, "workflow_uuid": a.WorkflowUUID, "workflow_name": a.WorkflowName,
+		"run_uuid": a.RunUUID, "trigger_source": a.TriggerSource, "trigger_key_prefix": a.TriggerKeyPrefix, "reason": a.Reason,
+		"confidence": a.Confidence, "indicator_type": a.IndicatorType, "indicator_value": a.IndicatorValue, "risk_level": a.RiskLevel,
+		"status": a.Status, "required_approvals": a.RequiredApprovals, "expires_at": a.ExpiresAt.UTC()}
+	facts := map[string]any{"approval": approval}
+	if decision != nil {
+		facts["decision"] = decision
+	}
+	_, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: event, AlertUUID: alert}, facts)
+	return err
 }

@@ -257,8 +257,17 @@ func (s *Store) finishLocked(ctx context.Context, tx bun.Tx, r *WorkflowRun, sta
 	if r.ApprovalRequestUUID != nil {
 		refs["approval_request_uuid"] = r.ApprovalRequestUUID.String()
 	}
-	return s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "workflow_run.completed", ActorType: ActorWorkflow,
-		AlertUUID: r.AlertUUID, WorkflowUUID: &wf, References: refs, CreatedAt: now})
+	if err := s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "workflow_run.completed", ActorType: ActorWorkflow,
+		AlertUUID: r.AlertUUID, WorkflowUUID: &wf, References: refs, CreatedAt: now}); err != nil {
+		return err
+	}
+	_, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventWorkflowRunComplete, AlertUUID: r.AlertUUID},
+		map[string]any{"workflow_run": map[string]any{"uuid": r.UUID, "workflow_uuid": r.WorkflowUUID,
+			"workflow_version": r.WorkflowVersion, "status": status, "trigger_source": r.TriggerSource,
+			"trigger_key_prefix": r.TriggerKeyPrefix, "indicator_type": r.IndicatorType, "indicator_value": r.IndicatorValue,
+			"alert_uuid": r.AlertUUID, "approval_request_uuid": r.ApprovalRequestUUID, "error": errText,
+			"duration_ms": dur, "completed_at": now, "temporal_workflow_id": r.TemporalWorkflowID}})
+	return err
 }
 
 // ErrRunFinal is returned when cancelling a run that already ended.

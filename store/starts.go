@@ -17,6 +17,8 @@ const (
 	// StartIndicatorEnrichment starts enrich-indicator-<subject> (an indicator added to an alert with
 	// enrich=true).
 	StartIndicatorEnrichment = "indicator_enrichment"
+	// StartAgentEvent starts event-<subject>, the delivery of an agent event (RaiseAgentEvent).
+	StartAgentEvent = "agent_event"
 )
 
 // StartChannel is the LISTEN/NOTIFY channel notified after start_outbox rows were committed.

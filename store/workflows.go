@@ -230,6 +230,22 @@ type WorkflowFilter struct {
 	Page         Page
 }
 
+// ApplicableWorkflows returns the active workflows (a system workflow is active only when enabled and
+// its secrets are stored) that act on at least one of types, by name: what an analyst or agent may run against an alert whose indicators
+// have those types.
+func (s *Store) ApplicableWorkflows(ctx context.Context, types []string) ([]Workflow, error) {
+	out := []Workflow{}
+	if len(types) == 0 {
+		return out, nil
+	}
+	err := s.db.NewSelect().Model(&out).Where("deleted_at IS NULL AND state = ?", WorkflowStateActive).
+		Where("indicator_types && ?::text[]", pgdialectArray(types)).OrderExpr("name, uuid").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("workflows applicable to %v: %w", types, mapErr(err))
+	}
+	return out, nil
+}
+
 // ListWorkflows returns one page of workflows and the total.
 func (s *Store) ListWorkflows(ctx context.Context, f WorkflowFilter) ([]Workflow, int, error) {
 	var ws []Workflow

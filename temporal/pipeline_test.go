@@ -123,12 +123,13 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 		Enrichment: &activities.EnrichmentDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
 			// A short cool-down so the outage test sees the circuit probe and close within seconds.
 			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},
-		AgentEvents: &activities.AgentEventDeps{Store: st, Deliverer: e.agents}}
+		AgentEvents: &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, "http://vigil.test"), Deliverer: e.agents}}
 
 	srv := api.New(api.Config{RateLimitPerMinute: 1_000_000, AlertDedupWindow: 24 * time.Hour}, api.Deps{
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
 		Limiter: ratelimit.NewMemory(), APIKeys: st, DetectionRules: st, ContextDocuments: st,
 		SourceRegistry: reg, Secrets: box, Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
+		Agents: e.agents, AgentStore: st,
 	})
 	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -136,7 +137,8 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 	}
 	go func() { _ = srv.App().Listener(apiLn) }()
 	e.apiURL = "http://" + apiLn.Addr().String()
-	k, plain, err := api.NewAPIKey("pipeline-tests", []string{auth.ScopeAlertsRead, auth.ScopeAlertsWrite, auth.ScopeEnrichmentsRead}, "", nil, nil, nil)
+	k, plain, err := api.NewAPIKey("pipeline-tests", []string{auth.ScopeAlertsRead, auth.ScopeAlertsWrite, auth.ScopeEnrichmentsRead,
+		auth.ScopeAgentsWrite}, "", nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/vigil-soc/vigil/workflows"
 )
 
-// StartStore is what the dispatcher needs to start the entries of the start outbox (workflow runs and
-// indicator enrichments; docs/INGEST.md "Outbox kinds").
+// StartStore is what the dispatcher needs to start the entries of the start outbox (workflow runs,
+// indicator enrichments and agent-event deliveries; docs/INGEST.md "Outbox kinds").
 type StartStore interface {
 	DispatchStarts(ctx context.Context, limit int, start store.StartFunc) (int, error)
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
 	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
+	GetAgentEvent(ctx context.Context, id uuid.UUID) (store.AgentEvent, error)
 }
 
 // DrainStarts starts due start-outbox entries until none is left (entries backed off are left for
@@ -62,6 +63,15 @@ func (d *Dispatcher) startEntry(ctx context.Context, e store.StartEntry) error {
 	case store.StartIndicatorEnrichment:
 		_, err := StartEnrichIndicator(ctx, d.c, d.queues, e.SubjectUUID)
 		return err
+	case store.StartAgentEvent:
+		ev, err := d.st.GetAgentEvent(ctx, e.SubjectUUID)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.ErrOutboxDone
+		}
+		if err != nil {
+			return err
+		}
+		return NewEventStarter(d.c, d.queues).StartAgentEvent(ctx, ev.UUID, ev.AlertUUID)
 	}
 	// A kind this binary does not know (a newer one wrote it): leave it for a worker that does.
 	return fmt.Errorf("unknown start kind %q", e.Kind)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/agents"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/builtins"
@@ -220,6 +221,8 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
 	acts.Pipeline = st
 	wireWorkflowRunActivities(cfg, st, box, acts)
+	acts.AgentEvents = &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, cfg.PublicBaseURL),
+		Deliverer: newAgentService(cfg, st, box)}
 	queues := temporal.NewQueues(cfg.TaskQueuePrefix)
 	// The outbox dispatcher runs beside the workers: ingested alerts reach their pipeline from here.
 	g, gctx := errgroup.WithContext(ctx)
