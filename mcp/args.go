@@ -24,6 +24,9 @@ const (
 	kindUUID
 	kindTime
 	kindStringList // a JSON array of strings (a comma-separated string is accepted too, as on REST)
+	kindNumber     // a JSON number within [min, max]
+	kindObject     // a JSON object of at most max bytes (0: unbounded), given to the service as decoded
+	kindObjectList // a JSON array of at most max objects, each decoded
 )
 
 // arg declares one tool argument. The same declaration produces the tool's JSON schema (what the
@@ -34,7 +37,7 @@ type arg struct {
 	doc      string
 	required bool
 	enum     []string // allowed values (strings and list items)
-	min, max int      // integers: bounds; strings and list items: maxLength (max); lists: maxItems (min unused)
+	min, max int      // integers, numbers: bounds; strings and list items: maxLength (max); lists: maxItems (min unused); objects: max bytes; object lists: max items
 	def      any      // default when absent
 }
 
@@ -75,6 +78,16 @@ func schemaOf(specs []arg) map[string]any {
 			p["type"], p["format"] = "string", "uuid"
 		case kindTime:
 			p["type"], p["format"] = "string", "date-time"
+		case kindNumber:
+			p["type"] = "number"
+			p["minimum"], p["maximum"] = a.min, a.max
+		case kindObject:
+			p["type"] = "object"
+		case kindObjectList:
+			p["type"], p["items"] = "array", map[string]any{"type": "object"}
+			if a.max > 0 {
+				p["maxItems"] = a.max
+			}
 		case kindStringList:
 			item := map[string]any{"type": "string"}
 			if a.enum != nil {
@@ -96,7 +109,8 @@ func schemaOf(specs []arg) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
-// args holds parsed argument values: string, int, bool, uuid.UUID, time.Time or []string.
+// args holds parsed argument values: string, int, bool, float64, uuid.UUID, time.Time, []string,
+// map[string]any or []map[string]any.
 type args map[string]any
 
 func (a args) str(name string) string {
@@ -119,6 +133,23 @@ func (a args) boolPtr(name string) *bool {
 		return &b
 	}
 	return nil
+}
+
+func (a args) numberPtr(name string) *float64 {
+	if f, ok := a[name].(float64); ok {
+		return &f
+	}
+	return nil
+}
+
+func (a args) object(name string) map[string]any {
+	m, _ := a[name].(map[string]any)
+	return m
+}
+
+func (a args) objects(name string) []map[string]any {
+	l, _ := a[name].([]map[string]any)
+	return l
 }
 
 func (a args) uuidPtr(name string) *uuid.UUID {
@@ -209,6 +240,47 @@ func parseArg(a arg, raw json.RawMessage) (any, validate.Errors) {
 			errs.Add(loc, validate.TypeBool, "Input should be a valid boolean.", json.RawMessage(raw))
 		}
 		return b, errs
+	case kindNumber:
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			errs.Add(loc, validate.TypeFloat, "Input should be a valid number.", truncate(string(raw)))
+			return nil, errs
+		}
+		switch {
+		case f < float64(a.min):
+			errs.AddCtx(loc, validate.TypeGreaterThanEqual, fmt.Sprintf("Input should be greater than or equal to %d.", a.min), f, map[string]any{"ge": a.min})
+		case f > float64(a.max):
+			errs.AddCtx(loc, validate.TypeLessThanEqual, fmt.Sprintf("Input should be less than or equal to %d.", a.max), f, map[string]any{"le": a.max})
+		}
+		return f, errs
+	case kindObject:
+		if a.max > 0 && len(raw) > a.max {
+			errs.AddCtx(loc, validate.TypeTooLong, fmt.Sprintf("At most %d bytes of JSON.", a.max), nil, map[string]any{"max_bytes": a.max, "bytes": len(raw)})
+			return nil, errs
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+			errs.Add(loc, validate.TypeObject, "Input should be a JSON object.", truncate(string(raw)))
+			return nil, errs
+		}
+		return m, errs
+	case kindObjectList:
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			errs.Add(loc, validate.TypeList, "Input should be a list of objects.", truncate(string(raw)))
+			return nil, errs
+		}
+		if a.max > 0 && len(list) > a.max {
+			errs.AddCtx(loc, validate.TypeTooLong, fmt.Sprintf("At most %d items.", a.max), nil, map[string]any{"max_length": a.max})
+			return nil, errs
+		}
+		out := make([]map[string]any, len(list))
+		for i, item := range list {
+			if err := json.Unmarshal(item, &out[i]); err != nil || out[i] == nil {
+				errs.Add(append(slices.Clone(loc), i), validate.TypeObject, "Input should be a JSON object.", truncate(string(item)))
+			}
+		}
+		return out, errs
 	case kindStringList:
 		var list []string
 		if err := json.Unmarshal(raw, &list); err != nil {

@@ -12,22 +12,30 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/enrichment"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
 
-// tool is one MCP tool: its scopes are checked, then its arguments, before run is called. Every tool
-// registered so far only reads (annotated read-only and idempotent).
+// tool is one MCP tool: its scopes are checked, then its arguments, before run is called. A tool
+// that changes something (writes) is annotated as such; the others read-only and idempotent.
 type tool struct {
 	name, title, description string
 	scopes                   []string
+	writes                   bool
 	args                     []arg
 	run                      func(ctx context.Context, p auth.Principal, a args) (any, error)
 }
 
 func (s *Server) addTool(srv *sdk.Server, who principalSource, t tool) {
+	annotations := &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: true, IdempotentHint: true}
+	if t.writes {
+		notDestructive := false // updates and appends; nothing is deleted
+		annotations = &sdk.ToolAnnotations{Title: t.title, DestructiveHint: &notDestructive}
+	}
 	srv.AddTool(&sdk.Tool{Name: t.name, Title: t.title, Description: t.description, InputSchema: schemaOf(t.args),
-		Annotations: &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: true, IdempotentHint: true}},
+		Annotations: annotations},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			p, err := who(ctx, req)
 			if err != nil {
@@ -157,12 +165,38 @@ func (s *Server) errorFor(ctx context.Context, err error) errorBody {
 		return newErrorBody("NOT_FOUND", "Resource not found.", nil)
 	case errors.Is(err, context.DeadlineExceeded):
 		return newErrorBody("UNAVAILABLE", "A dependency did not answer in time; retry later.", nil)
+	case errors.Is(err, enrichment.ErrUnavailable):
+		return newErrorBody("UNAVAILABLE", "Enrichment is unavailable right now; retry later.", nil)
+	}
+	if b, ok := responsesErrorBody(err); ok {
+		return b
 	}
 	if code, msg := authFailure(err); code != "" {
 		return newErrorBody(code, msg, nil)
 	}
 	s.cfg.Log.ErrorContext(ctx, "mcp call failed", "err", err)
 	return newErrorBody("INTERNAL_ERROR", "An internal error occurred.", nil)
+}
+
+// responsesErrorBody maps the errors of package responses to the contract's codes, as REST does.
+func responsesErrorBody(err error) (errorBody, bool) {
+	var (
+		nf *responses.NotFoundError
+		na *responses.NotActiveError
+		fb *responses.ForbiddenError
+		un *responses.UnavailableError
+	)
+	switch {
+	case errors.As(err, &nf):
+		return newErrorBody("NOT_FOUND", nf.What+" not found.", nil), true
+	case errors.As(err, &na):
+		return newErrorBody("WORKFLOW_NOT_ACTIVE", "Workflow is "+na.State+", not active.", map[string]any{"state": na.State}), true
+	case errors.As(err, &fb):
+		return newErrorBody("FORBIDDEN", fb.Reason, map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes}), true
+	case errors.As(err, &un):
+		return newErrorBody("UNAVAILABLE", un.Message, nil), true
+	}
+	return errorBody{}, false
 }
 
 // toolError is a failed call as an MCP tool error: isError, the error body as structured content and

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,9 +19,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/testenv"
 )
@@ -62,7 +65,9 @@ func newHarness(t *testing.T, perMinute int) *harness {
 	health := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
 	srv := New(Config{Version: "test", RateLimitPerMinute: perMinute, MaxBodyBytes: 1 << 20, Log: log, Auth: authn,
 		Limiter: ratelimit.NewMemory(), Health: health,
-		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st})
+		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
+		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}), Enricher: cannedEnricher{},
+		Agents: st, Metrics: st})
 	return &harness{st: st, authn: authn, srv: srv}
 }
 
@@ -126,7 +131,12 @@ func requireToolError(t *testing.T, res *sdk.CallToolResult, body map[string]any
 	return body
 }
 
-var allTools = []string{"search_alerts", "get_alert", "search_detection_rules", "list_workflows", "get_workflow_run", "list_pending_approvals"}
+var (
+	readTools  = []string{"search_alerts", "get_alert", "search_detection_rules", "list_workflows", "get_workflow_run", "list_pending_approvals"}
+	writeTools = []string{"update_alert_status", "update_alert_malice", "post_alert_finding", "add_alert_indicators",
+		"update_indicator_malice", "enrich_indicator", "execute_workflow"}
+	allTools = append(append([]string{}, readTools...), writeTools...)
+)
 
 func TestListToolsAndResources(t *testing.T) {
 	h := newHarness(t, 1000)
@@ -141,7 +151,7 @@ func TestListToolsAndResources(t *testing.T) {
 		require.NotEmpty(t, tl.Description)
 		schema, _ := json.Marshal(tl.InputSchema)
 		require.Contains(t, string(schema), `"additionalProperties":false`, tl.Name)
-		require.True(t, tl.Annotations.ReadOnlyHint, tl.Name)
+		require.Equal(t, !slices.Contains(writeTools, tl.Name), tl.Annotations.ReadOnlyHint, tl.Name)
 	}
 	require.ElementsMatch(t, allTools, names)
 	res, err := cs.ListResources(ctx, nil)
@@ -150,7 +160,8 @@ func TestListToolsAndResources(t *testing.T) {
 	for _, r := range res.Resources {
 		uris = append(uris, r.URI)
 	}
-	require.ElementsMatch(t, []string{"vigil://alerts", "vigil://context-documents", "vigil://detection-rules", "vigil://workflows"}, uris)
+	require.ElementsMatch(t, []string{"vigil://alerts", "vigil://context-documents", "vigil://detection-rules", "vigil://workflows",
+		"vigil://agents", "vigil://metrics/summary"}, uris)
 	tpls, err := cs.ListResourceTemplates(ctx, nil)
 	require.NoError(t, err)
 	uris = nil
@@ -158,7 +169,8 @@ func TestListToolsAndResources(t *testing.T) {
 		uris = append(uris, r.URITemplate)
 	}
 	require.ElementsMatch(t, []string{"vigil://alerts/{uuid}", "vigil://alerts/{uuid}/context", "vigil://alerts/{uuid}/activity",
-		"vigil://context-documents/{uuid}", "vigil://enrichments/{type}/{value}", "vigil://detection-rules/{uuid}", "vigil://workflows/{uuid}"}, uris)
+		"vigil://context-documents/{uuid}", "vigil://enrichments/{type}/{value}", "vigil://detection-rules/{uuid}", "vigil://workflows/{uuid}",
+		"vigil://agents/{uuid}", "vigil://agents/{uuid}/deliveries"}, uris)
 }
 
 func TestSearchAndGetAlert(t *testing.T) {
@@ -300,7 +312,10 @@ func TestScopeRefusals(t *testing.T) {
 	ctx := context.Background()
 	need := map[string]string{"search_alerts": auth.ScopeAlertsRead, "get_alert": auth.ScopeAlertsRead,
 		"search_detection_rules": auth.ScopeAlertsRead, "list_workflows": auth.ScopeWorkflowsRead,
-		"get_workflow_run": auth.ScopeWorkflowsRead, "list_pending_approvals": auth.ScopeApprovalsWrite}
+		"get_workflow_run": auth.ScopeWorkflowsRead, "list_pending_approvals": auth.ScopeApprovalsWrite,
+		"update_alert_status": auth.ScopeAlertsWrite, "update_alert_malice": auth.ScopeAlertsWrite, "post_alert_finding": auth.ScopeAlertsWrite,
+		"add_alert_indicators": auth.ScopeAlertsWrite, "update_indicator_malice": auth.ScopeAlertsWrite,
+		"enrich_indicator": auth.ScopeEnrichmentsRead, "execute_workflow": auth.ScopeWorkflowsExecute}
 	// A key with every scope but admin minus the one a tool needs is refused, naming that scope; scopes
 	// are checked before arguments.
 	for _, tl := range allTools {

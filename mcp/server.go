@@ -22,6 +22,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/enrichment"
 	"github.com/vigil-soc/vigil/ratelimit"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/targeting"
@@ -100,6 +101,18 @@ type Config struct {
 	Indicators     IndicatorReader
 	DetectionRules DetectionRuleReader
 	Workflows      WorkflowReader
+
+	// The write tools' domain services: the alert tools are offered when AlertService is set,
+	// execute_workflow when Executor is; enrich_indicator always (UNAVAILABLE without an Enricher).
+	AlertService AlertService
+	Executor     WorkflowExecutor
+	Enricher     enrichment.Enricher
+
+	// Optional resources: vigil://agents… when Agents is set, vigil://metrics/summary when Metrics is
+	// (ProviderEnv: the provider credentials' environment, as the API's).
+	Agents      AgentReader
+	Metrics     MetricsReader
+	ProviderEnv store.Env
 }
 
 // Server is the MCP server.
@@ -155,7 +168,9 @@ func (s *Server) newMCPServer(who principalSource) *sdk.Server {
 	opts := &sdk.ServerOptions{Logger: s.cfg.Log, Instructions: instructions, HasResources: true, HasTools: true}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "vigil", Title: "Vigil security alert platform", Version: s.cfg.Version}, opts)
 	s.registerTools(srv, who)
+	s.registerWriteTools(srv, who)
 	s.registerResources(srv, who)
+	s.registerMoreResources(srv, who)
 	return srv
 }
 

@@ -19,7 +19,8 @@ import (
 )
 
 // startAPIAndMCP runs `vigil api` and `vigil mcp` through run() on the package's database until the
-// test ends, and returns their addresses and an agent key with alerts:read and alerts:write.
+// test ends, and returns their addresses and an agent key with alerts:read, alerts:write and
+// workflows:execute.
 func startAPIAndMCP(tb testing.TB, extra map[string]string) (apiAddr, mcpAddr, key string) {
 	tb.Helper()
 	apiAddr, mcpAddr = freeAddr(tb), freeAddr(tb)
@@ -36,7 +37,7 @@ func startAPIAndMCP(tb testing.TB, extra map[string]string) (apiAddr, mcpAddr, k
 		vars[k] = v
 	}
 	env := envOf(vars)
-	key, _ = createKey(tb, env, "--name", "mcp-client", "--scopes", "alerts:read,alerts:write", "--key-type", "agent")
+	key, _ = createKey(tb, env, "--name", "mcp-client", "--scopes", "alerts:read,alerts:write,workflows:execute", "--key-type", "agent")
 	serve(tb, env, "api", "mcp")
 	waitHealthy(tb, "http://"+apiAddr)
 	waitHealthy(tb, "http://"+mcpAddr)
@@ -95,11 +96,29 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	apiAddr, mcpAddr, key := startAPIAndMCP(t, nil)
 	title := "MCP TS client " + uuid.NewString()
 	alertUUID := ingestAlert(t, apiAddr, key, title)
+	api := "http://" + apiAddr
+	env := envOf(map[string]string{"DATABASE_URL": testenv.DatabaseURL(t)})
+	admin, _ := createKey(t, env, "--name", "mcp-admin", "--scopes", "admin")
+	revocable, _ := createKey(t, env, "--name", "mcp-revocable", "--scopes", "alerts:read")
+	code, created := restJSON(t, http.MethodPost, api+"/v1/workflows", admin, map[string]any{"name": "mcp isolate " + uuid.NewString()[:8],
+		"state": "active", "approval_mode": "agent_only", "indicator_types": []string{"ip"},
+		"steps": []any{map[string]any{"name": "isolate", "method": "POST", "url": "https://edr.example.com/isolate/{{indicator.value}}"}}})
+	require.Equal(t, http.StatusCreated, code, created)
+	_, keys := restJSON(t, http.MethodGet, api+"/v1/api-keys?page_size=500", admin, nil)
+	revokeUUID := ""
+	for _, k := range keys["data"].([]any) {
+		if k.(map[string]any)["name"] == "mcp-revocable" {
+			revokeUUID = k.(map[string]any)["uuid"].(string)
+		}
+	}
+	require.NotEmpty(t, revokeUUID)
 
 	cmd := exec.CommandContext(ctx, node, "client.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "VIGIL_MCP_URL=http://"+mcpAddr+"/mcp", "VIGIL_KEY="+key,
-		"VIGIL_ALERT_UUID="+alertUUID, "VIGIL_ALERT_TITLE="+title)
+		"VIGIL_ALERT_UUID="+alertUUID, "VIGIL_ALERT_TITLE="+title,
+		"VIGIL_WORKFLOW_UUID="+created["data"].(map[string]any)["uuid"].(string), "VIGIL_API_URL="+api, "VIGIL_ADMIN_KEY="+admin,
+		"VIGIL_REVOKE_KEY="+revocable, "VIGIL_REVOKE_KEY_UUID="+revokeUUID)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "node client.mjs: %s", stderr.String())
@@ -131,11 +150,20 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 			Code      *int   `json:"code"`
 			Message   string `json:"message"`
 		} `json:"badKey"`
+		Finding, CloseWithoutClassification, Close, IllegalMove, ExecuteWithoutReason, Execute, BeforeRevoke toolOutcome
+		RevokeStatus int `json:"revokeStatus"`
+		AfterRevoke  struct {
+			Refused bool   `json:"refused"`
+			Message string `json:"message"`
+		} `json:"afterRevoke"`
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &seen), stdout.String())
 	require.Equal(t, "vigil", seen.ServerName)
-	require.Equal(t, []string{"get_alert", "get_workflow_run", "list_pending_approvals", "list_workflows", "search_alerts", "search_detection_rules"}, seen.Tools)
-	require.Equal(t, []string{"vigil://alerts", "vigil://context-documents", "vigil://detection-rules", "vigil://workflows"}, seen.Resources)
+	require.Equal(t, []string{"add_alert_indicators", "enrich_indicator", "execute_workflow", "get_alert", "get_workflow_run",
+		"list_pending_approvals", "list_workflows", "post_alert_finding", "search_alerts", "search_detection_rules",
+		"update_alert_malice", "update_alert_status", "update_indicator_malice"}, seen.Tools)
+	require.Equal(t, []string{"vigil://agents", "vigil://alerts", "vigil://context-documents", "vigil://detection-rules",
+		"vigil://metrics/summary", "vigil://workflows"}, seen.Resources)
 	require.Contains(t, seen.ResourceTemplates, "vigil://alerts/{uuid}")
 
 	require.Equal(t, "application/json", seen.AlertResource.MIMEType)
@@ -157,9 +185,67 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	detail := seen.BadArguments.Structured["detail"].([]any)
 	require.Len(t, detail, 2, "both problems are listed")
 
+	// The finding, over REST, with the MCP actor in the activity.
+	require.False(t, seen.Finding.IsError, "%v", seen.Finding.Structured)
+	_, findings := restJSON(t, http.MethodGet, api+"/v1/alerts/"+alertUUID+"/findings", key, nil)
+	require.Equal(t, "Seen by the TypeScript client.", findings["data"].([]any)[0].(map[string]any)["summary"])
+	_, activity := restJSON(t, http.MethodGet, api+"/v1/alerts/"+alertUUID+"/activity", key, nil)
+	actors := map[string]string{}
+	for _, e := range activity["data"].([]any) {
+		actors[e.(map[string]any)["event_type"].(string)] = e.(map[string]any)["actor_type"].(string)
+	}
+	require.Equal(t, "mcp", actors["agent_finding_posted"])
+	require.Equal(t, "mcp", actors["alert_closed"])
+	// The transition rules.
+	require.True(t, seen.CloseWithoutClassification.IsError)
+	require.False(t, seen.Close.IsError, "%v", seen.Close.Structured)
+	require.Equal(t, "Closed", seen.Close.Structured["data"].(map[string]any)["status"])
+	require.True(t, seen.IllegalMove.IsError)
+	require.Equal(t, "invalid_transition", seen.IllegalMove.Structured["detail"].([]any)[0].(map[string]any)["type"])
+	// An agent key on an agent_only workflow: refused without reason and confidence, held for approval with them.
+	require.True(t, seen.ExecuteWithoutReason.IsError)
+	require.Len(t, seen.ExecuteWithoutReason.Structured["detail"], 2)
+	require.False(t, seen.Execute.IsError, "%v", seen.Execute.Structured)
+	require.Equal(t, "pending_approval", seen.Execute.Structured["data"].(map[string]any)["status"])
+	// Revocation reaches MCP.
+	require.False(t, seen.BeforeRevoke.IsError)
+	require.Less(t, seen.RevokeStatus, 300)
+	require.True(t, seen.AfterRevoke.Refused, "a revoked key is refused on its next request")
+
 	require.False(t, seen.BadKey.Connected)
 	require.True(t, seen.BadKey.Code != nil && *seen.BadKey.Code == http.StatusUnauthorized || strings.Contains(seen.BadKey.Message, "401"),
 		"the client sees the 401: %+v", seen.BadKey)
+}
+
+// toolOutcome is a tool call as the TypeScript client saw it.
+type toolOutcome struct {
+	IsError    bool           `json:"isError"`
+	Structured map[string]any `json:"structured"`
+}
+
+// restJSON calls the REST API with key and decodes the answer.
+func restJSON(tb testing.TB, method, url, key string, body any) (int, map[string]any) {
+	tb.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(tb, err)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	require.NoError(tb, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(tb, err)
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
 }
 
 func TestMCPAddrConfig(t *testing.T) {

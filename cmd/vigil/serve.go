@@ -14,12 +14,14 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/agents"
+	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/mcp"
 	"github.com/vigil-soc/vigil/metrics"
 	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
@@ -145,6 +147,10 @@ func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	box, err := openSecretBox(cfg)
+	if err != nil {
+		return err
+	}
 	pm, err := newProcessMetrics(cfg, log)
 	if err != nil {
 		return err
@@ -166,17 +172,22 @@ func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
 			fd.authn.Run(gctx, 10*time.Second)
 			return nil
 		})
-		g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, ln) })
+		g.Go(func() error { return serveMCP(gctx, cfg, log, st, box, tc, fd, ln) })
 		return ignoreCanceled(g.Wait())
 	})
 }
 
-// serveMCP runs the MCP server on ln until ctx ends (shared by `mcp` and `dev`).
-func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, fd frontDoor, ln net.Listener) error {
+// serveMCP runs the MCP server on ln until ctx ends (shared by `mcp` and `dev`). Its write tools call
+// the domain services the REST handlers call.
+func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener) error {
+	acts := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	srv := mcp.New(mcp.Config{
 		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, MaxBodyBytes: int64(cfg.MaxBodyMB) << 20,
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
+		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}),
+		Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts),
+		Agents:   st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
 	})
 	log.Info("mcp listening", "addr", ln.Addr().String())
 	if err := srv.Serve(ctx, ln); err != nil {

@@ -1,5 +1,7 @@
 // Drives a running `vigil mcp` with the official MCP TypeScript client (cmd/vigil/mcp_tsclient_test.go
-// runs it). Input: VIGIL_MCP_URL (…/mcp), VIGIL_KEY, VIGIL_ALERT_UUID, VIGIL_ALERT_TITLE.
+// runs it). Input: VIGIL_MCP_URL (…/mcp), VIGIL_KEY, VIGIL_ALERT_UUID, VIGIL_ALERT_TITLE,
+// VIGIL_WORKFLOW_UUID (an active agent_only workflow), VIGIL_API_URL, VIGIL_ADMIN_KEY, VIGIL_REVOKE_KEY and
+// VIGIL_REVOKE_KEY_UUID (a key the client revokes over REST, then uses again).
 // Output: one JSON object on stdout describing what the client saw; the Go test asserts on it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -33,7 +35,38 @@ out.search = { isError: search.isError ?? false, structured: search.structuredCo
 
 const bad = await client.callTool({ name: "get_alert", arguments: { alert_uuid: "nope", extra: 1 } });
 out.badArguments = { isError: bad.isError ?? false, structured: bad.structuredContent };
+
+// The write tools: a finding, status moves through the transition rules, an agent's gated run.
+const result = (r) => ({ isError: r.isError ?? false, structured: r.structuredContent });
+out.finding = result(await client.callTool({ name: "post_alert_finding", arguments: {
+  alert_uuid: alertUUID, agent_name: "ts-client", summary: "Seen by the TypeScript client.", confidence: "medium",
+  evidence: { source: "mcp" } } }));
+out.closeWithoutClassification = result(await client.callTool({ name: "update_alert_status",
+  arguments: { alert_uuid: alertUUID, status: "Closed" } }));
+out.close = result(await client.callTool({ name: "update_alert_status",
+  arguments: { alert_uuid: alertUUID, status: "Closed", close_classification: "Duplicate" } }));
+out.illegalMove = result(await client.callTool({ name: "update_alert_status",
+  arguments: { alert_uuid: alertUUID, status: "Escalated" } }));
+const run = { workflow_uuid: process.env.VIGIL_WORKFLOW_UUID, indicator_type: "ip", indicator_value: "198.51.100.9" };
+out.executeWithoutReason = result(await client.callTool({ name: "execute_workflow", arguments: run }));
+out.execute = result(await client.callTool({ name: "execute_workflow",
+  arguments: { ...run, reason: "beaconing to a known C2", confidence: 0.8 } }));
 await client.close();
+
+// A key revoked over REST is refused on its next MCP request (after the authenticator's 2 s cache).
+const revocable = await connect(process.env.VIGIL_REVOKE_KEY);
+out.beforeRevoke = result(await revocable.callTool({ name: "search_alerts", arguments: { page_size: 1 } }));
+const del = await fetch(`${process.env.VIGIL_API_URL}/v1/api-keys/${process.env.VIGIL_REVOKE_KEY_UUID}`, {
+  method: "DELETE", headers: { Authorization: `Bearer ${process.env.VIGIL_ADMIN_KEY}` } });
+out.revokeStatus = del.status;
+await new Promise((r) => setTimeout(r, 2500));
+try {
+  await revocable.callTool({ name: "search_alerts", arguments: { page_size: 1 } });
+  out.afterRevoke = { refused: false };
+} catch (err) {
+  out.afterRevoke = { refused: true, code: err.code ?? null, message: String(err.message ?? err) };
+}
+await revocable.close().catch(() => {});
 
 // The older HTTP+SSE transport at /sse, same key.
 const sseClient = new Client({ name: "vigil-tsclient-test-sse", version: "1.0.0" });
