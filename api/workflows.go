@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -178,6 +180,24 @@ func validateWorkflowSteps(steps json.RawMessage) validate.Errors {
 	return errs
 }
 
+// checkSecretHosts refuses steps that would send a secret to a written-out host outside its
+// allowed_hosts (responses.CheckSecretHosts): 422 SECRET_HOST_NOT_ALLOWED.
+func (s *Server) checkSecretHosts(ctx context.Context, steps json.RawMessage) error {
+	cfg, err := responses.ParseSteps(steps)
+	if err != nil {
+		return err
+	}
+	err = responses.CheckSecretHosts(ctx, s.deps.Workflows, cfg)
+	var he *responses.SecretHostError
+	if errors.As(err, &he) {
+		return NewError(http.StatusUnprocessableEntity, httpsteps.CodeSecretHostNotAllowed,
+			"Step "+strconv.Itoa(he.StepIndex)+" ("+he.StepName+") would send secret "+he.Secret+" to "+he.Host+
+				", which is not in its allowed_hosts; an admin sets them with PUT /v1/workflow-secrets/"+he.Secret+".").
+			WithDetails(map[string]any{"step_index": he.StepIndex, "step_name": he.StepName, "secret": he.Secret, "host": he.Host})
+	}
+	return err
+}
+
 // workflowSecretNames lists the secrets a stored steps list names.
 func workflowSecretNames(steps json.RawMessage) []string { return responses.WorkflowSecretNames(steps) }
 
@@ -211,6 +231,9 @@ func (s *Server) createWorkflow(c *fiber.Ctx) error {
 		RequiredApprovals: derefOr(req.RequiredApprovals, 1), RiskLevel: derefOr(req.RiskLevel, "medium"), Tags: req.Tags,
 		TimeSavedMinutes: req.TimeSavedMinutes}
 	w.RequiredSecrets = workflowSecretNames(w.Steps)
+	if err := s.checkSecretHosts(c.UserContext(), w.Steps); err != nil {
+		return err
+	}
 	if err := s.deps.Workflows.CreateWorkflow(c.UserContext(), &w); err != nil {
 		return err
 	}
@@ -350,6 +373,9 @@ func (s *Server) updateWorkflow(c *fiber.Ctx) error {
 	if changed {
 		w.ApplyDefinition(d)
 		w.RequiredSecrets = workflowSecretNames(w.Steps)
+		if err := s.checkSecretHosts(ctx, w.Steps); err != nil {
+			return err
+		}
 		cols = append(cols, "name", "description", "documentation", "workflow_type", "indicator_types", "steps", "timeout_seconds",
 			"retry_max_attempts", "retry_initial_interval_seconds", "approval_mode", "approval_timeout_seconds", "approval_channel",
 			"required_approvals", "risk_level", "tags", "time_saved_minutes", "required_secrets")

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
@@ -17,23 +18,32 @@ func (s *Server) workflowSecretRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/workflow-secrets", Tag: tag, Summary: "List workflow secrets",
 		Description: "Names and descriptions only: values are write-only.", Scopes: admin, Query: PageQuery{}, Response: workflowSecretResponse{}, List: true}, s.listWorkflowSecrets)
 	s.add(route{Method: http.MethodPut, Path: "/v1/workflow-secrets/:name", Tag: tag, Summary: "Create or replace a workflow secret",
-		Description: "Workflows reference it as {{secrets.NAME}}; a run receives only the secrets its workflow names. The value is sealed with AES-256-GCM and never returned. System workflows become active when all their secrets exist.",
+		Description: "Workflows reference it as {{secrets.NAME}}; a run receives only the secrets its workflow names, and a step may put it only into a request for one of its `allowed_hosts` (refused before sending with `SECRET_HOST_NOT_ALLOWED` otherwise). The value is sealed with AES-256-GCM and never returned. System workflows become active when all their secrets exist.",
 		Scopes:      admin, Body: putWorkflowSecretRequest{}, Response: workflowSecretResponse{}}, s.putWorkflowSecret)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/workflow-secrets/:name", Tag: tag, Summary: "Delete a workflow secret",
 		Scopes: admin, Status: http.StatusNoContent}, s.deleteWorkflowSecret)
 }
 
 type workflowSecretResponse struct {
-	Name        string    `json:"name"`
-	Description *string   `json:"description"`
-	Created     bool      `json:"created,omitempty" doc:"PUT only: true when the name was new."`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	Name         string    `json:"name"`
+	Description  *string   `json:"description"`
+	AllowedHosts []string  `json:"allowed_hosts" doc:"Hosts a request carrying the secret may go to."`
+	Created      bool      `json:"created,omitempty" doc:"PUT only: true when the name was new."`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 type putWorkflowSecretRequest struct {
-	Value       string  `json:"value" required:"true" minLength:"1" maxLength:"10000"`
-	Description *string `json:"description" maxLength:"1000"`
+	Value        string   `json:"value" required:"true" minLength:"1" maxLength:"10000"`
+	Description  *string  `json:"description" maxLength:"1000"`
+	AllowedHosts []string `json:"allowed_hosts" required:"true" maxItems:"50" maxLength:"260" doc:"Where the secret may be sent: host names or IPs, \"*.example.com\" for any subdomain, each with an optional :port (without one, any port). At least one."`
+}
+
+// Validate applies the allowed_hosts rule (responses.ValidateAllowedHosts).
+func (r putWorkflowSecretRequest) Validate() validate.Errors {
+	var errs validate.Errors
+	errs.Merge([]any{"allowed_hosts"}, responses.ValidateAllowedHosts(r.AllowedHosts))
+	return errs
 }
 
 func secretName(c *fiber.Ctx) (string, error) {
@@ -58,7 +68,8 @@ func (s *Server) listWorkflowSecrets(c *fiber.Ctx) error {
 	}
 	out := make([]workflowSecretResponse, len(secs))
 	for i, sec := range secs {
-		out[i] = workflowSecretResponse{Name: sec.Name, Description: sec.Description, CreatedAt: sec.CreatedAt.UTC(), UpdatedAt: sec.UpdatedAt.UTC()}
+		out[i] = workflowSecretResponse{Name: sec.Name, Description: sec.Description, AllowedHosts: nonNil(sec.AllowedHosts),
+			CreatedAt: sec.CreatedAt.UTC(), UpdatedAt: sec.UpdatedAt.UTC()}
 	}
 	return respondList(c, out, total, q)
 }
@@ -79,12 +90,12 @@ func (s *Server) putWorkflowSecret(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sec := store.WorkflowSecret{Name: name, ValueSealed: sealed, Description: req.Description}
+	sec := store.WorkflowSecret{Name: name, ValueSealed: sealed, Description: req.Description, AllowedHosts: req.AllowedHosts}
 	created, err := s.deps.Workflows.PutWorkflowSecret(c.UserContext(), &sec)
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, workflowSecretResponse{Name: sec.Name, Description: sec.Description, Created: created,
+	return respond(c, http.StatusOK, workflowSecretResponse{Name: sec.Name, Description: sec.Description, AllowedHosts: sec.AllowedHosts, Created: created,
 		CreatedAt: sec.CreatedAt.UTC(), UpdatedAt: sec.UpdatedAt.UTC()})
 }
 

@@ -194,11 +194,11 @@ func TestWorkflowSecretsWriteOnly(t *testing.T) {
 	notAdmin := mustKey(t, ts.Store, auth.ScopeWorkflowsWrite, auth.ScopeWorkflowsRead)
 	name := "SECRET_" + strings.ToUpper(strings.ReplaceAll(uuid.NewString()[:8], "-", ""))
 
-	r := ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": "hunter2-hunter2", "description": "fw"})
+	r := ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": "hunter2-hunter2", "description": "fw"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Equal(t, true, r.JSON(t)["data"].(map[string]any)["created"])
 	require.NotContains(t, string(r.Body), "hunter2")
-	r = ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": "hunter3-hunter3"})
+	r = ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": "hunter3-hunter3"})
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Nil(t, r.JSON(t)["data"].(map[string]any)["created"], "replaced, not created")
 
@@ -216,13 +216,23 @@ func TestWorkflowSecretsWriteOnly(t *testing.T) {
 	require.Equal(t, "hunter3-hunter3", string(plain))
 
 	requireError(t, ts.do(t, http.MethodGet, "/v1/workflow-secrets", notAdmin, nil), http.StatusForbidden, "FORBIDDEN")
-	requireError(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, notAdmin, map[string]any{"value": "x"}), http.StatusForbidden, "FORBIDDEN")
+	requireError(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, notAdmin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": "x"}), http.StatusForbidden, "FORBIDDEN")
 	for _, bad := range []string{"lower", "1ABC", "A-B", strings.Repeat("A", 65), "%2e%2e"} {
-		require.Equal(t, []string{"path.name"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+bad, admin, map[string]any{"value": "x"}))), bad)
+		require.Equal(t, []string{"path.name"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+bad, admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": "x"}))), bad)
 	}
-	require.Equal(t, []string{"body.value"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": ""}))))
-	require.Equal(t, []string{"body.value"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": 12}))))
-	require.Equal(t, []string{"body.value"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": strings.Repeat("v", 10001)}))))
+	require.Equal(t, []string{"body.value"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": ""}))))
+	require.Equal(t, []string{"body.value"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": 12}))))
+	require.Equal(t, []string{"body.value"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": strings.Repeat("v", 10001)}))))
+
+	// allowed_hosts: required, at least one valid pattern.
+	require.Equal(t, []string{"body.allowed_hosts"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": "x"}))))
+	require.Equal(t, []string{"body.allowed_hosts"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": "x", "allowed_hosts": []string{}}))))
+	require.Equal(t, []string{"body.allowed_hosts.0", "body.allowed_hosts.2"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin,
+		map[string]any{"value": "x", "allowed_hosts": []string{"https://evil.example.com/x", "*.example.com", "*"}}))))
+	require.Equal(t, []string{"body.allowed_hosts"}, locs(requireValidation(t, ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": "x", "allowed_hosts": "a.example.com"}))))
+	r = ts.do(t, http.MethodPut, "/v1/workflow-secrets/"+name, admin, map[string]any{"value": "x", "allowed_hosts": []string{"*.example.com", "10.0.0.5:8443"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, []any{"*.example.com", "10.0.0.5:8443"}, r.JSON(t)["data"].(map[string]any)["allowed_hosts"])
 
 	require.Equal(t, http.StatusNoContent, ts.do(t, http.MethodDelete, "/v1/workflow-secrets/"+name, admin, nil).Status)
 	requireError(t, ts.do(t, http.MethodDelete, "/v1/workflow-secrets/"+name, admin, nil), http.StatusNotFound, "NOT_FOUND")
@@ -232,7 +242,7 @@ func TestWorkflowDryRun(t *testing.T) {
 	ts, _ := newWorkflowServer(t)
 	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
 	x := mustKey(t, ts.Store, auth.ScopeWorkflowsExecute, auth.ScopeWorkflowsWrite)
-	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/FW_TOKEN", admin, map[string]any{"value": "fw-token-123456"}).Status)
+	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/FW_TOKEN", admin, map[string]any{"allowed_hosts": []string{"fw.example.com"}, "value": "fw-token-123456"}).Status)
 	body := simpleWorkflow("dry")
 	body["steps"] = []any{
 		map[string]any{"name": "lookup", "url": "https://fw.example.com/api/objects?ip={{indicator.value}}",
@@ -306,8 +316,8 @@ func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	}
 
 	// Credentials configured → active; one removed → inactive again.
-	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_ORG_URL", admin, map[string]any{"value": "https://example.okta.com"}).Status)
-	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"value": "00abcdefghijklmnop"}).Status)
+	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_ORG_URL", admin, map[string]any{"allowed_hosts": []string{"*.okta.com"}, "value": "https://example.okta.com"}).Status)
+	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"allowed_hosts": []string{"*.okta.com"}, "value": "00abcdefghijklmnop"}).Status)
 	got := ts.do(t, http.MethodGet, "/v1/workflows/"+okta.UUID.String(), admin, nil)
 	require.Equal(t, "active", got.JSON(t)["data"].(map[string]any)["state"])
 	require.Equal(t, http.StatusNoContent, ts.do(t, http.MethodDelete, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, nil).Status)
@@ -318,11 +328,11 @@ func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	r := ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"state": "active"})
 	m := requireError(t, r, http.StatusConflict, "WORKFLOW_NOT_CONFIGURED")
 	require.Equal(t, []any{"OKTA_API_TOKEN"}, m["error"].(map[string]any)["details"].(map[string]any)["missing_secrets"])
-	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"value": "00abcdefghijklmnop"}).Status)
+	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"allowed_hosts": []string{"*.okta.com"}, "value": "00abcdefghijklmnop"}).Status)
 	r = ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"state": "inactive"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Equal(t, "inactive", r.JSON(t)["data"].(map[string]any)["state"])
-	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"value": "00abcdefghijklmnoq"}).Status)
+	require.Equal(t, http.StatusOK, ts.do(t, http.MethodPut, "/v1/workflow-secrets/OKTA_API_TOKEN", admin, map[string]any{"allowed_hosts": []string{"*.okta.com"}, "value": "00abcdefghijklmnoq"}).Status)
 	got = ts.do(t, http.MethodGet, "/v1/workflows/"+okta.UUID.String(), admin, nil)
 	require.Equal(t, "inactive", got.JSON(t)["data"].(map[string]any)["state"], "switched off stays off")
 	r = ts.do(t, http.MethodPatch, "/v1/workflows/"+okta.UUID.String(), admin, map[string]any{"state": "active"})

@@ -29,6 +29,9 @@ type PreparedRequest struct {
 	FollowRedirects bool
 	IndicatorValue  string
 	Secrets         []string // values to mask in the record: auth.* and secrets.* leaves plus any given
+	// CredentialRefs are the secrets.* and auth.* references of the step's templates ("secrets.NAME"),
+	// checked against the Runner's HostPolicy before sending.
+	CredentialRefs []string
 }
 
 // BuildError is a step that could not be rendered (unknown variable, bad URL, oversized output). It
@@ -95,6 +98,7 @@ func buildRequest(cfg Config, i int, st Step, vars map[string]any) (PreparedRequ
 			urlTpl = override
 		}
 	}
+	p.CredentialRefs = credentialRefs(cfg, i, urlTpl)
 	rawURL, err := renderURLTemplate(urlTpl, vars)
 	if err != nil {
 		return p, fmt.Errorf("url: %w", err)

@@ -34,6 +34,7 @@ type Runner struct {
 	doer     Doer
 	now      func() time.Time
 	maxBytes int64
+	hosts    HostPolicy
 }
 
 // Option configures a Runner.
@@ -153,6 +154,9 @@ func (r *Runner) Do(ctx context.Context, p PreparedRequest, extraSecrets ...stri
 		return out, se
 	}
 
+	if err := r.hosts.checkHosts(p); err != nil {
+		return fail(KindPermanent, 0, 0, err)
+	}
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeoutSeconds * time.Second

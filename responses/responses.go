@@ -29,6 +29,7 @@ type Store interface {
 	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
 	DecideApproval(ctx context.Context, id uuid.UUID, d store.Decision) (store.ApprovalRequest, error)
 	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
+	WorkflowSecretHosts(ctx context.Context, names []string) (map[string][]string, error)
 	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
 	RecordActivity(ctx context.Context, db bun.IDB, e *store.ActivityEvent) error
 }

@@ -13,7 +13,9 @@ import (
 
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/netguard"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/validate"
 )
 
 // ParseSteps parses a workflow's stored steps list with the HTTP engine.
@@ -52,9 +54,10 @@ func WorkflowSecretNames(steps json.RawMessage) []string {
 	return SecretNames(cfg)
 }
 
-// SecretSource returns the sealed values of the named secrets that exist.
+// SecretSource returns the sealed values and the allowed hosts of the named secrets that exist.
 type SecretSource interface {
 	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
+	WorkflowSecretHosts(ctx context.Context, names []string) (map[string][]string, error)
 }
 
 // SecretOpenError: a stored secret could not be opened (wrong ENCRYPTION_KEY or a damaged value).
@@ -66,31 +69,43 @@ type SecretOpenError struct {
 func (e *SecretOpenError) Error() string { return "open secret " + e.Name + ": " + e.Err.Error() }
 func (e *SecretOpenError) Unwrap() error { return e.Err }
 
+// Opened is what a workflow is given of the secrets it names.
+type Opened struct {
+	Vars   map[string]any       // the secrets.* template namespace
+	Values []string             // the plaintexts, to mask them in records
+	Hosts  httpsteps.HostPolicy // where each may be sent (its allowed_hosts), for the step runner
+}
+
 // OpenSecrets returns the plaintext of the named secrets that exist, as the secrets.* template
-// namespace and as a list (to mask them in records). A workflow gets only the secrets it names: the
-// one rule shared by dry runs and the WorkflowRun activities.
-func OpenSecrets(ctx context.Context, src SecretSource, opener SecretOpener, names []string) (map[string]any, []string, error) {
-	out := map[string]any{}
-	var values []string
+// namespace, as a list (to mask them in records) and as the host policy that binds each to its
+// allowed_hosts. A workflow gets only the secrets it names, and a step can send one only to its
+// hosts: the one rule shared by dry runs and the WorkflowRun activities.
+func OpenSecrets(ctx context.Context, src SecretSource, opener SecretOpener, names []string) (Opened, error) {
+	out := Opened{Vars: map[string]any{}, Hosts: httpsteps.HostPolicy{}}
 	if len(names) == 0 {
-		return out, nil, nil
+		return out, nil
 	}
 	if opener == nil {
-		return nil, nil, unavailable("Secrets are not available: ENCRYPTION_KEY is not configured.")
+		return Opened{}, unavailable("Secrets are not available: ENCRYPTION_KEY is not configured.")
 	}
 	sealed, err := src.SealedWorkflowSecrets(ctx, names)
 	if err != nil {
-		return nil, nil, err
+		return Opened{}, err
+	}
+	hosts, err := src.WorkflowSecretHosts(ctx, names)
+	if err != nil {
+		return Opened{}, err
 	}
 	for name, v := range sealed {
 		plain, err := opener.Open(v)
 		if err != nil {
-			return nil, nil, &SecretOpenError{Name: name, Err: err}
+			return Opened{}, &SecretOpenError{Name: name, Err: err}
 		}
-		out[name] = string(plain)
-		values = append(values, string(plain))
+		out.Vars[name] = string(plain)
+		out.Values = append(out.Values, string(plain))
+		out.Hosts["secrets."+name] = netguard.NewHostList(hosts[name])
 	}
-	return out, values, nil
+	return out, nil
 }
 
 // MockResponse answers one step of a mock dry run.
@@ -152,11 +167,11 @@ func (s *Service) Test(ctx context.Context, actor Actor, req TestRequest) (TestR
 		}
 		doer = s.deps.StepClient
 	}
-	secrets, secretValues, err := OpenSecrets(ctx, st, s.deps.Secrets, SecretNames(cfg))
+	opened, err := OpenSecrets(ctx, st, s.deps.Secrets, SecretNames(cfg))
 	if err != nil {
 		return TestResult{}, err
 	}
-	vars["secrets"] = secrets
+	vars["secrets"] = opened.Vars
 	if req.LiveHTTP {
 		wf := w.UUID
 		prefix := actor.KeyPrefix
@@ -166,7 +181,7 @@ func (s *Service) Test(ctx context.Context, actor Actor, req TestRequest) (TestR
 			return TestResult{}, err
 		}
 	}
-	res := httpsteps.NewRunner(doer).Run(ctx, cfg, vars, secretValues)
+	res := httpsteps.NewRunner(doer, httpsteps.WithHostPolicy(opened.Hosts)).Run(ctx, cfg, vars, opened.Values)
 	return TestResult{WorkflowName: w.Name, Result: res}, nil
 }
 
@@ -208,4 +223,66 @@ func (m mockDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(bytes.NewReader(body)), Request: req,
 		ContentLength: int64(len(body))}, nil
+}
+
+// MaxAllowedHosts bounds a secret's allowed_hosts.
+const MaxAllowedHosts = 50
+
+// ValidateAllowedHosts checks a secret's allowed_hosts (admin-set, required): 1..MaxAllowedHosts host
+// patterns ("api.example.com", "*.example.com", optional ":port"). Locations are relative to the list.
+func ValidateAllowedHosts(hosts []string) validate.Errors {
+	var errs validate.Errors
+	switch {
+	case len(hosts) == 0:
+		errs.Add(nil, validate.TypeTooShort, "At least one host: a secret is sent only to its allowed hosts.", nil)
+	case len(hosts) > MaxAllowedHosts:
+		errs.AddCtx(nil, validate.TypeTooLong, fmt.Sprintf("At most %d hosts.", MaxAllowedHosts), nil, map[string]any{"max_length": MaxAllowedHosts})
+	}
+	for i, h := range hosts {
+		if err := netguard.ParseHostPattern(h); err != nil {
+			errs.Add([]any{i}, validate.TypeValue, err.Error(), validate.Truncate(h))
+		}
+	}
+	return errs
+}
+
+// SecretHostError: a step would put a secret into a request for a host outside its allowed_hosts
+// (422 SECRET_HOST_NOT_ALLOWED when the workflow is saved).
+type SecretHostError struct {
+	StepIndex int
+	StepName  string
+	Secret    string
+	Host      string
+}
+
+func (e *SecretHostError) Error() string {
+	return fmt.Sprintf("step %d (%s) sends secret %s to %s, which is not in its allowed_hosts", e.StepIndex, e.StepName, e.Secret, e.Host)
+}
+
+// CheckSecretHosts refuses, when a workflow is saved, a step whose host is written out and not
+// allowed for a secret the step uses. Steps whose host is a template, and secrets not stored yet, are
+// checked when the step runs (httpsteps.HostPolicy).
+func CheckSecretHosts(ctx context.Context, src SecretSource, cfg httpsteps.Config) error {
+	names := SecretNames(cfg)
+	if len(names) == 0 {
+		return nil
+	}
+	hosts, err := src.WorkflowSecretHosts(ctx, names)
+	if err != nil {
+		return err
+	}
+	for i, st := range cfg.Steps {
+		host, port, ok := httpsteps.LiteralHostPort(st.URL)
+		if !ok {
+			continue
+		}
+		for _, ref := range cfg.StepCredentialRefs(i) {
+			name, isSecret := strings.CutPrefix(ref, "secrets.")
+			allowed, stored := hosts[name]
+			if isSecret && stored && !netguard.NewHostList(allowed).Matches(host, port) {
+				return &SecretHostError{StepIndex: i, StepName: st.Name, Secret: name, Host: httpsteps.LiteralHost(st.URL)}
+			}
+		}
+	}
+	return nil
 }

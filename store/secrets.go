@@ -13,11 +13,13 @@ import (
 type WorkflowSecret struct {
 	bun.BaseModel `bun:"table:workflow_secrets"`
 
-	Name        string    `bun:"name,pk"`
-	ValueSealed []byte    `bun:"value_sealed"`
-	Description *string   `bun:"description"`
-	CreatedAt   time.Time `bun:"created_at"`
-	UpdatedAt   time.Time `bun:"updated_at"`
+	Name        string  `bun:"name,pk"`
+	ValueSealed []byte  `bun:"value_sealed"`
+	Description *string `bun:"description"`
+	// AllowedHosts: the hosts (netguard.HostList patterns) a request carrying the secret may go to.
+	AllowedHosts []string  `bun:"allowed_hosts,array"`
+	CreatedAt    time.Time `bun:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at"`
 }
 
 // PutWorkflowSecret creates or replaces a secret and re-derives the state of system workflows.
@@ -25,10 +27,13 @@ type WorkflowSecret struct {
 func (s *Store) PutWorkflowSecret(ctx context.Context, sec *WorkflowSecret) (created bool, err error) {
 	now := s.Now()
 	sec.CreatedAt, sec.UpdatedAt = now, now
+	if sec.AllowedHosts == nil {
+		sec.AllowedHosts = []string{}
+	}
 	var inserted bool
 	err = s.db.NewInsert().Model(sec).
 		On("CONFLICT (name) DO UPDATE").
-		Set("value_sealed = EXCLUDED.value_sealed, description = EXCLUDED.description, updated_at = EXCLUDED.updated_at").
+		Set("value_sealed = EXCLUDED.value_sealed, description = EXCLUDED.description, allowed_hosts = EXCLUDED.allowed_hosts, updated_at = EXCLUDED.updated_at").
 		Returning("created_at, (xmax = 0) AS inserted").Scan(ctx, &sec.CreatedAt, &inserted)
 	if err != nil {
 		return false, fmt.Errorf("put workflow secret %s: %w", sec.Name, mapErr(err))
@@ -79,6 +84,22 @@ func (s *Store) SealedWorkflowSecrets(ctx context.Context, names []string) (map[
 	}
 	for _, r := range rows {
 		out[r.Name] = r.ValueSealed
+	}
+	return out, nil
+}
+
+// WorkflowSecretHosts returns the allowed hosts of the named secrets that exist.
+func (s *Store) WorkflowSecretHosts(ctx context.Context, names []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	var rows []WorkflowSecret
+	if err := s.db.NewSelect().Model(&rows).Column("name", "allowed_hosts").Where("name IN (?)", bun.List(names)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("allowed hosts of workflow secrets: %w", mapErr(err))
+	}
+	for _, r := range rows {
+		out[r.Name] = r.AllowedHosts
 	}
 	return out, nil
 }
