@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -196,8 +197,6 @@ func TestDryRun(t *testing.T) {
 	sealed, err := box.Seal([]byte(secret))
 	require.NoError(t, err)
 	name := "DRY_RUN_SECRET"
-	_, err = st.PutWorkflowSecret(ctx, &store.WorkflowSecret{Name: name, ValueSealed: sealed})
-	require.NoError(t, err)
 	var hits atomic.Int32
 	var seen atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -209,6 +208,9 @@ func TestDryRun(t *testing.T) {
 		_, _ = w.Write([]byte(`{"id":"live-1"}`))
 	}))
 	t.Cleanup(srv.Close)
+	_, err = st.PutWorkflowSecret(ctx, &store.WorkflowSecret{Name: name, ValueSealed: sealed,
+		AllowedHosts: []string{strings.TrimPrefix(srv.URL, "http://")}})
+	require.NoError(t, err)
 	steps := `[{"name":"lookup","url":"` + srv.URL + `/lookup","headers":{"X-Token":"{{secrets.` + name + `}}"}},
 		{"name":"act","method":"POST","url":"` + srv.URL + `/act/{{steps.lookup.response.id}}","expected_status":[201]}]`
 	w := newWorkflow(t, st, func(w *store.Workflow) { w.Steps = json.RawMessage(steps) })
