@@ -70,7 +70,8 @@ func (a *Activities) NotifyWorkflowApproval(ctx context.Context, runID uuid.UUID
 	}
 	req := approvals.Request{UUID: ap.UUID, RunUUID: run.UUID, WorkflowUUID: run.WorkflowUUID, WorkflowName: ap.WorkflowName,
 		RiskLevel: ap.RiskLevel, IndicatorType: ap.IndicatorType, IndicatorValue: ap.IndicatorValue, TriggerSource: ap.TriggerSource,
-		Confidence: ap.Confidence, RequiredApprovals: ap.RequiredApprovals, ExpiresAt: ap.ExpiresAt.UTC()}
+		Confidence: ap.Confidence, RequiredApprovals: ap.RequiredApprovals, ExpiresAt: ap.ExpiresAt.UTC(),
+		WorkflowVersion: run.WorkflowVersion, Steps: approvals.Steps(def.Steps)}
 	if ap.TriggerKeyPrefix != nil {
 		req.TriggerKeyPrefix = *ap.TriggerKeyPrefix
 	}

@@ -56,6 +56,8 @@ textarea,input{width:100%;box-sizing:border-box;margin:.2rem 0 .8rem}</style></h
 <tr><th>Confidence</th><td>{{.Confidence}}</td></tr>
 <tr><th>Expires</th><td>{{.Expires}}</td></tr>
 <tr><th>Approvals</th><td>{{.Approved}} of {{.A.RequiredApprovals}} required</td></tr>
+<tr><th>Workflow version</th><td id="version">{{.Version}}</td></tr>
+<tr><th>Steps</th><td><ol id="steps">{{range .Steps}}<li><code>{{.Method}} {{.Host}}{{.Path}}</code></li>{{end}}</ol></td></tr>
 <tr><th>Status</th><td id="status" class="status">{{.A.Status}}</td></tr>
 </table>{{end}}
 {{if .Form}}<form method="post" action="{{.Action}}">
@@ -71,6 +73,9 @@ type decideView struct {
 	A                                                *store.ApprovalRequest
 	Approved                                         int
 	Form                                             bool
+	// Version and Steps: what runs if approved (the run's workflow version; method, host, path).
+	Version int
+	Steps   []approvals.Step
 }
 
 func (s *Server) renderDecide(c *fiber.Ctx, status int, v decideView) error {
@@ -81,6 +86,12 @@ func (s *Server) renderDecide(c *fiber.Ctx, status int, v decideView) error {
 		for _, d := range v.A.Decisions {
 			if d.Decision == store.ApprovalApproved {
 				v.Approved++
+			}
+		}
+		if run, err := s.deps.Workflows.GetWorkflowRun(c.UserContext(), v.A.RunUUID); err == nil {
+			v.Version = run.WorkflowVersion
+			if def, err := s.deps.Workflows.GetWorkflowVersion(c.UserContext(), run.WorkflowUUID, run.WorkflowVersion); err == nil {
+				v.Steps = approvals.Steps(def.Steps)
 			}
 		}
 	}

@@ -252,6 +252,8 @@ func TestDecidePageInHeadlessChromium(t *testing.T) {
 	require.Contains(t, page, "0.87")
 	require.Contains(t, page, "agent")
 	require.Contains(t, page, "high")
+	require.Contains(t, page, `id="version">1<`, "the workflow version that will run")
+	require.Contains(t, page, "POST "+strings.TrimPrefix(h.steps.URL, "http://")+path, "each step's method, host and path")
 	require.Zero(t, h.steps.Hits(path), "opening the page decides nothing")
 
 	b.typeInto("#responder_name", "Dana")

@@ -94,6 +94,9 @@ type Request struct {
 	Confidence        *float64  `json:"confidence"`
 	RequiredApprovals int       `json:"required_approvals"`
 	ExpiresAt         time.Time `json:"expires_at"`
+	// WorkflowVersion and Steps are what will run if approved (Steps: method, host, path as defined).
+	WorkflowVersion int    `json:"workflow_version"`
+	Steps           []Step `json:"steps"`
 }
 
 // ConfidenceText renders the confidence for people ("0.85", or "n/a").

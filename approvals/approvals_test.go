@@ -143,7 +143,30 @@ func sampleRequest() Request {
 	c := 0.85
 	return Request{UUID: uuid.MustParse("6f1c1f3e-8d2a-4a53-9a52-0b1f0c3b9e10"), RunUUID: uuid.New(), WorkflowName: "Block <IP> & co",
 		RiskLevel: "high", IndicatorType: "ip", IndicatorValue: "203.0.113.5", TriggerSource: "agent", TriggerKeyPrefix: "cai_abcd",
-		Reason: "beacon", Confidence: &c, RequiredApprovals: 1, ExpiresAt: time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)}
+		Reason: "beacon", Confidence: &c, RequiredApprovals: 1, ExpiresAt: time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC),
+		WorkflowVersion: 3, Steps: Steps(json.RawMessage(`[{"name":"block","method":"post",
+			"url":"https://fw.example.com/api/block/{{indicator.value}}?key={{secrets.FW_KEY}}","headers":{"X-Key":"{{secrets.FW_KEY}}"}},
+			{"name":"org","url":"{{secrets.OKTA_ORG_URL}}/api/v1/users/{{indicator.value}}/sessions"}]`))}
+}
+
+// Approvers see what will run: each step's method, host and path as defined (no query, no header,
+// nothing rendered) and the workflow version.
+func TestSteps(t *testing.T) {
+	r := sampleRequest()
+	require.Equal(t, []Step{{Name: "block", Method: "POST", Host: "fw.example.com", Path: "/api/block/{{indicator.value}}"},
+		{Name: "org", Method: "GET", Host: "{{secrets.OKTA_ORG_URL}}", Path: "/api/v1/users/{{indicator.value}}/sessions"}}, r.Steps)
+	require.Equal(t, "1. POST fw.example.com/api/block/{{indicator.value}}\n2. GET {{secrets.OKTA_ORG_URL}}/api/v1/users/{{indicator.value}}/sessions",
+		StepsText(r.Steps))
+	require.Equal(t, []Step{}, Steps(json.RawMessage(`not json`)))
+	require.Equal(t, "evil.example.com", Steps(json.RawMessage(`[{"name":"a","url":"https://user:pw@evil.example.com/x"}]`))[0].Host,
+		"userinfo is never shown")
+	for _, msg := range []any{SlackMessage(r, "C1", ""), TeamsMessage(r, "")} {
+		raw, err := json.Marshal(msg)
+		require.NoError(t, err)
+		require.Contains(t, string(raw), "workflow version 3")
+		require.Contains(t, string(raw), "POST fw.example.com/api/block/{{indicator.value}}")
+		require.NotContains(t, string(raw), "key=", "the query (which may carry credentials) is not shown")
+	}
 }
 
 func TestSlackMessage(t *testing.T) {

@@ -200,6 +200,9 @@ func TeamsMessage(r Request, decideURL string) map[string]any {
 	if r.Reason != "" {
 		body = append(body, map[string]any{"type": "TextBlock", "wrap": true, "text": "Reason: " + truncate(r.Reason, 2000)})
 	}
+	body = append(body, map[string]any{"type": "TextBlock", "wrap": true, "weight": "Bolder",
+		"text": "Steps (workflow version " + strconv.Itoa(r.WorkflowVersion) + ")"},
+		map[string]any{"type": "TextBlock", "wrap": true, "fontType": "Monospace", "text": truncate(StepsText(r.Steps), 2500)})
 	var actions []any
 	if decideURL != "" {
 		actions = []any{

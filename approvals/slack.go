@@ -135,6 +135,8 @@ func SlackMessage(r Request, channel, decideURL string) map[string]any {
 	if r.Reason != "" {
 		blocks = append(blocks, map[string]any{"type": "section", "text": mrkdwn("*Reason*\n" + slackEscape(truncate(r.Reason, 2000)))})
 	}
+	blocks = append(blocks, map[string]any{"type": "section", "text": mrkdwn("*Steps (workflow version " + strconv.Itoa(r.WorkflowVersion) +
+		")*\n```" + slackEscape(truncate(StepsText(r.Steps), 2500)) + "```")})
 	elements := []any{
 		map[string]any{"type": "button", "action_id": ActionApprove, "style": "primary", "value": r.UUID.String(),
 			"text": map[string]any{"type": "plain_text", "text": "Approve"}},
