@@ -372,6 +372,25 @@ func TestScaleOut(t *testing.T) {
 		require.Equal(t, 1, target.hits("/isolate/198.51.100.77"))
 	})
 
+	t.Run("with an agent registered, every delivery id arrives once", func(t *testing.T) {
+		tag := "scale-agent-" + uuid.NewString()[:8]
+		code, m := c.must(c.apis[0].base, http.MethodPost, "/v1/agents", c.admin, map[string]any{"name": "scale agent " + tag,
+			"endpoint_url": target.URL + "/agent", "events": []string{"alert.enriched"}, "timeout_seconds": 5,
+			"trigger_filter": map[string]any{"match_all": []any{map[string]any{"field": "tags", "op": "contains", "value": tag}}}})
+		require.Equal(t, http.StatusCreated, code, m)
+		agent := m["data"].(map[string]any)["uuid"].(string)
+		t.Cleanup(func() { c.must(c.apis[1].base, http.MethodDelete, "/v1/agents/"+agent, c.admin, nil) })
+		const n = 60
+		c.ingestMany(t, n, tag, nil)
+		require.Eventually(t, func() bool { return c.enriched(t, tag) == n }, 3*time.Minute, 200*time.Millisecond)
+		require.Eventually(t, func() bool { ids, _ := target.deliveryCounts(); return ids >= n }, time.Minute, 100*time.Millisecond)
+		time.Sleep(time.Second)
+		ids, most := target.deliveryCounts()
+		require.Equal(t, n, ids, "one delivery per alert.enriched, whichever worker delivered it")
+		require.Equal(t, 1, most, "every delivery id received once")
+		require.Equal(t, n, target.hits("/agent"))
+	})
+
 	t.Run("a backlog is Enriched once each while a worker is SIGKILLed halfway", func(t *testing.T) {
 		n := scaleBacklog
 		if v, err := strconv.Atoi(os.Getenv("VIGIL_SCALEOUT_BACKLOG")); err == nil && v > 0 {
@@ -522,19 +541,23 @@ func (c *cluster) keyUUID(t testing.TB, key string) string {
 
 // countingTarget is a loopback HTTP server counting requests per path.
 type countingTarget struct {
-	URL   string
-	mu    sync.Mutex
-	count map[string]int
+	URL        string
+	mu         sync.Mutex
+	count      map[string]int
+	deliveries map[string]int // X-Vigil-Delivery → requests carrying it
 }
 
 func newCountingTarget(t testing.TB) *countingTarget {
 	t.Helper()
-	ct := &countingTarget{count: map[string]int{}}
+	ct := &countingTarget{count: map[string]int{}, deliveries: map[string]int{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ct.mu.Lock()
 		ct.count[r.URL.Path]++
+		if id := r.Header.Get("X-Vigil-Delivery"); id != "" {
+			ct.deliveries[id]++
+		}
 		ct.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok": true}`))
@@ -549,4 +572,14 @@ func (ct *countingTarget) hits(path string) int {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	return ct.count[path]
+}
+
+// deliveryCounts returns how many delivery ids arrived and the most requests any one of them got.
+func (ct *countingTarget) deliveryCounts() (ids, most int) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	for _, n := range ct.deliveries {
+		most = max(most, n)
+	}
+	return len(ct.deliveries), most
 }
