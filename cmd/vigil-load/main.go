@@ -56,7 +56,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|enriched|list|backlog|probe|seed|provider|pgbench-log [flags]")
+		return errors.New("usage: vigil-load ingest|enriched|list|backlog|probe|seed|provider|agent-latency|pgbench-log [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -141,6 +141,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return seed(ctx, enc, *dsn, *n, *runs)
 	case "provider":
 		return provider(ctx, *addr)
+	case "agent-latency":
+		if *runID == "" || *dsn == "" {
+			return errors.New("agent-latency: -run and -dsn are required")
+		}
+		return agentLatency(ctx, enc, *dsn, *runID, "http://"+*addr)
 	case "pgbench-log":
 		return pgbenchLog(enc, *logPrefix)
 	}
@@ -503,11 +508,44 @@ func seedRuns(ctx context.Context, db *bun.DB, n int) error {
 	return nil
 }
 
-// provider serves a minimal enrichment API: GET /ip/<value> → {"score": n}.
+// provider serves a minimal enrichment API: GET /ip/<value> → {"score": n}. It is also a loopback
+// agent: POST /agent/<name> records when each alert's event arrived (first receipt per agent), and
+// GET /agent-received answers {agent: {alert_uuid: unix_ms}}.
 func provider(ctx context.Context, addr string) error {
+	var mu sync.Mutex
+	received := map[string]map[string]int64{}
 	srv := &http.Server{Addr: addr, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"score": %d}`, len(r.URL.Path)%100)
+		switch {
+		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/agent/"):
+			at := time.Now().UnixMilli()
+			var p struct {
+				Data struct {
+					Alert struct {
+						UUID string `json:"uuid"`
+					} `json:"alert"`
+				} `json:"data"`
+			}
+			_ = json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&p)
+			name := strings.TrimPrefix(r.URL.Path, "/agent/")
+			mu.Lock()
+			if received[name] == nil {
+				received[name] = map[string]int64{}
+			}
+			if _, seen := received[name][p.Data.Alert.UUID]; !seen {
+				received[name][p.Data.Alert.UUID] = at
+			}
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		case r.URL.Path == "/agent-received":
+			mu.Lock()
+			b, _ := json.Marshal(received)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(b)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"score": %d}`, len(r.URL.Path)%100)
+		}
 	})}
 	go func() {
 		<-ctx.Done()
@@ -551,4 +589,53 @@ func pgbenchLog(enc *json.Encoder, prefix string) error {
 	}
 	p50, p90, p99, mx := summarize(lat)
 	return enc.Encode(map[string]any{"floor": map[string]any{"n": len(lat), "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": mx}})
+}
+
+// agentLatency reports, for the alerts of one ingest run, ingest→Enriched (enriched_at − ingested_at)
+// beside ingest→agent-received (when the loopback agents of `provider` at providerURL first received
+// the alert's event − ingested_at), per agent: p50/p99 in ms. One machine, one clock.
+func agentLatency(ctx context.Context, enc *json.Encoder, dsn, run, providerURL string) error {
+	resp, err := http.Get(providerURL + "/agent-received")
+	if err != nil {
+		return fmt.Errorf("read agent receipts: %w", err)
+	}
+	defer resp.Body.Close()
+	var received map[string]map[string]int64
+	if err := json.NewDecoder(resp.Body).Decode(&received); err != nil {
+		return fmt.Errorf("decode agent receipts: %w", err)
+	}
+	st, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var rows []struct {
+		UUID       string    `bun:"uuid"`
+		IngestedAt time.Time `bun:"ingested_at"`
+		EnrichedAt time.Time `bun:"enriched_at"`
+	}
+	if err := st.DB().NewRaw(`SELECT uuid::text AS uuid, ingested_at, enriched_at FROM alerts
+		WHERE title LIKE ? || '%' AND enriched_at IS NOT NULL`, "load "+run+" ").Scan(ctx, &rows); err != nil {
+		return fmt.Errorf("alerts of run %s: %w", run, err)
+	}
+	var enriched []time.Duration
+	agents := map[string][]time.Duration{}
+	for _, r := range rows {
+		enriched = append(enriched, r.EnrichedAt.Sub(r.IngestedAt))
+		for name, got := range received {
+			if ms, ok := got[r.UUID]; ok {
+				agents[name] = append(agents[name], time.UnixMilli(ms).Sub(r.IngestedAt))
+			}
+		}
+	}
+	report := map[string]any{"run": run, "alerts": len(rows)}
+	p50, _, p99, mx := summarize(enriched)
+	report["ingest_to_enriched"] = map[string]any{"n": len(enriched), "p50_ms": p50, "p99_ms": p99, "max_ms": mx}
+	per := map[string]any{}
+	for name, d := range agents {
+		p50, _, p99, mx := summarize(d)
+		per[name] = map[string]any{"n": len(d), "p50_ms": p50, "p99_ms": p99, "max_ms": mx}
+	}
+	report["ingest_to_agent_received"] = per
+	return enc.Encode(report)
 }
