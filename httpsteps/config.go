@@ -478,29 +478,10 @@ func (c Config) Variables() []string {
 			}
 		}
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			add(x)
-		case map[string]any:
-			for _, el := range x {
-				walk(el)
-			}
-		case []any:
-			for _, el := range x {
-				walk(el)
-			}
-		}
-	}
 	for _, st := range c.Steps {
-		add(st.URL)
-		for _, m := range []map[string]string{st.Headers, st.QueryParams, st.FormBody} {
-			for _, v := range m {
-				add(v)
-			}
+		for _, s := range stepTemplates(st, st.URL) {
+			add(s)
 		}
-		walk(st.JSONBody)
 	}
 	for _, u := range c.URLTemplatesByType {
 		add(u)

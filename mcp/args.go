@@ -227,12 +227,7 @@ func parseArg(a arg, raw json.RawMessage) (any, validate.Errors) {
 			errs.Add(loc, validate.TypeInt, "Input should be a valid integer.", json.RawMessage(raw))
 			return nil, errs
 		}
-		switch {
-		case f < float64(a.min):
-			errs.AddCtx(loc, validate.TypeGreaterThanEqual, fmt.Sprintf("Input should be greater than or equal to %d.", a.min), f, map[string]any{"ge": a.min})
-		case f > float64(a.max):
-			errs.AddCtx(loc, validate.TypeLessThanEqual, fmt.Sprintf("Input should be less than or equal to %d.", a.max), f, map[string]any{"le": a.max})
-		}
+		errs = append(errs, checkBounds(a, loc, f)...)
 		return int(f), errs
 	case kindBool:
 		var b bool
@@ -246,12 +241,7 @@ func parseArg(a arg, raw json.RawMessage) (any, validate.Errors) {
 			errs.Add(loc, validate.TypeFloat, "Input should be a valid number.", truncate(string(raw)))
 			return nil, errs
 		}
-		switch {
-		case f < float64(a.min):
-			errs.AddCtx(loc, validate.TypeGreaterThanEqual, fmt.Sprintf("Input should be greater than or equal to %d.", a.min), f, map[string]any{"ge": a.min})
-		case f > float64(a.max):
-			errs.AddCtx(loc, validate.TypeLessThanEqual, fmt.Sprintf("Input should be less than or equal to %d.", a.max), f, map[string]any{"le": a.max})
-		}
+		errs = append(errs, checkBounds(a, loc, f)...)
 		return f, errs
 	case kindObject:
 		if a.max > 0 && len(raw) > a.max {
@@ -320,6 +310,18 @@ func parseArg(a arg, raw json.RawMessage) (any, validate.Errors) {
 		return t.UTC(), errs
 	}
 	return s, checkString(a, loc, s)
+}
+
+// checkBounds applies a number argument's [min, max].
+func checkBounds(a arg, loc []any, f float64) validate.Errors {
+	var errs validate.Errors
+	switch {
+	case f < float64(a.min):
+		errs.AddCtx(loc, validate.TypeGreaterThanEqual, fmt.Sprintf("Input should be greater than or equal to %d.", a.min), f, map[string]any{"ge": a.min})
+	case f > float64(a.max):
+		errs.AddCtx(loc, validate.TypeLessThanEqual, fmt.Sprintf("Input should be less than or equal to %d.", a.max), f, map[string]any{"le": a.max})
+	}
+	return errs
 }
 
 // checkString applies a string argument's (or list item's) enum, length and NUL rules.
