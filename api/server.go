@@ -65,6 +65,13 @@ type Deps struct {
 	AgentStore AgentStore
 
 	Telemetry Telemetry // request, 429 and ingest-ack counters for /metrics (metrics.API); nil counts nothing
+
+	Console Mounter // the analyst console at /console (console.Console); nil serves none
+}
+
+// Mounter adds routes of its own to the app (the console, with its own sign-in).
+type Mounter interface {
+	Register(r fiber.Router)
 }
 
 // Authenticator resolves a bearer token to a principal.
@@ -149,6 +156,9 @@ func New(cfg Config, deps Deps) *Server {
 	s.app.Use(s.observe) // first: it sees every answer, errors included
 	s.app.Use(s.requestContext)
 	s.registerRoutes()
+	if deps.Console != nil {
+		deps.Console.Register(s.app)
+	}
 	s.routePaths = make(map[string]bool, len(s.routes))
 	for _, r := range s.routes {
 		s.routePaths[r.Path] = true

@@ -15,6 +15,7 @@ const (
 	ActorAPI      = "api"
 	ActorMCP      = "mcp"
 	ActorWorkflow = "workflow"
+	ActorConsole  = "console"
 )
 
 // Actor is who acts, as the activity trail records it: the front door (Type: ActorAPI, ActorMCP,

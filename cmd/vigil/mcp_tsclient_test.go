@@ -260,3 +260,37 @@ func TestMCPAddrConfig(t *testing.T) {
 	require.Contains(t, out.String(), "MCP_ADDR")
 	require.Contains(t, out.String(), "mcp              run the MCP server")
 }
+
+// The console through the real API server (streamed bodies, the API's middleware): the sign-in form
+// posts, a session cookie comes back, the queue answers, and an unknown console path is the API's 404.
+func TestConsoleThroughTheAPIServer(t *testing.T) {
+	apiAddr, _, _ := startAPIAndMCP(t, nil)
+	base := "http://" + apiAddr
+	admin, _ := createKey(t, envOf(map[string]string{"DATABASE_URL": testenv.DatabaseURL(t)}), "--name", "console-admin", "--scopes", "admin")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(base+"/console/login", map[string][]string{"key": {admin}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "vigil_console" {
+			session = c
+		}
+	}
+	require.NotNil(t, session)
+	req, _ := http.NewRequest(http.MethodGet, base+"/console/", nil)
+	req.AddCookie(session)
+	resp, err = client.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = client.Get(base + "/console/static/console.css")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = client.Get(base + "/console/nope")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/builtins"
+	"github.com/vigil-soc/vigil/console"
 	"github.com/vigil-soc/vigil/mcp"
 	"github.com/vigil-soc/vigil/metrics"
 	"github.com/vigil-soc/vigil/ratelimit"
@@ -112,6 +113,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
+	apiDeps.Console = newConsole(st, box, authn, tc, log)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -296,4 +298,14 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// newConsole wires the analyst console over the same rules as the API (alerts, responses).
+func newConsole(st *store.Store, box *secretbox.Box, authn *auth.Authenticator, tc client.Client, log *slog.Logger) *console.Console {
+	deps := console.Deps{Auth: authn, Store: st, Alerts: alerts.New(st, log), Log: log,
+		Approvals: responses.New(responses.Deps{Store: st, Signaler: temporal.NewRunSignaler(tc), Log: log})}
+	if box != nil { // a nil *Box in the interface would not read as "no key"
+		deps.Box = box
+	}
+	return console.New(deps)
 }

@@ -1,0 +1,278 @@
+// Package console is the analyst console served by `vigil api` at /console (docs/CONSOLE.md):
+// server-rendered pages over the same store views and domain services as the REST routes, signed in
+// with an API key that stays on the server. It is an adapter: every rule (scopes, transitions,
+// approval decisions) belongs to auth, alerts and responses.
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/alerts"
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static/console.css
+var stylesheet []byte
+
+// Session settings.
+const (
+	cookieName = "vigil_console"
+	// SessionTTL bounds a session; signing in again starts a new one.
+	SessionTTL = 8 * time.Hour
+)
+
+// Authenticator resolves an API key (auth.Authenticator, shared with the API).
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (auth.Principal, error)
+}
+
+// Sealer keeps the signed-in key sealed in its session row (secretbox.Box).
+type Sealer interface {
+	Seal(plaintext []byte) ([]byte, error)
+	Open(sealed []byte) ([]byte, error)
+}
+
+// Store is what the pages read, and the sessions.
+type Store interface {
+	CreateConsoleSession(ctx context.Context, s *store.ConsoleSession) error
+	GetConsoleSession(ctx context.Context, idHash []byte) (store.ConsoleSession, error)
+	DeleteConsoleSession(ctx context.Context, idHash []byte) error
+	ListAlerts(ctx context.Context, f store.AlertFilter) ([]store.Alert, int, error)
+	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
+	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
+	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
+	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)
+	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
+}
+
+// AlertService applies the alert rules (alerts.Service).
+type AlertService interface {
+	Patch(ctx context.Context, id uuid.UUID, p alerts.Patch, actor store.Actor) (store.Alert, error)
+}
+
+// ApprovalService decides approval requests (responses.Service).
+type ApprovalService interface {
+	Decide(ctx context.Context, id uuid.UUID, who responses.Decider, approve bool, comment *string) (store.ApprovalRequest, error)
+}
+
+// Deps are the console's dependencies; Box nil disables sign-in (no ENCRYPTION_KEY to seal keys with).
+type Deps struct {
+	Auth      Authenticator
+	Box       Sealer
+	Store     Store
+	Alerts    AlertService
+	Approvals ApprovalService
+	Log       *slog.Logger
+}
+
+// Console serves the pages.
+type Console struct {
+	deps  Deps
+	pages map[string]*template.Template
+}
+
+// New parses the embedded pages.
+func New(deps Deps) *Console {
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{deps: deps, pages: map[string]*template.Template{}}
+	for _, name := range []string{"login", "queue", "alert", "approvals"} {
+		c.pages[name] = template.Must(template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return c
+}
+
+// Register mounts the console on r at /console.
+func (c *Console) Register(r fiber.Router) {
+	g := r.Group("/console", securityHeaders)
+	g.Get("/static/console.css", func(ctx *fiber.Ctx) error {
+		ctx.Set(fiber.HeaderContentType, "text/css; charset=utf-8")
+		ctx.Set(fiber.HeaderCacheControl, "public, max-age=3600")
+		return ctx.Send(stylesheet)
+	})
+	g.Get("/login", c.loginPage)
+	g.Post("/login", c.login)
+	g.Post("/logout", c.session, c.csrf, c.logout)
+	g.Get("/", c.session, c.need(auth.ScopeAlertsRead), c.queue)
+	g.Get("/alerts/:uuid", c.session, c.need(auth.ScopeAlertsRead), c.alert)
+	g.Post("/alerts/:uuid/status", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setStatus)
+	g.Get("/approvals", c.session, c.need(auth.ScopeApprovalsWrite), c.approvals)
+	g.Post("/approvals/:uuid/decide", c.session, c.csrf, c.need(auth.ScopeApprovalsWrite), c.decide)
+}
+
+// securityHeaders: a strict CSP (no script at all, styles only from the console's own file), no
+// framing, no referrer, no sniffing, no caching of pages.
+func securityHeaders(ctx *fiber.Ctx) error {
+	ctx.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	ctx.Set("X-Frame-Options", "DENY")
+	ctx.Set("X-Content-Type-Options", "nosniff")
+	ctx.Set("Referrer-Policy", "no-referrer")
+	ctx.Set(fiber.HeaderCacheControl, "no-store")
+	return ctx.Next()
+}
+
+// who is the signed-in caller of a request.
+type who struct {
+	p      auth.Principal
+	idHash []byte
+	csrf   string
+}
+
+const localWho = "console.who"
+
+func whoOf(ctx *fiber.Ctx) who { w, _ := ctx.Locals(localWho).(who); return w }
+
+func hashID(id string) []byte { h := sha256.Sum256([]byte(id)); return h[:] }
+
+// session loads the caller from the session cookie and re-authenticates its key (so a revoked or
+// expired key ends the session at once); without one it redirects to the sign-in page.
+func (c *Console) session(ctx *fiber.Ctx) error {
+	id := ctx.Cookies(cookieName)
+	if id == "" || c.deps.Box == nil {
+		return ctx.Redirect("/console/login", http.StatusSeeOther)
+	}
+	sess, err := c.deps.Store.GetConsoleSession(ctx.UserContext(), hashID(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return ctx.Redirect("/console/login", http.StatusSeeOther)
+	}
+	if err != nil {
+		return err
+	}
+	key, err := c.deps.Box.Open(sess.KeySealed)
+	if err != nil {
+		return ctx.Redirect("/console/login", http.StatusSeeOther)
+	}
+	p, err := c.deps.Auth.Authenticate(ctx.UserContext(), string(key))
+	if err != nil {
+		_ = c.deps.Store.DeleteConsoleSession(ctx.UserContext(), sess.IDHash)
+		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "Your key is no longer valid; sign in again."})
+	}
+	ctx.Locals(localWho, who{p: p, idHash: sess.IDHash, csrf: sess.CSRFToken})
+	return ctx.Next()
+}
+
+// sameSite refuses a form posted from another site: a cross-site Sec-Fetch-Site, or an Origin whose
+// host is not this request's.
+func sameSite(ctx *fiber.Ctx) bool {
+	if s := ctx.Get("Sec-Fetch-Site"); s == "cross-site" || s == "same-site" {
+		return false
+	}
+	if o := ctx.Get(fiber.HeaderOrigin); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != ctx.Hostname() {
+			return false
+		}
+	}
+	return true
+}
+
+// csrf checks a form post: same site, and the session's token in the csrf field.
+func (c *Console) csrf(ctx *fiber.Ctx) error {
+	w := whoOf(ctx)
+	if !sameSite(ctx) || subtle.ConstantTimeCompare([]byte(ctx.FormValue("csrf")), []byte(w.csrf)) != 1 {
+		return c.render(ctx, http.StatusForbidden, "login", page{Title: "Refused", Error: "This form was not posted from the console page (CSRF check failed)."})
+	}
+	return ctx.Next()
+}
+
+// need enforces a route's scopes exactly as REST does (auth.Principal.Missing).
+func (c *Console) need(scopes ...string) fiber.Handler {
+	return func(ctx *fiber.Ctx) error {
+		if missing := whoOf(ctx).p.Missing(scopes...); len(missing) > 0 {
+			return c.render(ctx, http.StatusForbidden, "login", c.base(ctx, "Forbidden", "Your key lacks the scope "+missing[0]+" this page needs."))
+		}
+		return ctx.Next()
+	}
+}
+
+// page is what every template gets.
+type page struct {
+	Title, Error, KeyName, KeyPrefix, CSRF string
+	Signed, CanApprove, CanWrite           bool
+}
+
+func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
+	w := whoOf(ctx)
+	if w.idHash == nil {
+		return page{Title: title, Error: errText}
+	}
+	return page{Title: title, Error: errText, Signed: true, KeyName: w.p.Name, KeyPrefix: w.p.KeyPrefix, CSRF: w.csrf,
+		CanApprove: w.p.Has(auth.ScopeApprovalsWrite) && w.p.KeyType != auth.KeyTypeAgent, CanWrite: w.p.Has(auth.ScopeAlertsWrite)}
+}
+
+func (c *Console) render(ctx *fiber.Ctx, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := c.pages[name].ExecuteTemplate(&buf, name+".html", data); err != nil {
+		return err
+	}
+	ctx.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return ctx.Status(status).Send(buf.Bytes())
+}
+
+func (c *Console) loginPage(ctx *fiber.Ctx) error {
+	return c.render(ctx, http.StatusOK, "login", page{Title: "Sign in"})
+}
+
+// login checks the key like every request does and opens a session holding it sealed.
+func (c *Console) login(ctx *fiber.Ctx) error {
+	if !sameSite(ctx) {
+		return c.render(ctx, http.StatusForbidden, "login", page{Title: "Sign in", Error: "Sign in from the console page."})
+	}
+	if c.deps.Box == nil {
+		return c.render(ctx, http.StatusServiceUnavailable, "login", page{Title: "Sign in", Error: "The console needs ENCRYPTION_KEY to keep your key on the server."})
+	}
+	key := ctx.FormValue("key")
+	if len(key) > 200 {
+		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid."})
+	}
+	if _, err := c.deps.Auth.Authenticate(ctx.UserContext(), key); err != nil {
+		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid."})
+	}
+	sealed, err := c.deps.Box.Seal([]byte(key))
+	if err != nil {
+		return err
+	}
+	id, csrf := randomToken(), randomToken()
+	if err := c.deps.Store.CreateConsoleSession(ctx.UserContext(), &store.ConsoleSession{IDHash: hashID(id), KeySealed: sealed,
+		CSRFToken: csrf, ExpiresAt: time.Now().Add(SessionTTL)}); err != nil {
+		return err
+	}
+	ctx.Cookie(&fiber.Cookie{Name: cookieName, Value: id, Path: "/console", HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,
+		Secure: ctx.Protocol() == "https", MaxAge: int(SessionTTL.Seconds())})
+	return ctx.Redirect("/console/", http.StatusSeeOther)
+}
+
+func (c *Console) logout(ctx *fiber.Ctx) error {
+	if err := c.deps.Store.DeleteConsoleSession(ctx.UserContext(), whoOf(ctx).idHash); err != nil {
+		return err
+	}
+	ctx.Cookie(&fiber.Cookie{Name: cookieName, Value: "", Path: "/console", HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, MaxAge: -1})
+	return ctx.Redirect("/console/login", http.StatusSeeOther)
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
