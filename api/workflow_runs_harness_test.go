@@ -22,9 +22,12 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/agents"
+	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/approvals"
 	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/console"
 	"github.com/vigil-soc/vigil/netguard"
+	"github.com/vigil-soc/vigil/responses"
 	"github.com/vigil-soc/vigil/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
@@ -189,6 +192,8 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 		d.Secrets = box
 		d.WorkflowStepClient = guard.HTTPClient(30 * time.Second)
 		cfg.SlackSigningSecret = slackTestSecret
+		d.Console = console.New(console.Deps{Auth: d.Auth, Box: box, Store: st, Alerts: alerts.New(st, d.Log),
+			Approvals: responses.New(responses.Deps{Store: st, Signaler: d.RunSignaler, Log: d.Log}), Log: d.Log})
 	})
 	return h
 }

@@ -122,12 +122,13 @@ func (c *Console) Register(r fiber.Router) {
 }
 
 // securityHeaders: a strict CSP (no script at all, styles only from the console's own file), no
-// framing, no referrer, no sniffing, no caching of pages.
+// framing, no referrer outside the console's origin (same-origin, so form posts carry their Origin for the
+// CSRF check), no sniffing, no caching of pages.
 func securityHeaders(ctx *fiber.Ctx) error {
 	ctx.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	ctx.Set("X-Frame-Options", "DENY")
 	ctx.Set("X-Content-Type-Options", "nosniff")
-	ctx.Set("Referrer-Policy", "no-referrer")
+	ctx.Set("Referrer-Policy", "same-origin")
 	ctx.Set(fiber.HeaderCacheControl, "no-store")
 	return ctx.Next()
 }

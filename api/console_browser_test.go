@@ -1,0 +1,136 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// selectOption chooses the option of value in select (no JavaScript runs: the option's selected
+// attribute is what the form submits).
+func (c *cdp) selectOption(selectSel, value string) {
+	c.t.Helper()
+	var doc struct {
+		Root struct {
+			NodeID int `json:"nodeId"`
+		} `json:"root"`
+	}
+	c.call("DOM.getDocument", map[string]any{"depth": 1}, &doc)
+	var all struct {
+		NodeIDs []int `json:"nodeIds"`
+	}
+	c.call("DOM.querySelectorAll", map[string]any{"nodeId": doc.Root.NodeID, "selector": selectSel + " option"}, &all)
+	for _, id := range all.NodeIDs {
+		_ = c.try("DOM.removeAttribute", map[string]any{"nodeId": id, "name": "selected"}, nil)
+	}
+	id := c.query(selectSel + ` option[value="` + value + `"]`)
+	require.NotZero(c.t, id, "%s has %s", selectSel, value)
+	c.call("DOM.setAttributeValue", map[string]any{"nodeId": id, "name": "selected", "value": "selected"}, nil)
+}
+
+// screenshot saves the page as PNG under $VIGIL_ARTIFACTS (or the test's temp dir) and logs where.
+func (c *cdp) screenshot(name string) {
+	c.t.Helper()
+	var shot struct {
+		Data string `json:"data"`
+	}
+	c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}, nil)
+	c.call("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
+	png, err := base64.StdEncoding.DecodeString(shot.Data)
+	require.NoError(c.t, err)
+	dir := os.Getenv("VIGIL_ARTIFACTS")
+	if dir == "" {
+		dir = c.t.TempDir()
+	}
+	require.NoError(c.t, os.MkdirAll(dir, 0o755))
+	path := filepath.Join(dir, name+".png")
+	require.NoError(c.t, os.WriteFile(path, png, 0o644))
+	c.t.Logf("screenshot %s (%d bytes)", path, len(png))
+}
+
+// The console in headless Chromium (no JavaScript): sign in, filter the queue, open an alert and see
+// its indicators' verdicts, close it with a classification, approve an agent's gated run from the
+// inbox and see the run finish; a read-only key sees no write action. Screenshots of the queue, the
+// alert page and the inbox are saved as artefacts.
+func TestConsoleInHeadlessChromium(t *testing.T) {
+	h := newRunHarness(t, "-console")
+	st := h.ts.Store
+	ctx := context.Background()
+	analyst := mustKey(t, st, auth.ScopeAlertsRead, auth.ScopeAlertsWrite, auth.ScopeApprovalsWrite, auth.ScopeWorkflowsRead,
+		auth.ScopeWorkflowsWrite)
+	_, agent, _, _ := h.keys(t)
+	path := "/console/" + uuid.NewString()
+	wf := h.createWorkflow(t, analyst, h.workflowBody(path, nil))
+	ex := h.execute(t, agent, wf, nil)
+	require.Equal(t, "pending_approval", ex.Status)
+
+	title := "Console impossible travel " + uuid.NewString()[:8]
+	res, err := st.Ingest(ctx, store.IngestAlert{Title: title, Severity: "High", SourceName: "generic", Fingerprint: uuid.NewString(),
+		RawPayload: []byte(`{}`), Normalized: []byte(`{"fields":{},"indicators":[]}`), ActorType: store.ActorAPI}, 0)
+	require.NoError(t, err)
+	inds, _, err := st.LinkIndicators(ctx, res.AlertUUID, []store.IndicatorKey{{Type: "ip", Value: "198.51.100.201"}}, "api")
+	require.NoError(t, err)
+	_, err = st.DB().NewRaw(`UPDATE indicators SET enrichment_results = ?, malice = 'Suspicious' WHERE uuid = ?`,
+		`{"abuseipdb":{"status":"success","malice":"Suspicious"}}`, inds[0].UUID).Exec(ctx)
+	require.NoError(t, err)
+
+	b := startChromium(t)
+	b.open()
+	b.navigate(h.ts.URL + "/console/")
+	b.waitFor("#signin")
+	b.typeInto("#key", analyst)
+	b.click("#signin")
+	b.waitFor("#queue")
+
+	b.selectOption(`select[name="severity"]`, "High")
+	b.typeInto(`input[name="q"]`, title[len(title)-8:])
+	b.click("#filter")
+	page := b.waitForText("1 alert(s)")
+	require.Contains(t, page, title)
+	b.screenshot("console-queue")
+
+	b.click(`a[href="/console/alerts/` + res.AlertUUID.String() + `"]`)
+	page = b.waitFor("#indicators")
+	require.Contains(t, page, "198.51.100.201")
+	require.Contains(t, page, "abuseipdb: Suspicious", "the enriched indicator's verdict per provider")
+	b.screenshot("console-alert")
+	b.selectOption(`select[name="status"]`, "Closed")
+	b.selectOption(`select[name="close_classification"]`, "Benign Positive - Suspicious but Expected")
+	b.click("#set-status")
+	b.waitForText("Closed (Benign Positive - Suspicious but Expected)")
+	a, err := st.GetAlert(ctx, res.AlertUUID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusClosed, a.Status)
+
+	b.navigate(h.ts.URL + "/console/approvals")
+	page = b.waitFor("#approval-" + ex.ApprovalRequestUUID.String())
+	require.Contains(t, page, "c2 beacon", "the requesting agent's reason")
+	require.Contains(t, page, "confidence 0.9")
+	b.screenshot("console-inbox")
+	b.click("#approval-" + ex.ApprovalRequestUUID.String() + ` button[value="approve"]`)
+	h.waitRun(t, ex.RunUUID, store.RunSucceeded)
+	require.Equal(t, 1, h.steps.Hits(path), "the approved run ran once")
+
+	// A read-only key sees no write action.
+	readOnly := mustKey(t, st, auth.ScopeAlertsRead)
+	b.navigate(h.ts.URL + "/console/")
+	b.waitFor("#queue")
+	b.click(`header button[type="submit"]`) // sign out
+	b.waitFor("#signin")
+	b.typeInto("#key", readOnly)
+	b.click("#signin")
+	b.waitFor("#queue")
+	b.navigate(h.ts.URL + "/console/alerts/" + res.AlertUUID.String())
+	page = b.waitFor("#indicators")
+	require.NotContains(t, page, `id="set-status"`)
+	require.False(t, strings.Contains(page, "/console/approvals"), "no inbox link without approvals:write")
+}
