@@ -20,7 +20,9 @@ func TestCircuit_ProviderForCallTracksFailuresAndProbes(t *testing.T) {
 	name := "circ_" + uuid.NewString()[:8]
 	require.NoError(t, st.CreateProvider(ctx, &store.EnrichmentProvider{ProviderName: name, DisplayName: name, IsActive: true,
 		SupportedIndicatorTypes: []string{"ip"}, HTTPConfig: map[string]any{"steps": []any{}}, AuthType: store.AuthNone}))
-	t.Cleanup(func() { _, _ = st.DB().NewRaw("DELETE FROM enrichment_providers WHERE provider_name = ?", name).Exec(context.Background()) })
+	t.Cleanup(func() {
+		_, _ = st.DB().NewRaw("DELETE FROM enrichment_providers WHERE provider_name = ?", name).Exec(context.Background())
+	})
 	policy := store.CircuitPolicy{Failures: 2, Cooldown: 50 * time.Millisecond, ProbeFor: time.Minute}
 	state := func() store.CallCircuit {
 		t.Helper()

@@ -35,7 +35,9 @@ func TestSecretAllowedHostsMigration(t *testing.T) {
 		TimeoutSeconds: 300, RetryMaxAttempts: 1, RetryInitialIntervalSeconds: 1, ApprovalMode: store.ApprovalModeAlways,
 		ApprovalTimeoutSeconds: 3600, RequiredApprovals: 1, RiskLevel: "low"}
 	require.NoError(t, st.CreateWorkflow(ctx, &w))
-	t.Cleanup(func() { _, _ = st.DB().NewRaw("DELETE FROM workflows WHERE uuid = ?", w.UUID).Exec(context.Background()) })
+	t.Cleanup(func() {
+		_, _ = st.DB().NewRaw("DELETE FROM workflows WHERE uuid = ?", w.UUID).Exec(context.Background())
+	})
 
 	sql, err := os.ReadFile("migrations/20261124060000_secret_allowed_hosts.tx.up.sql")
 	require.NoError(t, err)

@@ -151,8 +151,8 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 			Message   string `json:"message"`
 		} `json:"badKey"`
 		Finding, CloseWithoutClassification, Close, IllegalMove, ExecuteWithoutReason, Execute, BeforeRevoke toolOutcome
-		RevokeStatus int `json:"revokeStatus"`
-		AfterRevoke  struct {
+		RevokeStatus                                                                                         int `json:"revokeStatus"`
+		AfterRevoke                                                                                          struct {
 			Refused bool   `json:"refused"`
 			Message string `json:"message"`
 		} `json:"afterRevoke"`
