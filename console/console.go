@@ -82,6 +82,7 @@ type Deps struct {
 	Store     Store
 	Alerts    AlertService
 	Approvals ApprovalService
+	Temporal  TemporalUI
 	Log       *slog.Logger
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,7 @@ type config struct {
 	PublicBaseURL      string
 	TemporalAddress    string
 	TemporalNamespace  string
+	TemporalUIURL      string // TEMPORAL_UI_URL: the Temporal Web UI the console links runs to; empty links none
 	TaskQueuePrefix    string
 	RateLimitPerMinute int
 	RateLimitStore     string
@@ -63,6 +65,9 @@ func settings() []setting {
 		{"PUBLIC_BASE_URL", "http://127.0.0.1:8000", "Base URL people reach the API at (links in approval messages).", func(c *config, v string) error { c.PublicBaseURL = strings.TrimRight(v, "/"); return nil }},
 		{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port.", func(c *config, v string) error { c.TemporalAddress = v; return nil }},
 		{"TEMPORAL_NAMESPACE", "default", "Temporal namespace.", func(c *config, v string) error { c.TemporalNamespace = v; return nil }},
+		{"TEMPORAL_UI_URL", "", "Base URL of the Temporal Web UI people reach (the console links alerts and runs to their Temporal workflow there); `vigil dev` sets it to its dev server's UI; empty shows no link.", func(c *config, v string) error {
+			return setTemporalUIURL(c, v)
+		}},
 		{"TEMPORAL_TASK_QUEUE_PREFIX", "vigil", "Prefix of the task queues (<prefix>-pipeline, -enrichment, -actions).", func(c *config, v string) error { c.TaskQueuePrefix = v; return nil }},
 		{"TEMPORAL_TLS_CERT", "", "PEM client certificate for mTLS to Temporal (with TEMPORAL_TLS_KEY).", func(c *config, v string) error { c.Temporal.TLSCertFile = v; return nil }},
 		{"TEMPORAL_TLS_KEY", "", "PEM private key of TEMPORAL_TLS_CERT.", func(c *config, v string) error { c.Temporal.TLSKeyFile = v; return nil }},
@@ -170,4 +175,19 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// setTemporalUIURL accepts an http(s) URL without query or fragment (the console builds links on it).
+func setTemporalUIURL(c *config, v string) error {
+	v = strings.TrimRight(strings.TrimSpace(v), "/")
+	if v == "" {
+		c.TemporalUIURL = ""
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("want an http(s) URL such as http://127.0.0.1:8233, got %q", v)
+	}
+	c.TemporalUIURL = v
+	return nil
 }

@@ -91,6 +91,9 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		defer stopWithin(log, "temporal", func(context.Context) error { return ts.Stop() })
 		cfg.TemporalAddress = ts.Address()
 		uiURL = ts.UIURL()
+		if cfg.TemporalUIURL == "" {
+			cfg.TemporalUIURL = ts.UIURL()
+		}
 	}
 
 	st, err := openStore(ctx, cfg, true)

@@ -113,7 +113,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
-	apiDeps.Console = newConsole(st, box, authn, tc, log)
+	apiDeps.Console = newConsole(cfg, st, box, authn, tc, log)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -301,8 +301,9 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 }
 
 // newConsole wires the analyst console over the same rules as the API (alerts, responses).
-func newConsole(st *store.Store, box *secretbox.Box, authn *auth.Authenticator, tc client.Client, log *slog.Logger) *console.Console {
+func newConsole(cfg config, st *store.Store, box *secretbox.Box, authn *auth.Authenticator, tc client.Client, log *slog.Logger) *console.Console {
 	deps := console.Deps{Auth: authn, Store: st, Alerts: alerts.New(st, log), Log: log,
+		Temporal:  console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace},
 		Approvals: responses.New(responses.Deps{Store: st, Signaler: temporal.NewRunSignaler(tc), Log: log})}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box
