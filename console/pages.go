@@ -2,10 +2,7 @@ package console
 
 import (
 	"errors"
-	"math"
 	"net/http"
-	"net/url"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,90 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/alerts"
-	"github.com/vigil-soc/vigil/indicators"
 	"github.com/vigil-soc/vigil/responses"
-	"github.com/vigil-soc/vigil/severity"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/validate"
 )
-
-// queuePageSize is the queue's page length.
-const queuePageSize = 50
-
-type queueQuery struct{ Status, Severity, Text string }
-
-type queueRow struct {
-	UUID                                              uuid.UUID
-	Title, Severity, Status, Malice, Source, Occurred string
-}
-
-// queue lists alerts newest first with the REST list's status, severity and title filters; a filter
-// value outside its vocabulary is ignored, as an unknown option of a form would be.
-func (c *Console) queue(ctx *fiber.Ctx) error {
-	q := queueQuery{Status: ctx.Query("status"), Severity: ctx.Query("severity"), Text: strings.TrimSpace(ctx.Query("q"))}
-	f := store.AlertFilter{SortBy: "occurred_at", SortDesc: true}
-	if slices.Contains(store.AlertStatuses(), q.Status) {
-		f.Statuses = []string{q.Status}
-	} else {
-		q.Status = ""
-	}
-	if slices.Contains(severity.Names(), q.Severity) {
-		f.Severities = []string{q.Severity}
-	} else {
-		q.Severity = ""
-	}
-	if len([]rune(q.Text)) > 500 || strings.IndexByte(q.Text, 0) >= 0 {
-		q.Text = ""
-	}
-	f.Query = q.Text
-	pageNo, _ := strconv.Atoi(ctx.Query("page"))
-	pageNo = max(1, min(pageNo, 1_000_000))
-	f.Page = store.Page{Number: pageNo, Size: queuePageSize}
-	rows, total, err := c.deps.Store.ListAlerts(ctx.UserContext(), f)
-	if err != nil {
-		return err
-	}
-	ids := make([]uuid.UUID, len(rows))
-	for i, a := range rows {
-		ids[i] = a.UUID
-	}
-	malices, err := c.deps.Store.AlertMalices(ctx.UserContext(), ids)
-	if err != nil {
-		return err
-	}
-	out := make([]queueRow, len(rows))
-	for i, a := range rows {
-		out[i] = queueRow{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status,
-			Malice: string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])), Source: a.SourceName,
-			Occurred: a.OccurredAt.UTC().Format("2006-01-02 15:04")}
-	}
-	pages := int(math.Ceil(float64(total) / queuePageSize))
-	link := func(n int) string {
-		v := url.Values{"page": {strconv.Itoa(n)}}
-		for k, val := range map[string]string{"status": q.Status, "severity": q.Severity, "q": q.Text} {
-			if val != "" {
-				v.Set(k, val)
-			}
-		}
-		return "/console/?" + v.Encode()
-	}
-	data := struct {
-		page
-		Q                    queueQuery
-		Statuses, Severities []string
-		Rows                 []queueRow
-		Total, Page, Pages   int
-		Prev, Next           string
-	}{page: c.base(ctx, "Alerts", ""), Q: q, Statuses: store.AlertStatuses(), Severities: severity.Names(), Rows: out,
-		Total: total, Page: pageNo, Pages: pages}
-	if pageNo > 1 {
-		data.Prev = link(pageNo - 1)
-	}
-	if pageNo < pages {
-		data.Next = link(pageNo + 1)
-	}
-	return c.render(ctx, http.StatusOK, "queue", data)
-}
 
 type indicatorRow struct {
 	Type, Value, Malice string

@@ -73,6 +73,11 @@ func AlertStatuses() []string {
 	return []string{StatusOpen, StatusTriaging, StatusEscalated, StatusClosed}
 }
 
+// EnrichmentStatuses returns every alert enrichment_status.
+func EnrichmentStatuses() []string {
+	return []string{EnrichmentPending, EnrichmentEnriched, EnrichmentFailed}
+}
+
 // CloseClassifications returns every close_classification value (seed §2.10).
 func CloseClassifications() []string {
 	return []string{

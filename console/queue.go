@@ -1,0 +1,258 @@
+package console
+
+import (
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// queuePageSize is the queue's page length.
+const queuePageSize = 50
+
+// formTime is the layout of a datetime-local input; the console reads and shows times in UTC.
+const formTime = "2006-01-02T15:04"
+
+// queueQuery is the queue's form: every filter and sort of GET /v1/alerts. Values are kept as the
+// analyst typed them (to refill the form); Filter is what ListAlerts gets.
+type queueQuery struct {
+	Statuses, Severities, Enrichment []string
+	Sources, Tags, Rule, From, To    string
+	Enriched, Text, Sort, Order      string
+	Page                             int
+	Filter                           store.AlertFilter
+	Ignored                          []string // filter values refused, named for the analyst
+}
+
+// multi reads a repeated or comma-separated parameter.
+func multi(ctx *fiber.Ctx, name string) []string {
+	var out []string
+	for _, b := range ctx.Context().QueryArgs().PeekMulti(name) {
+		for _, v := range strings.Split(string(b), ",") {
+			if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// known keeps the values in vocabulary and names the others in ignored.
+func known(values, vocabulary []string, name string, ignored *[]string) []string {
+	var out []string
+	for _, v := range values {
+		if slices.Contains(vocabulary, v) {
+			out = append(out, v)
+		} else {
+			*ignored = append(*ignored, name)
+		}
+	}
+	return out
+}
+
+// plainText refuses text the database cannot hold or the REST route would refuse (NUL, over max runes).
+func plainText(s string, maxRunes int) bool {
+	return strings.IndexByte(s, 0) < 0 && len([]rune(s)) <= maxRunes
+}
+
+// parseQueue reads the queue's query string the way GET /v1/alerts reads its own: a value outside its
+// vocabulary, a malformed time or uuid, or over-long text is left out of the filter and named in
+// Ignored (a form should not fail on one bad field).
+func parseQueue(ctx *fiber.Ctx) queueQuery {
+	var q queueQuery
+	f := &q.Filter
+	q.Statuses = known(multi(ctx, "status"), store.AlertStatuses(), "status", &q.Ignored)
+	q.Severities = known(multi(ctx, "severity"), severity.Names(), "severity", &q.Ignored)
+	q.Enrichment = known(multi(ctx, "enrichment_status"), store.EnrichmentStatuses(), "enrichment status", &q.Ignored)
+	f.Statuses, f.Severities, f.EnrichmentStatuses = q.Statuses, q.Severities, q.Enrichment
+	texts := func(name, label string, maxItem int) ([]string, string) {
+		vals := multi(ctx, name)
+		for _, v := range vals {
+			if !plainText(v, maxItem) || len(vals) > 50 {
+				q.Ignored = append(q.Ignored, label)
+				return nil, ""
+			}
+		}
+		return vals, strings.Join(vals, ", ")
+	}
+	f.SourceNames, q.Sources = texts("source_name", "source", 100)
+	f.Tags, q.Tags = texts("tags", "tags", 100)
+	switch q.Enriched = ctx.Query("is_enriched"); q.Enriched {
+	case "true", "false":
+		b := q.Enriched == "true"
+		f.IsEnriched = &b
+	case "":
+	default:
+		q.Enriched = ""
+		q.Ignored = append(q.Ignored, "enriched")
+	}
+	if q.Rule = strings.TrimSpace(ctx.Query("detection_rule_uuid")); q.Rule != "" {
+		if id, err := uuid.Parse(q.Rule); err == nil && len(q.Rule) == 36 {
+			f.DetectionRuleUUID = &id
+		} else {
+			q.Rule = ""
+			q.Ignored = append(q.Ignored, "detection rule")
+		}
+	}
+	when := func(name, label string) (*time.Time, string) {
+		v := strings.TrimSpace(ctx.Query(name))
+		if v == "" {
+			return nil, ""
+		}
+		t, err := time.Parse(formTime, v)
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339, v); err != nil {
+				q.Ignored = append(q.Ignored, label)
+				return nil, ""
+			}
+		}
+		t = t.UTC()
+		return &t, t.Format(formTime)
+	}
+	f.From, q.From = when("from_time", "from")
+	f.To, q.To = when("to_time", "to")
+	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
+		f.From, f.To, q.From, q.To = nil, nil, "", ""
+		q.Ignored = append(q.Ignored, "time range (to before from)")
+	}
+	if q.Text = strings.TrimSpace(ctx.Query("q")); !plainText(q.Text, 500) {
+		q.Text = ""
+		q.Ignored = append(q.Ignored, "search")
+	}
+	f.Query = q.Text
+	if q.Sort = ctx.Query("sort_by"); !slices.Contains(store.AlertSortFields(), q.Sort) {
+		if q.Sort != "" {
+			q.Ignored = append(q.Ignored, "sort")
+		}
+		q.Sort = "occurred_at"
+	}
+	if q.Order = ctx.Query("sort_order"); q.Order != "asc" {
+		q.Order = "desc"
+	}
+	f.SortBy, f.SortDesc = q.Sort, q.Order == "desc"
+	q.Page, _ = strconv.Atoi(ctx.Query("page"))
+	q.Page = max(1, min(q.Page, 1_000_000))
+	f.Page = store.Page{Number: q.Page, Size: queuePageSize}
+	slices.Sort(q.Ignored)
+	q.Ignored = slices.Compact(q.Ignored)
+	return q
+}
+
+// values is the query string of q at page n with the given sort (links keep every filter).
+func (q queueQuery) values(n int, sortBy, order string) url.Values {
+	v := url.Values{}
+	add := func(k string, vals ...string) {
+		for _, s := range vals {
+			if s != "" {
+				v.Add(k, s)
+			}
+		}
+	}
+	add("status", q.Statuses...)
+	add("severity", q.Severities...)
+	add("enrichment_status", q.Enrichment...)
+	add("source_name", q.Filter.SourceNames...)
+	add("tags", q.Filter.Tags...)
+	add("is_enriched", q.Enriched)
+	add("detection_rule_uuid", q.Rule)
+	add("from_time", q.From)
+	add("to_time", q.To)
+	add("q", q.Text)
+	if sortBy != "occurred_at" || order != "desc" {
+		add("sort_by", sortBy)
+		add("sort_order", order)
+	}
+	if n > 1 {
+		add("page", strconv.Itoa(n))
+	}
+	return v
+}
+
+func (q queueQuery) link(n int, sortBy, order string) string {
+	if s := q.values(n, sortBy, order).Encode(); s != "" {
+		return "/console/?" + s
+	}
+	return "/console/"
+}
+
+type queueRow struct {
+	UUID                                              uuid.UUID
+	Title, Severity, Status, Malice, Source, Occurred string
+	Enrichment                                        string
+	Tags                                              []string
+}
+
+// sortHeader is a column heading that sorts by its field (again: the other way).
+type sortHeader struct {
+	Label, Link, Mark string
+}
+
+// queue lists alerts with every filter and sort of GET /v1/alerts. With partial=rows it answers only
+// the table's rows (the live refresh of console.js).
+func (c *Console) queue(ctx *fiber.Ctx) error {
+	q := parseQueue(ctx)
+	rows, total, err := c.deps.Store.ListAlerts(ctx.UserContext(), q.Filter)
+	if err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, a := range rows {
+		ids[i] = a.UUID
+	}
+	malices, err := c.deps.Store.AlertMalices(ctx.UserContext(), ids)
+	if err != nil {
+		return err
+	}
+	out := make([]queueRow, len(rows))
+	for i, a := range rows {
+		out[i] = queueRow{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status,
+			Malice: string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])), Source: a.SourceName,
+			Occurred: a.OccurredAt.UTC().Format("2006-01-02 15:04"), Enrichment: a.EnrichmentStatus, Tags: a.Tags}
+	}
+	pages := int(math.Ceil(float64(total) / queuePageSize))
+	headers := map[string]sortHeader{}
+	for _, field := range store.AlertSortFields() {
+		h := sortHeader{Label: strings.ReplaceAll(field, "_", " ")}
+		order := "asc"
+		if field == "occurred_at" || field == "created_at" || field == "severity" {
+			order = "desc" // newest, worst first
+		}
+		if field == q.Sort {
+			h.Mark = map[string]string{"asc": "▲", "desc": "▼"}[q.Order]
+			order = map[string]string{"asc": "desc", "desc": "asc"}[q.Order]
+		}
+		h.Link = q.link(1, field, order)
+		headers[field] = h
+	}
+	data := struct {
+		page
+		Q                                           queueQuery
+		Statuses, Severities, Enrichments, SortKeys []string
+		Rows                                        []queueRow
+		Total, Pages                                int
+		Prev, Next, Self                            string
+		Sort                                        map[string]sortHeader
+	}{page: c.base(ctx, "Alerts", ""), Q: q, Statuses: store.AlertStatuses(), Severities: severity.Names(),
+		Enrichments: store.EnrichmentStatuses(), SortKeys: store.AlertSortFields(), Rows: out, Total: total, Pages: pages,
+		Self: q.link(q.Page, q.Sort, q.Order), Sort: headers}
+	if q.Page > 1 {
+		data.Prev = q.link(q.Page-1, q.Sort, q.Order)
+	}
+	if q.Page < pages {
+		data.Next = q.link(q.Page+1, q.Sort, q.Order)
+	}
+	if ctx.Query("partial") == "rows" {
+		return c.renderBlock(ctx, "queue", "rows", data)
+	}
+	return c.render(ctx, http.StatusOK, "queue", data)
+}

@@ -1,0 +1,72 @@
+// Vigil console: live refresh of the alert queue and keyboard navigation. Everything works without
+// it; it only adds. Served from the binary under a CSP that allows script from /console/static only.
+(function () {
+  "use strict";
+  var table = document.getElementById("queue");
+  if (!table) { return; }
+  var body = table.tBodies[0];
+  var selected = -1;
+
+  function rows() { return Array.prototype.filter.call(body.rows, function (r) { return r.dataset.id; }); }
+
+  function select(i) {
+    var rs = rows();
+    if (rs.length === 0) { return; }
+    i = Math.max(0, Math.min(i, rs.length - 1));
+    rs.forEach(function (r, j) { r.classList.toggle("sel", j === i); r.setAttribute("aria-selected", j === i ? "true" : "false"); });
+    selected = i;
+    rs[i].scrollIntoView({ block: "nearest" });
+  }
+
+  // Live refresh: every 10 s ask for the same page's rows; new alerts are marked until the next refresh.
+  var known = {};
+  rows().forEach(function (r) { known[r.dataset.id] = true; });
+  function refresh() {
+    if (document.hidden) { return; }
+    var url = table.dataset.refresh + (table.dataset.refresh.indexOf("?") < 0 ? "?" : "&") + "partial=rows";
+    fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
+      if (res.redirected || !res.ok) { return null; }
+      return res.text();
+    }).then(function (html) {
+      if (html === null) { return; }
+      var keep = selected >= 0 && rows()[selected] ? rows()[selected].dataset.id : null;
+      var tmp = document.createElement("tbody");
+      tmp.innerHTML = html; // server-rendered by html/template, every value escaped
+      body.replaceWith(tmp);
+      body = tmp;
+      var fresh = 0;
+      rows().forEach(function (r, j) {
+        if (!known[r.dataset.id]) { r.classList.add("new"); known[r.dataset.id] = true; fresh++; }
+        if (r.dataset.id === keep) { selected = j; }
+      });
+      if (keep !== null) { select(selected); }
+      var live = document.getElementById("live");
+      if (live) { live.textContent = fresh > 0 ? fresh + " new alert(s)" : "up to date " + new Date().toLocaleTimeString(); }
+    }).catch(function () {});
+  }
+  var live = document.createElement("span");
+  live.id = "live";
+  live.setAttribute("aria-live", "polite");
+  var total = document.getElementById("total");
+  if (total) { total.parentNode.appendChild(live); }
+  setInterval(refresh, 10000);
+
+  document.addEventListener("keydown", function (e) {
+    var tag = (e.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "select" || tag === "textarea" || e.ctrlKey || e.metaKey || e.altKey) { return; }
+    var link;
+    switch (e.key) {
+      case "j": select(selected + 1); break;
+      case "k": select(selected < 0 ? 0 : selected - 1); break;
+      case "Enter": case "o":
+        if (selected >= 0 && rows()[selected]) { link = rows()[selected].querySelector("a"); }
+        break;
+      case "/": document.getElementById("search").focus(); break;
+      case "n": link = document.getElementById("next"); break;
+      case "p": link = document.getElementById("prev"); break;
+      default: return;
+    }
+    e.preventDefault();
+    if (link) { window.location.assign(link.href); }
+  });
+})();
