@@ -23,6 +23,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/yuin/goldmark"
 
 	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/auth"
@@ -68,11 +69,20 @@ type Store interface {
 	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
 	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)
 	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
+	AlertIndicators(ctx context.Context, id uuid.UUID) ([]store.Indicator, error)
+	SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]store.Sibling, error)
+	ApplicableWorkflows(ctx context.Context, types []string) ([]store.Workflow, error)
 }
 
 // AlertService applies the alert rules (alerts.Service).
 type AlertService interface {
 	Patch(ctx context.Context, id uuid.UUID, p alerts.Patch, actor store.Actor) (store.Alert, error)
+	AddFinding(ctx context.Context, alertID uuid.UUID, f alerts.NewFinding, actor store.Actor) (store.Finding, error)
+}
+
+// RunService starts workflow runs (responses.Service).
+type RunService interface {
+	Execute(ctx context.Context, actor responses.Actor, req responses.ExecuteRequest) (responses.Executed, error)
 }
 
 // ApprovalService decides approval requests (responses.Service).
@@ -87,6 +97,7 @@ type Deps struct {
 	Store     Store
 	Alerts    AlertService
 	Approvals ApprovalService
+	Runs      RunService
 	Temporal  TemporalUI
 	Log       *slog.Logger
 }
@@ -95,6 +106,7 @@ type Deps struct {
 type Console struct {
 	deps  Deps
 	pages map[string]*template.Template
+	md    goldmark.Markdown
 }
 
 // New parses the embedded pages.
@@ -102,8 +114,9 @@ func New(deps Deps) *Console {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{deps: deps, pages: map[string]*template.Template{}}
-	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join}
+	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
+	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
+		"sub": func(a, b int) int { return a - b }}
 	for _, name := range []string{"login", "queue", "alert", "approvals"} {
 		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
@@ -129,6 +142,9 @@ func (c *Console) Register(r fiber.Router) {
 	g.Get("/", c.session, c.need(auth.ScopeAlertsRead), c.queue)
 	g.Get("/alerts/:uuid", c.session, c.need(auth.ScopeAlertsRead), c.alert)
 	g.Post("/alerts/:uuid/status", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setStatus)
+	g.Post("/alerts/:uuid/malice", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setMalice)
+	g.Post("/alerts/:uuid/findings", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addFinding)
+	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)
 	g.Get("/approvals", c.session, c.need(auth.ScopeApprovalsWrite), c.approvals)
 	g.Post("/approvals/:uuid/decide", c.session, c.csrf, c.need(auth.ScopeApprovalsWrite), c.decide)
 }

@@ -38,8 +38,9 @@ func newHarness(t *testing.T) *harness {
 	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
+	rs := responses.New(responses.Deps{Store: st, Log: log})
 	c := console.New(console.Deps{Auth: auth.NewAuthenticator(st, log, 0), Box: box, Store: st, Alerts: alerts.New(st, log),
-		Approvals: responses.New(responses.Deps{Store: st, Log: log}), Log: log})
+		Approvals: rs, Runs: rs, Log: log, Temporal: console.TemporalUI{BaseURL: "http://temporal-ui.test:8233", Namespace: "default"}})
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	c.Register(app)
 	h := &harness{st: st}
