@@ -3,6 +3,9 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,13 +40,40 @@ func (c *cdp) selectOption(selectSel, value string) {
 	c.call("DOM.setAttributeValue", map[string]any{"nodeId": id, "name": "selected", "value": "selected"}, nil)
 }
 
-// screenshot saves the page as PNG under $VIGIL_ARTIFACTS (or the test's temp dir) and logs where.
-func (c *cdp) screenshot(name string) {
+// check ticks the checkbox selector (its checked attribute, which an untouched box reflects).
+func (c *cdp) check(selector string) {
+	c.t.Helper()
+	id := c.query(selector)
+	require.NotZero(c.t, id, selector)
+	c.call("DOM.setAttributeValue", map[string]any{"nodeId": id, "name": "checked", "value": "checked"}, nil)
+}
+
+// scripts turns JavaScript on or off for the page (open starts with it off).
+func (c *cdp) scripts(on bool) {
+	c.call("Emulation.setScriptExecutionDisabled", map[string]any{"value": !on}, nil)
+}
+
+// press types one key on the focused page (keydown with its text, keyup).
+func (c *cdp) press(key string) {
+	c.t.Helper()
+	ev := map[string]any{"type": "keyDown", "key": key, "text": key}
+	if key == "Enter" {
+		ev = map[string]any{"type": "keyDown", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "text": "\r"}
+	}
+	c.call("Input.dispatchKeyEvent", ev, nil)
+	c.call("Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key}, nil)
+}
+
+// screenshot saves the page at 1280×800 as PNG under $VIGIL_ARTIFACTS (or the test's temp dir).
+func (c *cdp) screenshot(name string) { c.screenshotAt(name, 1280, 800, false) }
+
+// screenshotAt saves the page at width×height (mobile: a phone's viewport) and logs where.
+func (c *cdp) screenshotAt(name string, width, height int, mobile bool) {
 	c.t.Helper()
 	var shot struct {
 		Data string `json:"data"`
 	}
-	c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}, nil)
+	c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}, nil)
 	c.call("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
 	png, err := base64.StdEncoding.DecodeString(shot.Data)
 	require.NoError(c.t, err)
@@ -91,7 +121,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	b.click("#signin")
 	b.waitFor("#queue")
 
-	b.selectOption(`select[name="severity"]`, "High")
+	b.check(`input[name="severity"][value="High"]`)
 	b.typeInto(`input[name="q"]`, title[len(title)-8:])
 	b.click("#filter")
 	page := b.waitForText("1 alert(s)")
@@ -133,4 +163,39 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	page = b.waitFor("#indicators")
 	require.NotContains(t, page, `id="set-status"`)
 	require.False(t, strings.Contains(page, "/console/approvals"), "no inbox link without approvals:write")
+
+	b.screenshotAt("console-alert-phone", 390, 844, true)
+
+	// With JavaScript: the queue refreshes itself with a new alert, and the keyboard opens it.
+	b.scripts(true)
+	tag := uuid.NewString()[:8]
+	b.navigate(h.ts.URL + "/console/?q=" + tag)
+	b.waitForText("0 alert(s)")
+	fresh, err := st.Ingest(ctx, store.IngestAlert{Title: "Live " + tag, Severity: "Medium", SourceName: "generic", Fingerprint: uuid.NewString(),
+		RawPayload: []byte(`{}`), Normalized: []byte(`{"fields":{},"indicators":[]}`), ActorType: store.ActorAPI}, 0)
+	require.NoError(t, err)
+	page = b.waitFor(`tr.new[data-id="` + fresh.AlertUUID.String() + `"]`)
+	require.Contains(t, page, "Live "+tag, "the new alert appeared without a reload")
+	b.screenshotAt("console-queue-phone", 390, 844, true)
+	b.press("j")
+	b.waitFor(`tr.sel[data-id="` + fresh.AlertUUID.String() + `"]`)
+	b.press("Enter")
+	page = b.waitFor("#indicators")
+	require.Contains(t, page, "Live "+tag, "Enter opened the selected alert")
+
+	// A form posted from another origin (same host, other port: same-site, so the Strict cookie goes
+	// along) is refused by the CSRF check, and the alert does not change.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = fmt.Fprintf(w, `<form method="post" action="%s/console/alerts/%s/status"><input type="hidden" name="status" value="Open">`+
+			`<button type="submit" id="go">Win a prize</button></form>`, h.ts.URL, res.AlertUUID)
+	}))
+	defer evil.Close()
+	b.navigate(evil.URL)
+	b.waitFor("#go")
+	b.click("#go")
+	b.waitForText("CSRF check failed")
+	a, err = st.GetAlert(ctx, res.AlertUUID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusClosed, a.Status, "the cross-site post changed nothing")
 }

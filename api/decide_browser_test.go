@@ -178,8 +178,9 @@ func (c *cdp) waitFor(selector string) string {
 			var html struct {
 				OuterHTML string `json:"outerHTML"`
 			}
+			// an id must be in the HTML read (not the document being replaced); other selectors just match
 			if id := c.query("html"); id != 0 && c.try("DOM.getOuterHTML", map[string]any{"nodeId": id}, &html) == nil &&
-				strings.Contains(html.OuterHTML, strings.TrimPrefix(selector, "#")) {
+				(!strings.HasPrefix(selector, "#") || strings.Contains(html.OuterHTML, strings.TrimPrefix(selector, "#"))) {
 				return html.OuterHTML
 			}
 		}

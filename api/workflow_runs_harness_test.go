@@ -192,8 +192,9 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 		d.Secrets = box
 		d.WorkflowStepClient = guard.HTTPClient(30 * time.Second)
 		cfg.SlackSigningSecret = slackTestSecret
+		rs := responses.New(responses.Deps{Store: st, Signaler: d.RunSignaler, Log: d.Log})
 		d.Console = console.New(console.Deps{Auth: d.Auth, Box: box, Store: st, Alerts: alerts.New(st, d.Log),
-			Approvals: responses.New(responses.Deps{Store: st, Signaler: d.RunSignaler, Log: d.Log}), Log: d.Log})
+			Approvals: rs, Runs: rs, Log: d.Log, LiveRefresh: 300 * time.Millisecond})
 	})
 	return h
 }

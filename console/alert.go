@@ -136,18 +136,18 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 	}
 	data := struct {
 		page
-		A                                        store.Alert
-		Malice, Occurred, Description, Temporal  string
-		Override                                 string
-		Rule                                     *store.DetectionRule
-		Indicators                               []indicatorRow
-		Docs                                     []contextDoc
-		Findings                                 []findingRow
-		Activity                                 []activityRow
-		Graph                                    graph
-		Statuses, Classifications, MaliceLevels  []string
-		CanRun                                   bool
-		RunChoices                               []runChoice
+		A                                       store.Alert
+		Malice, Occurred, Description, Temporal string
+		Override                                string
+		Rule                                    *store.DetectionRule
+		Indicators                              []indicatorRow
+		Docs                                    []contextDoc
+		Findings                                []findingRow
+		Activity                                []activityRow
+		Graph                                   graph
+		Statuses, Classifications, MaliceLevels []string
+		CanRun                                  bool
+		RunChoices                              []runChoice
 	}{page: base, A: a, Malice: d.Malice, Occurred: a.OccurredAt.UTC().Format(time.RFC1123),
 		Description: deref(a.Description), Temporal: c.deps.Temporal.Link(ids.Alert(a.UUID)), Override: deref(a.MaliceOverride),
 		Rule: d.DetectionRule, Indicators: inds, Docs: docs, Findings: finds, Activity: acts, Graph: layoutGraph(a, d.Indicators, sibs),

@@ -99,7 +99,9 @@ type Deps struct {
 	Approvals ApprovalService
 	Runs      RunService
 	Temporal  TemporalUI
-	Log       *slog.Logger
+	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
+	LiveRefresh time.Duration
+	Log         *slog.Logger
 }
 
 // Console serves the pages.
@@ -113,6 +115,9 @@ type Console struct {
 func New(deps Deps) *Console {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	if deps.LiveRefresh <= 0 {
+		deps.LiveRefresh = 10 * time.Second
 	}
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,

@@ -239,12 +239,13 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 		Q                                           queueQuery
 		Statuses, Severities, Enrichments, SortKeys []string
 		Rows                                        []queueRow
-		Total, Pages                                int
+		Total, Pages, RefreshMS                     int
 		Prev, Next, Self                            string
 		Sort                                        map[string]sortHeader
 	}{page: c.base(ctx, "Alerts", ""), Q: q, Statuses: store.AlertStatuses(), Severities: severity.Names(),
 		Enrichments: store.EnrichmentStatuses(), SortKeys: store.AlertSortFields(), Rows: out, Total: total, Pages: pages,
-		Self: q.link(q.Page, q.Sort, q.Order), Sort: headers}
+		RefreshMS: int(c.deps.LiveRefresh.Milliseconds()),
+		Self:      q.link(q.Page, q.Sort, q.Order), Sort: headers}
 	if q.Page > 1 {
 		data.Prev = q.link(q.Page-1, q.Sort, q.Order)
 	}
@@ -252,6 +253,7 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 		data.Next = q.link(q.Page+1, q.Sort, q.Order)
 	}
 	if ctx.Query("partial") == "rows" {
+		ctx.Set("X-Vigil-Total", strconv.Itoa(total))
 		return c.renderBlock(ctx, "queue", "rows", data)
 	}
 	return c.render(ctx, http.StatusOK, "queue", data)

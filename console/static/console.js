@@ -18,14 +18,17 @@
     rs[i].scrollIntoView({ block: "nearest" });
   }
 
-  // Live refresh: every 10 s ask for the same page's rows; new alerts are marked until the next refresh.
+  // Live refresh: every data-every ms (10 s by default) ask for the same page's rows; new alerts are marked until the next refresh.
+  // known: alert id → when it first appeared (0: on the page as loaded); new ones stay marked 30 s.
   var known = {};
-  rows().forEach(function (r) { known[r.dataset.id] = true; });
+  rows().forEach(function (r) { known[r.dataset.id] = 0; });
   function refresh() {
     if (document.hidden) { return; }
     var url = table.dataset.refresh + (table.dataset.refresh.indexOf("?") < 0 ? "?" : "&") + "partial=rows";
     fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
       if (res.redirected || !res.ok) { return null; }
+      var n = res.headers.get("X-Vigil-Total"), total = document.getElementById("total");
+      if (n !== null && total) { total.textContent = total.textContent.replace(/^\d+/, n); }
       return res.text();
     }).then(function (html) {
       if (html === null) { return; }
@@ -34,9 +37,10 @@
       tmp.innerHTML = html; // server-rendered by html/template, every value escaped
       body.replaceWith(tmp);
       body = tmp;
-      var fresh = 0;
+      var fresh = 0, now = Date.now();
       rows().forEach(function (r, j) {
-        if (!known[r.dataset.id]) { r.classList.add("new"); known[r.dataset.id] = true; fresh++; }
+        if (!(r.dataset.id in known)) { known[r.dataset.id] = now; fresh++; }
+        if (known[r.dataset.id] > 0 && now - known[r.dataset.id] < 30000) { r.classList.add("new"); }
         if (r.dataset.id === keep) { selected = j; }
       });
       if (keep !== null) { select(selected); }
@@ -49,7 +53,7 @@
   live.setAttribute("aria-live", "polite");
   var total = document.getElementById("total");
   if (total) { total.parentNode.appendChild(live); }
-  setInterval(refresh, 10000);
+  setInterval(refresh, parseInt(table.dataset.every, 10) || 10000);
 
   document.addEventListener("keydown", function (e) {
     var tag = (e.target.tagName || "").toLowerCase();
