@@ -72,6 +72,9 @@ type Store interface {
 	AlertIndicators(ctx context.Context, id uuid.UUID) ([]store.Indicator, error)
 	SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]store.Sibling, error)
 	ApplicableWorkflows(ctx context.Context, types []string) ([]store.Workflow, error)
+	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
+	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
+	WorkflowNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error)
 }
 
 // AlertService applies the alert rules (alerts.Service).
@@ -122,7 +125,7 @@ func New(deps Deps) *Console {
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
 		"sub": func(a, b int) int { return a - b }}
-	for _, name := range []string{"login", "queue", "alert", "approvals"} {
+	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run"} {
 		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return c
@@ -150,6 +153,8 @@ func (c *Console) Register(r fiber.Router) {
 	g.Post("/alerts/:uuid/malice", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setMalice)
 	g.Post("/alerts/:uuid/findings", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addFinding)
 	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)
+	g.Get("/runs", c.session, c.need(auth.ScopeWorkflowsRead), c.runs)
+	g.Get("/runs/:uuid", c.session, c.need(auth.ScopeWorkflowsRead), c.run)
 	g.Get("/approvals", c.session, c.need(auth.ScopeApprovalsWrite), c.approvals)
 	g.Post("/approvals/:uuid/decide", c.session, c.csrf, c.need(auth.ScopeApprovalsWrite), c.decide)
 }
@@ -244,7 +249,7 @@ func (c *Console) need(scopes ...string) fiber.Handler {
 // page is what every template gets.
 type page struct {
 	Title, Error, KeyName, KeyPrefix, CSRF string
-	Signed, CanApprove, CanWrite           bool
+	Signed, CanApprove, CanWrite, CanRuns  bool
 }
 
 func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
@@ -253,7 +258,8 @@ func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
 		return page{Title: title, Error: errText}
 	}
 	return page{Title: title, Error: errText, Signed: true, KeyName: w.p.Name, KeyPrefix: w.p.KeyPrefix, CSRF: w.csrf,
-		CanApprove: w.p.Has(auth.ScopeApprovalsWrite) && w.p.KeyType != auth.KeyTypeAgent, CanWrite: w.p.Has(auth.ScopeAlertsWrite)}
+		CanApprove: w.p.Has(auth.ScopeApprovalsWrite) && w.p.KeyType != auth.KeyTypeAgent, CanWrite: w.p.Has(auth.ScopeAlertsWrite),
+		CanRuns: w.p.Has(auth.ScopeWorkflowsRead)}
 }
 
 func (c *Console) render(ctx *fiber.Ctx, status int, name string, data any) error {

@@ -39,6 +39,31 @@ const (
 	ApprovalCancelled = "cancelled"
 )
 
+// RunStatuses returns every workflow run status in lifecycle order.
+func RunStatuses() []string {
+	return []string{RunQueued, RunPendingApproval, RunRunning, RunSucceeded, RunFailed, RunTimedOut, RunRejected, RunExpired, RunCancelled}
+}
+
+// WorkflowNames returns the names of the workflows ids (deleted ones too: a run outlives its
+// workflow's deletion), by uuid.
+func (s *Store) WorkflowNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	out := make(map[uuid.UUID]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		UUID uuid.UUID `bun:"uuid"`
+		Name string    `bun:"name"`
+	}
+	if err := s.db.NewSelect().Table("workflows").Column("uuid", "name").Where("uuid IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("workflow names: %w", err)
+	}
+	for _, r := range rows {
+		out[r.UUID] = r.Name
+	}
+	return out, nil
+}
+
 // RunFinal reports whether a run status is final.
 func RunFinal(status string) bool {
 	switch status {

@@ -1,0 +1,81 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/store"
+)
+
+func TestRunsPages(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	w := store.Workflow{Name: "console <i>disable</i> " + uuid.NewString(), WorkflowType: "indicator", State: store.WorkflowStateActive,
+		Steps: json.RawMessage(`[{"name":"a","url":"https://edr.example.com/"}]`), TimeoutSeconds: 300, RetryMaxAttempts: 1,
+		RetryInitialIntervalSeconds: 1, ApprovalMode: store.ApprovalModeNever, ApprovalTimeoutSeconds: 3600, RequiredApprovals: 1, RiskLevel: "low"}
+	require.NoError(t, h.st.CreateWorkflow(ctx, &w))
+	t.Cleanup(func() { _ = h.st.DeleteWorkflow(context.Background(), w.UUID) })
+	alert := h.alert(t, "runs "+uuid.NewString())
+	run := store.WorkflowRun{WorkflowUUID: w.UUID, WorkflowVersion: 1, Status: store.RunQueued, TriggerSource: "human",
+		IndicatorType: "ip", IndicatorValue: "192.0.2.55", AlertUUID: &alert}
+	_, err := h.st.CreateWorkflowRun(ctx, &run, nil)
+	require.NoError(t, err)
+	dur := int64(1234)
+	errText := "step b: 503 <from upstream>"
+	_, err = h.st.DB().NewRaw(`UPDATE workflow_runs SET status = 'failed', duration_ms = ?, error = ?, started_at = now(), completed_at = now(),
+		steps = ? WHERE uuid = ?`, dur, errText,
+		`[{"step_name":"a","step_index":0,"request_method":"POST","request_url":"https://edr.example.com/isolate","response_status_code":200,"duration_ms":40},
+		  {"step_name":"b","step_index":1,"request_method":"GET","request_url":"https://edr.example.com/x","response_status_code":503,"duration_ms":9,"error":"503 <from upstream>"}]`,
+		run.UUID).Exec(ctx)
+	require.NoError(t, err)
+
+	key, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeAlertsRead, auth.ScopeWorkflowsRead)
+	b := h.browser(t)
+	b.signIn(key)
+	resp, page := b.do(http.MethodGet, "/console/runs?status=failed&workflow_uuid="+w.UUID.String(), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	noInline(t, page)
+	require.Contains(t, page, "1 run(s)")
+	require.Contains(t, page, "console &lt;i&gt;disable&lt;/i&gt;", "names are escaped")
+	require.Contains(t, page, "/console/runs/"+run.UUID.String())
+	require.Contains(t, page, "/console/alerts/"+alert.String())
+	_, page = b.do(http.MethodGet, "/console/runs?status=succeeded&workflow_uuid="+w.UUID.String(), nil)
+	require.Contains(t, page, "0 run(s)")
+	_, page = b.do(http.MethodGet, "/console/runs?status=failed,queued&trigger_source=human&workflow_uuid="+w.UUID.String(), nil)
+	require.Contains(t, page, "1 run(s)")
+	resp, page = b.do(http.MethodGet, "/console/runs?status=%3Cscript%3E&trigger_source=robot&workflow_uuid=nope&page=99999999999", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "Ignored (not valid): status, trigger source, workflow.")
+	require.NotContains(t, page, "<script>")
+
+	resp, page = b.do(http.MethodGet, "/console/runs/"+run.UUID.String(), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	noInline(t, page)
+	require.Contains(t, page, `id="run-status">failed`)
+	require.Contains(t, page, "POST https://edr.example.com/isolate")
+	require.Contains(t, page, "<td>503</td>")
+	require.Contains(t, page, "503 &lt;from upstream&gt;")
+	require.Contains(t, page, "1.234s")
+	require.Contains(t, page, `href="http://temporal-ui.test:8233/namespaces/default/workflows?query=WorkflowId%3D%22workflow-run-`+run.UUID.String()+`%22"`)
+	for _, bad := range []string{"nope", uuid.NewString(), "%00"} {
+		resp, _ = b.do(http.MethodGet, "/console/runs/"+bad, nil)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, bad)
+	}
+
+	// Without workflows:read: no link, and refused.
+	ro, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeAlertsRead)
+	rb := h.browser(t)
+	rb.signIn(ro)
+	_, page = rb.do(http.MethodGet, "/console/", nil)
+	require.NotContains(t, page, `href="/console/runs"`)
+	for _, p := range []string{"/console/runs", "/console/runs/" + run.UUID.String()} {
+		resp, _ = rb.do(http.MethodGet, p, nil)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, p)
+	}
+}
