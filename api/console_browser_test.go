@@ -149,6 +149,13 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	b.click("#approval-" + ex.ApprovalRequestUUID.String() + ` button[value="approve"]`)
 	h.waitRun(t, ex.RunUUID, store.RunSucceeded)
 	require.Equal(t, 1, h.steps.Hits(path), "the approved run ran once")
+	b.navigate(h.ts.URL + "/console/runs/" + ex.RunUUID.String())
+	page = b.waitForText(`id="run-status">succeeded`)
+	require.Contains(t, page, "c2 beacon")
+	b.screenshot("console-run")
+	b.navigate(h.ts.URL + "/console/dashboard")
+	b.waitFor("#alerts-over-time")
+	b.screenshot("console-dashboard")
 
 	// A read-only key sees no write action.
 	readOnly := mustKey(t, st, auth.ScopeAlertsRead)

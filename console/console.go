@@ -75,6 +75,9 @@ type Store interface {
 	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	WorkflowNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error)
+	MetricsSummary(ctx context.Context, w store.MetricsWindow, env store.Env) (store.MetricsSummary, error)
+	AlertsPerDay(ctx context.Context, w store.MetricsWindow) ([]store.TimeBucket, error)
+	WorkflowMetrics(ctx context.Context, w store.MetricsWindow) (store.WorkflowMetrics, error)
 }
 
 // AlertService applies the alert rules (alerts.Service).
@@ -102,6 +105,7 @@ type Deps struct {
 	Approvals ApprovalService
 	Runs      RunService
 	Temporal  TemporalUI
+	Env       store.Env // provider credentials' environment (the dashboard's "configured" providers)
 	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
 	LiveRefresh time.Duration
 	Log         *slog.Logger
@@ -124,8 +128,8 @@ func New(deps Deps) *Console {
 	}
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
-		"sub": func(a, b int) int { return a - b }}
-	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run"} {
+		"sub": func(a, b int) int { return a - b }, "add": func(a, b int) int { return a + b }}
+	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard"} {
 		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return c
@@ -153,6 +157,7 @@ func (c *Console) Register(r fiber.Router) {
 	g.Post("/alerts/:uuid/malice", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setMalice)
 	g.Post("/alerts/:uuid/findings", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addFinding)
 	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)
+	g.Get("/dashboard", c.session, c.need(auth.ScopeAlertsRead), c.dashboard)
 	g.Get("/runs", c.session, c.need(auth.ScopeWorkflowsRead), c.runs)
 	g.Get("/runs/:uuid", c.session, c.need(auth.ScopeWorkflowsRead), c.run)
 	g.Get("/approvals", c.session, c.need(auth.ScopeApprovalsWrite), c.approvals)

@@ -303,7 +303,7 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 // newConsole wires the analyst console over the same rules as the API (alerts, responses).
 func newConsole(cfg config, st *store.Store, box *secretbox.Box, authn *auth.Authenticator, tc client.Client, log *slog.Logger) *console.Console {
 	rs := responses.New(responses.Deps{Store: st, Signaler: temporal.NewRunSignaler(tc), Log: log})
-	deps := console.Deps{Auth: authn, Store: st, Alerts: alerts.New(st, log), Log: log, Approvals: rs, Runs: rs,
+	deps := console.Deps{Auth: authn, Store: st, Alerts: alerts.New(st, log), Log: log, Approvals: rs, Runs: rs, Env: cfg.ProviderEnv,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box
