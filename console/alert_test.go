@@ -171,6 +171,12 @@ func TestAlertPageActions(t *testing.T) {
 	require.Equal(t, id, *run.AlertUUID)
 	require.Equal(t, store.RunPendingApproval, run.Status)
 	require.Equal(t, "human", run.TriggerSource)
+	approver, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeApprovalsWrite, auth.ScopeWorkflowsRead)
+	ab := h.browser(t)
+	ab.signIn(approver)
+	_, page = ab.do(http.MethodGet, "/console/approvals", nil)
+	require.Contains(t, page, `<a href="/console/alerts/`+id.String()+`">The alert</a>`, "the inbox links the run's alert")
+	require.Contains(t, page, `<a href="/console/runs/`+run.UUID.String()+`">the run</a>`)
 
 	// A key without alerts:write or workflows:execute sees no action and is refused if it posts one.
 	ro, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeAlertsRead)

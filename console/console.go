@@ -75,6 +75,7 @@ type Store interface {
 	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	WorkflowNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error)
+	RunAlerts(ctx context.Context, runs []uuid.UUID) (map[uuid.UUID]uuid.UUID, error)
 	MetricsSummary(ctx context.Context, w store.MetricsWindow, env store.Env) (store.MetricsSummary, error)
 	AlertsPerDay(ctx context.Context, w store.MetricsWindow) ([]store.TimeBucket, error)
 	WorkflowMetrics(ctx context.Context, w store.MetricsWindow) (store.WorkflowMetrics, error)

@@ -317,6 +317,7 @@ func TestApprovalsInbox(t *testing.T) {
 	require.Contains(t, page, "beaconing &lt;b&gt;hard&lt;/b&gt;", "the agent's reason, escaped")
 	require.Contains(t, page, "confidence 0.9")
 	require.Contains(t, page, "0 of 1 approvals")
+	require.Contains(t, page, "No alert (run on an indicator alone)")
 	csrf := csrfOf(t, page)
 	resp, _ = b.do(http.MethodPost, "/console/approvals/"+ap.UUID.String()+"/decide", url.Values{"csrf": {csrf}, "decision": {"maybe"}})
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)

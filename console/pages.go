@@ -14,7 +14,8 @@ import (
 )
 
 type approvalRow struct {
-	UUID                                                                                  uuid.UUID
+	UUID, Run                                                                             uuid.UUID
+	Alert                                                                                 *uuid.UUID
 	WorkflowName, RiskLevel, IndicatorType, IndicatorValue, TriggerSource, Prefix, Reason string
 	Confidence, Expires, Left                                                             string
 	Approved, Required                                                                    int
@@ -31,15 +32,26 @@ func (c *Console) approvalsPage(ctx *fiber.Ctx, status int, errText string) erro
 	if err != nil {
 		return err
 	}
+	runIDs := make([]uuid.UUID, len(rows))
+	for i, a := range rows {
+		runIDs[i] = a.RunUUID
+	}
+	alertOf, err := c.deps.Store.RunAlerts(ctx.UserContext(), runIDs)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	out := make([]approvalRow, 0, len(rows))
 	for _, a := range rows {
 		if !now.Before(a.ExpiresAt) {
 			continue
 		}
-		r := approvalRow{UUID: a.UUID, WorkflowName: a.WorkflowName, RiskLevel: a.RiskLevel, IndicatorType: a.IndicatorType,
+		r := approvalRow{UUID: a.UUID, Run: a.RunUUID, WorkflowName: a.WorkflowName, RiskLevel: a.RiskLevel, IndicatorType: a.IndicatorType,
 			IndicatorValue: a.IndicatorValue, TriggerSource: a.TriggerSource, Confidence: "n/a", Required: a.RequiredApprovals,
 			Expires: a.ExpiresAt.UTC().Format(time.RFC1123), Left: a.ExpiresAt.Sub(now).Round(time.Minute).String()}
+		if id, ok := alertOf[a.RunUUID]; ok {
+			r.Alert = &id
+		}
 		if a.TriggerKeyPrefix != nil {
 			r.Prefix = *a.TriggerKeyPrefix
 		}

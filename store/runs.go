@@ -292,3 +292,23 @@ func (s *Store) CancelWorkflowRun(ctx context.Context, id uuid.UUID) (WorkflowRu
 	}
 	return s.GetWorkflowRun(ctx, id)
 }
+
+// RunAlerts maps each of runs that acts on an alert to that alert's uuid.
+func (s *Store) RunAlerts(ctx context.Context, runs []uuid.UUID) (map[uuid.UUID]uuid.UUID, error) {
+	out := make(map[uuid.UUID]uuid.UUID, len(runs))
+	if len(runs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		Run   uuid.UUID `bun:"uuid"`
+		Alert uuid.UUID `bun:"alert_uuid"`
+	}
+	if err := s.db.NewSelect().Table("workflow_runs").Column("uuid", "alert_uuid").
+		Where("uuid IN (?) AND alert_uuid IS NOT NULL", bun.List(runs)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("run alerts: %w", err)
+	}
+	for _, r := range rows {
+		out[r.Run] = r.Alert
+	}
+	return out, nil
+}
