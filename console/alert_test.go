@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -78,12 +77,7 @@ func TestAlertPageActions(t *testing.T) {
 		Content: "## Contain\n\n| step | who |\n|---|---|\n| isolate | SOC |\n\n<script>alert(1)</script>\n\n[bad](javascript:alert(2)) <img src=x onerror=alert(3)>\n\n**bold**"}
 	require.NoError(t, h.st.CreateContextDocument(ctx, &doc))
 	t.Cleanup(func() { _ = h.st.DeleteContextDocument(context.Background(), doc.UUID) })
-	wf := store.Workflow{Name: "console block ip " + uuid.NewString(), WorkflowType: "indicator", IndicatorTypes: []string{"ip"},
-		State: store.WorkflowStateActive, Steps: json.RawMessage(`[{"name":"a","url":"https://edr.example.com/"}]`), TimeoutSeconds: 300,
-		RetryMaxAttempts: 1, RetryInitialIntervalSeconds: 1, ApprovalMode: store.ApprovalModeAlways, ApprovalTimeoutSeconds: 3600,
-		RequiredApprovals: 1, RiskLevel: "high"}
-	require.NoError(t, h.st.CreateWorkflow(ctx, &wf))
-	t.Cleanup(func() { _ = h.st.DeleteWorkflow(context.Background(), wf.UUID) })
+	wf := h.workflow(t, "console block ip", store.ApprovalModeAlways, "high")
 
 	key, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeAlertsRead, auth.ScopeAlertsWrite, auth.ScopeWorkflowsExecute)
 	b := h.browser(t)

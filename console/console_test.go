@@ -139,6 +139,17 @@ func csrfOf(t *testing.T, page string) string {
 	return m[1]
 }
 
+// workflow stores an active workflow on ip indicators named name, gated by mode, removed after the test.
+func (h *harness) workflow(t *testing.T, name, mode, risk string) store.Workflow {
+	t.Helper()
+	w := store.Workflow{Name: name + " " + uuid.NewString(), WorkflowType: "indicator", IndicatorTypes: []string{"ip"},
+		State: store.WorkflowStateActive, Steps: json.RawMessage(`[{"name":"a","url":"https://edr.example.com/"}]`), TimeoutSeconds: 300,
+		RetryMaxAttempts: 1, RetryInitialIntervalSeconds: 1, ApprovalMode: mode, ApprovalTimeoutSeconds: 3600, RequiredApprovals: 1, RiskLevel: risk}
+	require.NoError(t, h.st.CreateWorkflow(context.Background(), &w))
+	t.Cleanup(func() { _ = h.st.DeleteWorkflow(context.Background(), w.UUID) })
+	return w
+}
+
 func (h *harness) alert(t *testing.T, title string) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
@@ -285,10 +296,7 @@ func TestScopesAndRevocation(t *testing.T) {
 func TestApprovalsInbox(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	w := store.Workflow{Name: "console isolate " + uuid.NewString(), WorkflowType: "indicator", State: store.WorkflowStateActive,
-		Steps: json.RawMessage(`[{"name":"a","url":"https://edr.example.com/"}]`), TimeoutSeconds: 300, RetryMaxAttempts: 1,
-		RetryInitialIntervalSeconds: 1, ApprovalMode: store.ApprovalModeAlways, ApprovalTimeoutSeconds: 3600, RequiredApprovals: 1, RiskLevel: "high"}
-	require.NoError(t, h.st.CreateWorkflow(ctx, &w))
+	w := h.workflow(t, "console isolate", store.ApprovalModeAlways, "high")
 	trigger := uuid.New()
 	reason, conf := "beaconing <b>hard</b>", 0.9
 	run := store.WorkflowRun{WorkflowUUID: w.UUID, WorkflowVersion: 1, Status: store.RunPendingApproval, TriggerSource: "agent",

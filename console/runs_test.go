@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -16,11 +15,7 @@ import (
 func TestRunsPages(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	w := store.Workflow{Name: "console <i>disable</i> " + uuid.NewString(), WorkflowType: "indicator", State: store.WorkflowStateActive,
-		Steps: json.RawMessage(`[{"name":"a","url":"https://edr.example.com/"}]`), TimeoutSeconds: 300, RetryMaxAttempts: 1,
-		RetryInitialIntervalSeconds: 1, ApprovalMode: store.ApprovalModeNever, ApprovalTimeoutSeconds: 3600, RequiredApprovals: 1, RiskLevel: "low"}
-	require.NoError(t, h.st.CreateWorkflow(ctx, &w))
-	t.Cleanup(func() { _ = h.st.DeleteWorkflow(context.Background(), w.UUID) })
+	w := h.workflow(t, "console <i>disable</i>", store.ApprovalModeNever, "low")
 	alert := h.alert(t, "runs "+uuid.NewString())
 	run := store.WorkflowRun{WorkflowUUID: w.UUID, WorkflowVersion: 1, Status: store.RunQueued, TriggerSource: "human",
 		IndicatorType: "ip", IndicatorValue: "192.0.2.55", AlertUUID: &alert}
