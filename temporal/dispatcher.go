@@ -27,6 +27,9 @@ type OutboxStore interface {
 	StartStore
 }
 
+// busyClaimGap is the least time between two claims of the alert outbox while the API is busy.
+const busyClaimGap = 100 * time.Millisecond
+
 // DispatcherOptions tune the dispatcher; zero values take the defaults.
 type DispatcherOptions struct {
 	Poll        time.Duration // also the retry tick for entries backed off; default 1 s
@@ -37,6 +40,12 @@ type DispatcherOptions struct {
 	// Past it, new alerts wait in the outbox, so a burst never floods Temporal with runs it cannot
 	// drain yet.
 	MaxInFlight int
+	// BusyInFlight caps the pipelines while the API is busy taking alerts (at least BusyRate
+	// arrivals per second, the last one less than Quiet ago): the 202s keep the machine and the
+	// backlog drains once ingest pauses. 0 (the default) or MaxInFlight and above: no pacing.
+	BusyInFlight int
+	BusyRate     float64       // arrivals per second; default 5
+	Quiet        time.Duration // default 1 s
 	// RecheckAfter is the age of a started entry after which the dispatcher asks Temporal whether its
 	// pipeline still runs (it deletes the entry when not); default 10 minutes.
 	RecheckAfter time.Duration
@@ -59,6 +68,7 @@ type Dispatcher struct {
 	queues Queues
 	log    *slog.Logger
 	opts   DispatcherOptions
+	adm    *admission
 }
 
 // NewDispatcher returns a dispatcher starting pipelines through c on queues.Pipeline.
@@ -84,7 +94,14 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 	if opts.RecheckAfter <= 0 {
 		opts.RecheckAfter = 10 * time.Minute
 	}
-	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts}
+	if opts.BusyRate <= 0 {
+		opts.BusyRate = 5
+	}
+	if opts.Quiet <= 0 {
+		opts.Quiet = time.Second
+	}
+	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts,
+		adm: newAdmission(opts.MaxInFlight, opts.BusyInFlight, opts.BusyRate, opts.Quiet)}
 }
 
 // Run dispatches until ctx ends (then it returns nil). A broken LISTEN connection only slows it to
@@ -103,8 +120,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// Each outbox is drained when its own channel was notified (or at the poll): an ingest wakes only
 	// the pipeline's claim, a workflow run or enrichment only the start claim.
 	alerts, starts := true, true
+	var lastClaim time.Time
 	for {
-		if alerts {
+		// While the API is busy the cap is tiny and a place frees only when a pipeline ends (which
+		// notifies nobody), so one claim per busyClaimGap is enough; a claim per wake-up (up to 200 a
+		// second) would only add transactions beside the ingests. The poll claims after the spell.
+		if alerts && (!d.adm.busy(time.Now()) || time.Since(lastClaim) >= busyClaimGap) {
+			lastClaim = time.Now()
 			if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("dispatch outbox", "err", err)
 			}
@@ -130,37 +152,47 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			// One pass covers every notification received so far.
 			isStart := n.Channel == store.StartChannel
-			alerts, starts = drainWakes(wake, !isStart, isStart)
+			var arrivals int
+			alerts, starts, arrivals = drainWakes(wake, !isStart, isStart)
+			d.adm.arrived(time.Now(), arrivals)
 		}
 	}
 }
 
 // drainWakes empties the notification channel without blocking and reports which outboxes were
-// notified (alerts, starts), starting from those of the notification already received.
-func drainWakes(wake <-chan pgdriver.Notification, alerts, starts bool) (bool, bool) {
+// notified (alerts, starts), starting from those of the notification already received, and how many
+// alert-outbox notifications that makes (the arrivals admission counts).
+func drainWakes(wake <-chan pgdriver.Notification, alerts, starts bool) (bool, bool, int) {
+	arrivals := 0
+	if alerts {
+		arrivals = 1
+	}
 	for {
 		select {
 		case n, ok := <-wake:
 			if !ok {
-				return true, true
+				return true, true, arrivals
 			}
 			if n.Channel == store.StartChannel {
 				starts = true
 			} else {
 				alerts = true
+				arrivals++
 			}
 		default:
-			return alerts, starts
+			return alerts, starts, arrivals
 		}
 	}
 }
 
-// Drain dispatches due rows until none is left or MaxInFlight pipelines run (rows backed off are
-// left for later) and returns how many it claimed.
+// Drain dispatches due rows until none is left or the admitted number of pipelines run (MaxInFlight,
+// BusyInFlight while the API is busy; rows backed off are left for later) and returns how many it
+// claimed.
 func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 	total := 0
+	limit := d.adm.cap(time.Now())
 	for {
-		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, d.opts.MaxInFlight, d.startAll)
+		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, limit, d.startAll)
 		total += n
 		if err != nil {
 			return total, err

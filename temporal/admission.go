@@ -1,0 +1,78 @@
+package temporal
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// admission paces the alert pipelines against ingest: while alerts keep arriving (the API is busy
+// taking them) only busyInFlight pipelines run at once, so the 202s keep the CPU and the database;
+// once arrivals stop for a quiet spell, the cap opens to maxInFlight and the backlog drains at full
+// speed. Arrivals are the outbox wake-ups (one NOTIFY per ingest commit, coalesced to at most one per
+// 5 ms), which every worker sees through Postgres, so it works the same with the API in the worker's
+// process (`vigil dev`) or in its own (docker-compose). Alerts wait in the outbox, never in a request.
+// Busy for longer than grace (ingest that never pauses), the cap doubles every step up to
+// maxInFlight, so a sustained stream cannot leave alerts un-enriched for ever: a burst is absorbed
+// at full 202 speed, a flood trades some 202 latency for enrichment that keeps up.
+type admission struct {
+	maxInFlight, busyInFlight int
+	busyRate                  float64       // arrivals per second from which the API counts as busy
+	quiet                     time.Duration // no arrival for this long: not busy any more
+	grace, step               time.Duration // busy this long, the cap starts doubling every step
+
+	mu      sync.Mutex
+	rate    float64 // arrivals per second, decayed exponentially (time constant: quiet)
+	last    time.Time
+	lastArr time.Time
+	since   time.Time // start of the current busy spell (zero: not busy)
+}
+
+func newAdmission(maxInFlight, busyInFlight int, busyRate float64, quiet time.Duration) *admission {
+	return &admission{maxInFlight: maxInFlight, busyInFlight: busyInFlight, busyRate: busyRate, quiet: quiet,
+		grace: 30 * time.Second, step: 10 * time.Second}
+}
+
+// decay brings the rate to now (caller holds mu).
+func (a *admission) decay(now time.Time) {
+	if !a.last.IsZero() {
+		if dt := now.Sub(a.last); dt > 0 {
+			a.rate *= math.Exp(-dt.Seconds() / a.quiet.Seconds())
+		}
+	}
+	a.last = now
+}
+
+// arrived records n arrivals at now.
+func (a *admission) arrived(now time.Time, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.decay(now)
+	a.rate += float64(n) / a.quiet.Seconds()
+	a.lastArr = now
+}
+
+// cap is the number of pipelines that may run at now.
+func (a *admission) cap(now time.Time) int {
+	if a.busyInFlight <= 0 || a.busyInFlight >= a.maxInFlight {
+		return a.maxInFlight
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.decay(now)
+	if now.Sub(a.lastArr) >= a.quiet || a.rate < a.busyRate {
+		a.since = time.Time{}
+		return a.maxInFlight
+	}
+	if a.since.IsZero() {
+		a.since = now
+	}
+	c := a.busyInFlight
+	for over := now.Sub(a.since) - a.grace; over >= 0 && c < a.maxInFlight; over -= a.step {
+		c *= 2
+	}
+	return min(c, a.maxInFlight)
+}
+
+// busy reports whether the cap is the busy one at now.
+func (a *admission) busy(now time.Time) bool { return a.cap(now) < a.maxInFlight }

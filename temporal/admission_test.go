@@ -1,0 +1,58 @@
+package temporal
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAdmission(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	a := newAdmission(256, 4, 5, time.Second)
+	require.Equal(t, 256, a.cap(t0), "idle: the full cap")
+
+	// 2 arrivals a second: not busy.
+	for i := range 10 {
+		a.arrived(t0.Add(time.Duration(i)*500*time.Millisecond), 1)
+	}
+	require.Equal(t, 256, a.cap(t0.Add(5*time.Second)))
+
+	// 50 a second: busy within a few arrivals, for as long as they keep coming.
+	t1 := t0.Add(10 * time.Second)
+	for i := range 100 {
+		a.arrived(t1.Add(time.Duration(i)*20*time.Millisecond), 1)
+	}
+	end := t1.Add(99 * 20 * time.Millisecond)
+	require.Equal(t, 4, a.cap(end))
+	require.Equal(t, 4, a.cap(end.Add(500*time.Millisecond)), "a short gap keeps it busy")
+	require.Equal(t, 256, a.cap(end.Add(1100*time.Millisecond)), "quiet for a second: open again")
+
+	// Coalesced wake-ups carrying several arrivals count them all.
+	t2 := end.Add(time.Minute)
+	a.arrived(t2, 3)
+	a.arrived(t2.Add(100*time.Millisecond), 3)
+	require.Equal(t, 4, a.cap(t2.Add(100*time.Millisecond)))
+
+	// Busy without a pause past the 30 s grace: the cap doubles every 10 s up to the full one.
+	t3 := t2.Add(time.Hour)
+	caps := map[time.Duration]int{}
+	for ms := time.Duration(0); ms <= 120*time.Second; ms += 20 * time.Millisecond {
+		a.arrived(t3.Add(ms), 1)
+		caps[ms] = a.cap(t3.Add(ms))
+	}
+	require.Equal(t, 4, caps[29*time.Second])
+	require.Equal(t, 8, caps[30200*time.Millisecond])
+	require.Equal(t, 16, caps[40200*time.Millisecond])
+	require.Equal(t, 32, caps[50200*time.Millisecond])
+	require.Equal(t, 256, caps[120*time.Second])
+	require.Equal(t, 256, a.cap(t3.Add(122*time.Second)), "quiet")
+	a.arrived(t3.Add(123*time.Second), 10)
+	require.Equal(t, 4, a.cap(t3.Add(123*time.Second)), "a new spell starts from the busy cap")
+
+	// Pacing off: 0, or a busy cap not below the full one.
+	for _, off := range []*admission{newAdmission(256, 0, 5, time.Second), newAdmission(8, 8, 5, time.Second)} {
+		off.arrived(t2, 100)
+		require.Equal(t, off.maxInFlight, off.cap(t2))
+	}
+}
