@@ -170,6 +170,20 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	page = b.waitFor("#indicators")
 	require.NotContains(t, page, `id="set-status"`)
 	require.False(t, strings.Contains(page, "/console/approvals"), "no inbox link without approvals:write")
+	// A form it builds itself (with the session's own CSRF token) is refused by the scope check.
+	b.scripts(true)
+	b.navigate(h.ts.URL + "/console/alerts/" + res.AlertUUID.String())
+	b.waitFor("#indicators")
+	b.call("Runtime.evaluate", map[string]any{"expression": `(function () {
+		var f = document.createElement("form"); f.method = "post"; f.action = location.pathname + "/status";
+		[["csrf", document.querySelector('input[name="csrf"]').value], ["status", "Open"]].forEach(function (kv) {
+			var i = document.createElement("input"); i.type = "hidden"; i.name = kv[0]; i.value = kv[1]; f.appendChild(i); });
+		document.body.appendChild(f); f.submit(); })()`}, nil)
+	b.waitForText("lacks the scope alerts:write")
+	a, err = st.GetAlert(ctx, res.AlertUUID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusClosed, a.Status, "the read-only key's post changed nothing")
+	b.scripts(false)
 
 	b.screenshotAt("console-alert-phone", 390, 844, true)
 
