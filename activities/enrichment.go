@@ -128,12 +128,22 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 			refused[c.ProviderName] = c.Open() && !c.Due
 		}
 	}
+	// First each (target, provider) pair is decided as far as it can be without the cache; the cache
+	// is then read for every pair that needs it in one query; then the pairs are planned in order.
+	type pair struct {
+		ti     int
+		p      store.EnrichmentProvider
+		done   *store.EnrichmentResult // decided without a call or the cache
+		cached bool                    // a cache hit would answer it
+	}
+	var pairs []pair
+	var keys []store.CacheKey
 	for ti, t := range plan.Targets {
 		for _, p := range providers {
+			decided := func(r store.EnrichmentResult) { pairs = append(pairs, pair{ti: ti, p: p, done: &r}) }
 			if !p.Supports(t.Type) {
 				if in.Test {
-					plan.Done = append(plan.Done, Outcome{Target: ti, Result: enrichFailedResult(p.ProviderName,
-						fmt.Sprintf("provider %s does not support indicator type %s", p.ProviderName, t.Type))})
+					decided(enrichFailedResult(p.ProviderName, fmt.Sprintf("provider %s does not support indicator type %s", p.ProviderName, t.Type)))
 				}
 				continue
 			}
@@ -143,44 +153,53 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 			}
 			if !configured {
 				if in.Test {
-					plan.Done = append(plan.Done, Outcome{Target: ti, Result: enrichFailedResult(p.ProviderName, "provider has no credentials configured")})
+					decided(enrichFailedResult(p.ProviderName, "provider has no credentials configured"))
 				}
 				continue
 			}
 			if reason, skip := netguard.NonRoutable(t.Type, t.Value); skip {
-				plan.Done = append(plan.Done, Outcome{Target: ti, Result: store.EnrichmentResult{Provider: p.ProviderName,
-					Status: store.EnrichSkipped, Malice: string(indicators.MalicePending), Extracted: map[string]any{}, ErrorMessage: reason}})
+				decided(store.EnrichmentResult{Provider: p.ProviderName, Status: store.EnrichSkipped,
+					Malice: string(indicators.MalicePending), Extracted: map[string]any{}, ErrorMessage: reason})
 				continue
 			}
-			if !in.Test && !in.SkipCache {
-				hit, ok, err := d.Store.GetCachedResult(ctx, p.ProviderName, t.Type, t.Value)
-				if err != nil {
-					return EnrichPlan{}, fmt.Errorf("enrich plan: %w", err)
-				}
-				if ok {
-					r, err := store.EnrichmentResultFromMap(hit.Result)
-					if err == nil {
-						r.Provider, r.CacheHit, r.RawResponse, r.DurationMS = p.ProviderName, true, nil, 0
-						plan.Done = append(plan.Done, Outcome{Target: ti, Result: r})
-						continue
-					}
-				}
+			useCache := !in.Test && !in.SkipCache
+			if useCache {
+				keys = append(keys, store.CacheKey{Provider: p.ProviderName, Type: t.Type, Value: t.Value})
 			}
-			if refused[p.ProviderName] {
-				plan.Done = append(plan.Done, Outcome{Target: ti, Result: enrichFailedResult(p.ProviderName, CircuitOpenMessage)})
-				continue
-			}
-			cfg, errs := enrichParseConfig(p)
-			if errs != nil {
-				plan.Done = append(plan.Done, Outcome{Target: ti, Result: enrichFailedResult(p.ProviderName, "invalid http_config: "+errs.Error())})
-				continue
-			}
-			call := PlannedCall{Target: ti, Provider: p.ProviderName}
-			for _, st := range cfg.Steps {
-				call.Steps = append(call.Steps, PlannedStep{Name: st.Name, Optional: st.Optional, TimeoutSeconds: st.TimeoutSeconds})
-			}
-			plan.Calls = append(plan.Calls, call)
+			pairs = append(pairs, pair{ti: ti, p: p, cached: useCache})
 		}
+	}
+	hits, err := d.Store.GetCachedResults(ctx, keys)
+	if err != nil {
+		return EnrichPlan{}, fmt.Errorf("enrich plan: %w", err)
+	}
+	for _, pr := range pairs {
+		t, p := plan.Targets[pr.ti], pr.p
+		if pr.done != nil {
+			plan.Done = append(plan.Done, Outcome{Target: pr.ti, Result: *pr.done})
+			continue
+		}
+		if hit, ok := hits[store.CacheKey{Provider: p.ProviderName, Type: t.Type, Value: t.Value}]; ok && pr.cached {
+			if r, err := store.EnrichmentResultFromMap(hit.Result); err == nil {
+				r.Provider, r.CacheHit, r.RawResponse, r.DurationMS = p.ProviderName, true, nil, 0
+				plan.Done = append(plan.Done, Outcome{Target: pr.ti, Result: r})
+				continue
+			}
+		}
+		if refused[p.ProviderName] {
+			plan.Done = append(plan.Done, Outcome{Target: pr.ti, Result: enrichFailedResult(p.ProviderName, CircuitOpenMessage)})
+			continue
+		}
+		cfg, errs := enrichParseConfig(p)
+		if errs != nil {
+			plan.Done = append(plan.Done, Outcome{Target: pr.ti, Result: enrichFailedResult(p.ProviderName, "invalid http_config: "+errs.Error())})
+			continue
+		}
+		call := PlannedCall{Target: pr.ti, Provider: p.ProviderName}
+		for _, st := range cfg.Steps {
+			call.Steps = append(call.Steps, PlannedStep{Name: st.Name, Optional: st.Optional, TimeoutSeconds: st.TimeoutSeconds})
+		}
+		plan.Calls = append(plan.Calls, call)
 	}
 	return plan, nil
 }
@@ -461,13 +480,14 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 	outcomes := append([]Outcome(nil), in.Plan.Done...)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	var cache []store.CacheEntry
+	look := recordLookup{d: d, providers: map[string]providerRead{}, exts: map[[2]string][]store.FieldExtraction{}}
 	for _, co := range in.Calls {
 		if co.Call < 0 || co.Call >= len(in.Plan.Calls) {
 			return EnrichRecordResult{}, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("call %d is not in the plan", co.Call), "EnrichBadInput", nil)
 		}
 		call := in.Plan.Calls[co.Call]
 		target := in.Plan.Targets[call.Target]
-		res, entry, err := d.resultOf(ctx, call.Provider, target, co, now)
+		res, entry, err := look.resultOf(ctx, call.Provider, target, co, now)
 		if err != nil {
 			return EnrichRecordResult{}, err
 		}
@@ -478,6 +498,17 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 	}
 	if !in.Test {
 		var records []store.IndicatorEnrichment
+		// The plan leaves raw responses out of history; an indicator keeps the cached one.
+		var hitKeys []store.CacheKey
+		for _, o := range outcomes {
+			if t := in.Plan.Targets[o.Target]; o.Result.CacheHit && t.IndicatorUUID != "" {
+				hitKeys = append(hitKeys, store.CacheKey{Provider: o.Result.Provider, Type: t.Type, Value: t.Value})
+			}
+		}
+		hits, err := d.Store.GetCachedResults(ctx, hitKeys)
+		if err != nil {
+			return EnrichRecordResult{}, fmt.Errorf("enrich record: %w", err)
+		}
 		byTarget := map[int]map[string]any{}
 		for _, o := range outcomes {
 			t := in.Plan.Targets[o.Target]
@@ -488,11 +519,8 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 				byTarget[o.Target] = map[string]any{}
 			}
 			r := o.Result
-			if r.CacheHit {
-				// The plan leaves raw responses out of history; the indicator keeps the cached one.
-				if hit, ok, err := d.Store.GetCachedResult(ctx, r.Provider, t.Type, t.Value); err == nil && ok {
-					r.RawResponse = hit.Result["raw_response"]
-				}
+			if hit, ok := hits[store.CacheKey{Provider: r.Provider, Type: t.Type, Value: t.Value}]; ok && r.CacheHit {
+				r.RawResponse = hit.Result["raw_response"]
 			}
 			byTarget[o.Target][r.Provider] = r.Map()
 		}
@@ -522,8 +550,47 @@ func (a *Activities) EnrichRecord(ctx context.Context, in EnrichRecordInput) (En
 	return EnrichRecordResult{Outcomes: outcomes}, nil
 }
 
+// recordLookup reads, once per EnrichRecord pass, each provider and its active field extractions
+// per indicator type: the calls of one provider share them.
+type recordLookup struct {
+	d         *EnrichmentDeps
+	providers map[string]providerRead
+	exts      map[[2]string][]store.FieldExtraction // (provider, type) → extractions
+}
+
+type providerRead struct {
+	p   store.EnrichmentProvider
+	err error
+}
+
+func (l recordLookup) provider(ctx context.Context, name string) (store.EnrichmentProvider, error) {
+	r, ok := l.providers[name]
+	if !ok {
+		r.p, r.err = l.d.Store.GetProviderByName(ctx, name)
+		if r.err == nil || errors.Is(r.err, store.ErrNotFound) {
+			l.providers[name] = r
+		}
+	}
+	return r.p, r.err
+}
+
+func (l recordLookup) extractions(ctx context.Context, provider, typ string) ([]store.FieldExtraction, error) {
+	k := [2]string{provider, typ}
+	if exts, ok := l.exts[k]; ok {
+		return exts, nil
+	}
+	active := true
+	exts, _, err := l.d.Store.ListFieldExtractions(ctx, store.FieldExtractionFilter{ProviderName: provider, IndicatorType: typ, IsActive: &active})
+	if err != nil {
+		return nil, err
+	}
+	l.exts[k] = exts
+	return exts, nil
+}
+
 // resultOf turns a finished call into its result and, for a success, the cache entry to store.
-func (d *EnrichmentDeps) resultOf(ctx context.Context, provider string, t EnrichTarget, co CallOutcome, now time.Time) (store.EnrichmentResult, *store.CacheEntry, error) {
+func (l recordLookup) resultOf(ctx context.Context, provider string, t EnrichTarget, co CallOutcome, now time.Time) (store.EnrichmentResult, *store.CacheEntry, error) {
+	d := l.d
 	res := store.EnrichmentResult{Provider: provider, Malice: string(indicators.MalicePending), Extracted: map[string]any{}, DurationMS: co.DurationMS}
 	if !co.Success {
 		res.Status, res.ErrorMessage = store.EnrichFailed, co.Error
@@ -532,7 +599,7 @@ func (d *EnrichmentDeps) resultOf(ctx context.Context, provider string, t Enrich
 		}
 		return res, nil, nil
 	}
-	p, err := d.Store.GetProviderByName(ctx, provider)
+	p, err := l.provider(ctx, provider)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			res.Status, res.ErrorMessage = store.EnrichFailed, "provider no longer exists"
@@ -545,8 +612,7 @@ func (d *EnrichmentDeps) resultOf(ctx context.Context, provider string, t Enrich
 		res.Status, res.ErrorMessage = store.EnrichFailed, err.Error()
 		return res, nil, nil
 	}
-	active := true
-	exts, _, err := d.Store.ListFieldExtractions(ctx, store.FieldExtractionFilter{ProviderName: provider, IndicatorType: t.Type, IsActive: &active})
+	exts, err := l.extractions(ctx, provider, t.Type)
 	if err != nil {
 		return res, nil, fmt.Errorf("enrich record: %w", err)
 	}

@@ -19,9 +19,8 @@ type PipelineStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
-	AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]store.Indicator, error)
-	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event store.ActivityEvent) error
-	ParkEnrichment(ctx context.Context, alertID uuid.UUID, failed []string) error
+	AlertVerdictInputs(ctx context.Context, alertID uuid.UUID) (override *string, malices []string, err error)
+	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.ActivityEvent) error
 }
 
 // Error types of the pipeline activities (non-retryable).
@@ -193,21 +192,13 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	if in.Status != store.EnrichmentEnriched && in.Status != store.EnrichmentFailed {
 		return PipelineFinishResult{}, sdktemporal.NewNonRetryableApplicationError("invalid enrichment status "+in.Status, ErrTypePipelineBadInput, nil)
 	}
-	alert, err := st.GetAlert(ctx, id)
+	override, malices, err := st.AlertVerdictInputs(ctx, id)
 	if err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)
 	}
-	inds, err := st.AlertIndicators(ctx, id)
-	if err != nil {
-		return PipelineFinishResult{}, fmt.Errorf("load indicators: %w", err)
-	}
-	malices := make([]string, len(inds))
-	for i, ind := range inds {
-		malices[i] = ind.Malice
-	}
-	malice := string(indicators.AlertMalice(alert.MaliceOverride, malices))
+	malice := string(indicators.AlertMalice(override, malices))
 	event := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{
-		"workflow_id": ids.Alert(id), "indicator_count": len(inds), "malice": malice,
+		"workflow_id": ids.Alert(id), "indicator_count": len(malices), "malice": malice,
 		"providers_succeeded": pipelineList(in.Succeeded), "providers_failed": pipelineList(in.Failed),
 	}}
 	if in.Status == store.EnrichmentFailed {
@@ -216,12 +207,9 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 			event.References["error"] = pipelineTruncate(in.Error, 1000)
 		}
 	}
-	// Parked before the alert is marked: a failed provider's alerts are re-run once it answers again
-	// (temporal.CircuitHealer); a retry of this step parks the same rows again.
-	if err := st.ParkEnrichment(ctx, id, in.Failed); err != nil {
-		return PipelineFinishResult{}, err
-	}
-	if err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, event); err != nil {
+	// Parked with the alert's finish: a failed provider's alerts are re-run once it answers again
+	// (temporal.CircuitHealer).
+	if err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, in.Failed, event); err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)
 	}
 	return PipelineFinishResult{Malice: malice}, nil

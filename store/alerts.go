@@ -294,6 +294,24 @@ func (s *Store) AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]Indic
 	return out, nil
 }
 
+// AlertVerdictInputs returns what the alert's effective malice is computed from, in one query: its
+// analyst override (nil when none) and the malice of each linked indicator. ErrNotFound when the
+// alert does not exist.
+func (s *Store) AlertVerdictInputs(ctx context.Context, alertID uuid.UUID) (*string, []string, error) {
+	var row struct {
+		Override *string  `bun:"malice_override"`
+		Malices  []string `bun:"malices,array"`
+	}
+	err := s.db.NewRaw(`SELECT a.malice_override,
+			coalesce((SELECT array_agg(i.malice ORDER BY i.type, i.value) FROM alert_indicators AS ai
+				JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = a.uuid), '{}') AS malices
+		FROM alerts AS a WHERE a.uuid = ?`, alertID).Scan(ctx, &row)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verdict inputs of alert %s: %w", alertID, mapErr(err))
+	}
+	return row.Override, row.Malices, nil
+}
+
 // AlertMalices returns the malice of every indicator linked to each alert of ids (for list views).
 func (s *Store) AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error) {
 	out := make(map[uuid.UUID][]string, len(ids))
@@ -427,9 +445,10 @@ func (s *Store) associateRule(ctx context.Context, tx bun.Tx, alertID uuid.UUID,
 }
 
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
-// is_enriched, records event and raises alert.enriched once per runID (a retried activity records
-// nothing twice) and deletes the alert's started outbox entries. It returns ErrNotFound when the alert is gone.
-func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, event ActivityEvent) error {
+// is_enriched, parks it for the providers that failed (parkEnrichment), records event and raises
+// alert.enriched once per runID (a retried activity records nothing twice) and deletes the alert's
+// started outbox entries, in one transaction. It returns ErrNotFound when the alert is gone.
+func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event ActivityEvent) error {
 	var freed int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := s.Now()
@@ -444,6 +463,9 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, ErrNotFound)
+		}
+		if err := parkEnrichment(ctx, tx, alertID, failed); err != nil {
+			return err
 		}
 		exists, err := tx.NewSelect().Model((*ActivityEvent)(nil)).
 			Where("alert_uuid = ? AND event_type = ? AND \"references\"->>'run_id' = ?", alertID, event.EventType, runID).Exists(ctx)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 )
 
 // CircuitPolicy says when a provider's circuit opens and how long it stays open.
@@ -132,15 +133,15 @@ func (s *Store) Circuits(ctx context.Context) ([]Circuit, error) {
 	return out, nil
 }
 
-// ParkEnrichment records which providers failed the alert's enrichment (the pipeline's finish step):
-// the alert is re-run once each answers again (EnqueueParkedReruns). Providers no longer failing
-// are unparked. Parking again after a queued re-run counts that re-run. A deleted alert parks
-// nothing.
-func (s *Store) ParkEnrichment(ctx context.Context, alertID uuid.UUID, failed []string) error {
+// parkEnrichment records which providers failed the alert's enrichment (the pipeline's finish step,
+// in FinishEnrichment's transaction): the alert is re-run once each answers again
+// (EnqueueParkedReruns). Providers no longer failing are unparked. Parking again after a queued
+// re-run counts that re-run. A deleted alert parks nothing.
+func parkEnrichment(ctx context.Context, db bun.IDB, alertID uuid.UUID, failed []string) error {
 	if failed == nil {
 		failed = []string{}
 	}
-	_, err := s.db.NewRaw(`WITH unparked AS (
+	_, err := db.NewRaw(`WITH unparked AS (
 			DELETE FROM enrichment_parked WHERE alert_uuid = ?0 AND provider_name <> ALL (?1::text[]) RETURNING 1
 		)
 		INSERT INTO enrichment_parked AS p (provider_name, alert_uuid)

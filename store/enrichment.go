@@ -1,14 +1,11 @@
 package store
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,14 +90,11 @@ func (s *Store) ListFieldExtractions(ctx context.Context, f FieldExtractionFilte
 	if f.IsSystem != nil {
 		q = q.Where("is_system = ?", *f.IsSystem)
 	}
-	if f.Page.Size > 0 {
-		q = q.Limit(f.Page.Limit()).Offset(f.Page.Offset())
-	}
-	total, err := q.ScanAndCount(ctx)
+	total, err := scanPage(ctx, q, f.Page, func() int { return len(exts) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list field extractions: %w", mapErr(err))
 	}
-	return exts, int(total), nil
+	return exts, total, nil
 }
 
 // UpdateFieldExtraction writes the named columns of e (updated_at always).
@@ -134,19 +128,45 @@ type CachedResult struct {
 	ExpiresAt time.Time
 }
 
+// CacheKey names one cached provider answer.
+type CacheKey struct{ Provider, Type, Value string }
+
 // GetCachedResult returns the unexpired cached result for (provider, type, value).
 func (s *Store) GetCachedResult(ctx context.Context, provider, typ, value string) (CachedResult, bool, error) {
-	var out CachedResult
-	err := s.db.NewSelect().Table("enrichment_cache").Column("result", "expires_at").
-		Where("provider_name = ? AND indicator_type = ? AND value = ? AND expires_at > now()", provider, typ, value).
-		Scan(ctx, &out.Result, &out.ExpiresAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return CachedResult{}, false, nil
+	k := CacheKey{provider, typ, value}
+	hits, err := s.GetCachedResults(ctx, []CacheKey{k})
+	hit, ok := hits[k]
+	return hit, ok, err
+}
+
+// GetCachedResults returns the unexpired cached results among keys, in one query.
+func (s *Store) GetCachedResults(ctx context.Context, keys []CacheKey) (map[CacheKey]CachedResult, error) {
+	out := make(map[CacheKey]CachedResult, len(keys))
+	if len(keys) == 0 {
+		return out, nil
 	}
+	provs, types, values := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		provs[i], types[i], values[i] = k.Provider, k.Type, k.Value
+	}
+	var rows []struct {
+		Provider  string         `bun:"provider_name"`
+		Type      string         `bun:"indicator_type"`
+		Value     string         `bun:"value"`
+		Result    map[string]any `bun:"result,type:jsonb"`
+		ExpiresAt time.Time      `bun:"expires_at"`
+	}
+	err := s.db.NewRaw(`SELECT c.provider_name, c.indicator_type, c.value, c.result, c.expires_at
+		FROM enrichment_cache AS c JOIN unnest(?::text[], ?::text[], ?::text[]) AS k (provider_name, indicator_type, value)
+			USING (provider_name, indicator_type, value)
+		WHERE c.expires_at > now()`, pgdialectArray(provs), pgdialectArray(types), pgdialectArray(values)).Scan(ctx, &rows)
 	if err != nil {
-		return CachedResult{}, false, fmt.Errorf("read cache %s/%s: %w", provider, typ, mapErr(err))
+		return nil, fmt.Errorf("read %d cache entries: %w", len(keys), mapErr(err))
 	}
-	return out, true, nil
+	for _, r := range rows {
+		out[CacheKey{r.Provider, r.Type, r.Value}] = CachedResult{Result: r.Result, ExpiresAt: r.ExpiresAt}
+	}
+	return out, nil
 }
 
 // CacheEntry is one provider answer to cache for TTL (TTL ≤ 0: not cached).
@@ -156,22 +176,35 @@ type CacheEntry struct {
 	TTL                   time.Duration
 }
 
-// putCachedResult stores e (replacing any earlier entry for its key); TTL ≤ 0 stores nothing.
-func putCachedResult(ctx context.Context, db bun.IDB, e CacheEntry) error {
-	if e.TTL <= 0 {
+// putCachedResults stores entries (each replacing any earlier entry for its key; the last of
+// entries with one key wins) in one statement; TTL ≤ 0 stores nothing.
+func putCachedResults(ctx context.Context, db bun.IDB, entries []CacheEntry) error {
+	var provs, types, values, results []string
+	var ttls []int64
+	for _, e := range entries {
+		if e.TTL <= 0 {
+			continue
+		}
+		raw, err := json.Marshal(e.Result)
+		if err != nil {
+			return fmt.Errorf("encode cache entry %s/%s: %w", e.Provider, e.Type, err)
+		}
+		provs, types, values = append(provs, e.Provider), append(types, e.Type), append(values, e.Value)
+		results, ttls = append(results, string(raw)), append(ttls, e.TTL.Microseconds())
+	}
+	if len(provs) == 0 {
 		return nil
 	}
-	raw, err := json.Marshal(e.Result)
-	if err != nil {
-		return fmt.Errorf("encode cache entry %s/%s: %w", e.Provider, e.Type, err)
-	}
-	_, err = db.NewRaw(`INSERT INTO enrichment_cache (provider_name, indicator_type, value, result, created_at, expires_at)
-VALUES (?, ?, ?, ?::jsonb, now(), now() + ? * interval '1 microsecond')
+	// DISTINCT ON keeps one row per key (an upsert may not touch a row twice): the last given.
+	_, err := db.NewRaw(`INSERT INTO enrichment_cache AS c (provider_name, indicator_type, value, result, created_at, expires_at)
+SELECT DISTINCT ON (p, t, v) p, t, v, r::jsonb, now(), now() + ttl * interval '1 microsecond'
+FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[]) WITH ORDINALITY AS e (p, t, v, r, ttl, n)
+ORDER BY p, t, v, n DESC
 ON CONFLICT (provider_name, indicator_type, value) DO UPDATE
 SET result = EXCLUDED.result, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
-		e.Provider, e.Type, e.Value, string(raw), e.TTL.Microseconds()).Exec(ctx)
+		pgdialectArray(provs), pgdialectArray(types), pgdialectArray(values), pgdialectArray(results), pgdialectArray(ttls)).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("write cache %s/%s: %w", e.Provider, e.Type, mapErr(err))
+		return fmt.Errorf("write %d cache entries: %w", len(provs), mapErr(err))
 	}
 	return nil
 }
@@ -260,68 +293,67 @@ type IndicatorEnrichment struct {
 	Results map[string]any
 }
 
-// RecordEnrichment commits one enrichment pass in one transaction (one durable commit): the cache
-// entries (replacing earlier ones; TTL ≤ 0 stores nothing), then each indicator's results (see
-// recordIndicatorEnrichment); an indicator deleted meanwhile is left out. Rows are locked in key
-// order, so concurrent passes over overlapping indicators cannot deadlock.
+// RecordEnrichment commits one enrichment pass in one transaction (one durable commit, three
+// statements): the cache entries (replacing earlier ones; TTL ≤ 0 stores nothing), then the
+// indicators' results: each indicator's rows are locked in uuid order (so concurrent passes over
+// overlapping indicators cannot deadlock), its results merged into enrichment_results over earlier
+// ones, its malice recomputed as the worst verdict over its successful provider results (unless an
+// analyst override holds: malice_overridden_at set), is_enriched set and last_seen bumped. An
+// indicator deleted meanwhile is left out.
 func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds []IndicatorEnrichment) error {
 	if len(cache) == 0 && len(inds) == 0 {
 		return nil
 	}
-	cache = slices.Clone(cache)
-	slices.SortFunc(cache, func(a, b CacheEntry) int {
-		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Type, b.Type), cmp.Compare(a.Value, b.Value))
-	})
-	inds = slices.Clone(inds)
-	slices.SortFunc(inds, func(a, b IndicatorEnrichment) int { return bytes.Compare(a.IndicatorUUID[:], b.IndicatorUUID[:]) })
-	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		for _, e := range cache {
-			if err := putCachedResult(ctx, tx, e); err != nil {
-				return err
-			}
+	results := map[uuid.UUID]map[string]any{} // one pass may name an indicator twice: merged in order
+	ids := make([]uuid.UUID, 0, len(inds))
+	for _, e := range inds {
+		if results[e.IndicatorUUID] == nil {
+			results[e.IndicatorUUID] = map[string]any{}
+			ids = append(ids, e.IndicatorUUID)
 		}
-		for _, e := range inds {
-			if err := s.recordIndicatorEnrichment(ctx, tx, e); err != nil && !errors.Is(err, ErrNotFound) {
-				return err
+		maps.Copy(results[e.IndicatorUUID], e.Results)
+	}
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := putCachedResults(ctx, tx, cache); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		var locked []Indicator
+		err := tx.NewSelect().Model(&locked).Column("uuid", "enrichment_results", "malice_overridden_at").
+			Where("uuid IN (?)", bun.List(ids)).OrderExpr("uuid").For("UPDATE").Scan(ctx)
+		if err != nil {
+			return fmt.Errorf("lock %d indicators: %w", len(ids), mapErr(err))
+		}
+		if len(locked) == 0 {
+			return nil
+		}
+		uuids, merged, malices := make([]uuid.UUID, len(locked)), make([]string, len(locked)), make([]string, len(locked))
+		for i, ind := range locked {
+			m := maps.Clone(ind.EnrichmentResults)
+			if m == nil {
+				m = map[string]any{}
 			}
+			maps.Copy(m, results[ind.UUID])
+			raw, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("encode enrichment results of indicator %s: %w", ind.UUID, err)
+			}
+			uuids[i], merged[i], malices[i] = ind.UUID, string(raw), string(indicators.ResultsMalice(m))
+		}
+		now := s.Now()
+		_, err = tx.NewRaw(`UPDATE indicators AS i SET enrichment_results = d.results::jsonb, is_enriched = true,
+				updated_at = ?0, last_seen = GREATEST(i.last_seen, ?0),
+				malice = CASE WHEN i.malice_overridden_at IS NULL THEN d.malice ELSE i.malice END,
+				malice_source = CASE WHEN i.malice_overridden_at IS NULL THEN 'enrichment' ELSE i.malice_source END
+			FROM unnest(?1::uuid[], ?2::text[], ?3::text[]) AS d (uuid, results, malice) WHERE i.uuid = d.uuid`,
+			now, pgdialectArray(uuids), pgdialectArray(merged), pgdialectArray(malices)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("update %d indicators: %w", len(uuids), mapErr(err))
 		}
 		return nil
 	})
-}
-
-// recordIndicatorEnrichment merges results into the indicator's enrichment_results under a row lock,
-// recomputes malice as the worst verdict over its successful provider results (unless an analyst
-// override holds: malice_overridden_at set), sets is_enriched and bumps last_seen.
-func (s *Store) recordIndicatorEnrichment(ctx context.Context, tx bun.Tx, e IndicatorEnrichment) error {
-	var ind Indicator
-	if err := tx.NewSelect().Model(&ind).Where("uuid = ?", e.IndicatorUUID).For("UPDATE").Scan(ctx); err != nil {
-		return fmt.Errorf("lock indicator %s: %w", e.IndicatorUUID, mapErr(err))
-	}
-	merged := map[string]any{}
-	for k, v := range ind.EnrichmentResults {
-		merged[k] = v
-	}
-	for k, v := range e.Results {
-		merged[k] = v
-	}
-	now := s.Now()
-	ind.EnrichmentResults = merged
-	ind.IsEnriched = true
-	ind.UpdatedAt = now
-	if now.After(ind.LastSeen) {
-		ind.LastSeen = now
-	}
-	cols := []string{"enrichment_results", "is_enriched", "updated_at", "last_seen"}
-	if ind.MaliceOverriddenAt == nil {
-		ind.Malice = string(indicators.ResultsMalice(merged))
-		src := "enrichment"
-		ind.MaliceSource = &src
-		cols = append(cols, "malice", "malice_source")
-	}
-	if _, err := tx.NewUpdate().Model(&ind).Column(cols...).WherePK().Exec(ctx); err != nil {
-		return fmt.Errorf("update indicator %s: %w", ind.UUID, mapErr(err))
-	}
-	return nil
 }
 
 // GetIndicators loads indicators by uuid (missing ones are left out), in the order given.

@@ -227,14 +227,11 @@ func (s *Store) ListProviders(ctx context.Context, f ProviderFilter) ([]Enrichme
 	if len(f.Names) > 0 {
 		q = q.Where("provider_name IN (?)", bun.List(f.Names))
 	}
-	if f.Page.Size > 0 {
-		q = q.Limit(f.Page.Limit()).Offset(f.Page.Offset())
-	}
-	total, err := q.ScanAndCount(ctx)
+	total, err := scanPage(ctx, q, f.Page, func() int { return len(ps) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list providers: %w", mapErr(err))
 	}
-	return ps, int(total), nil
+	return ps, total, nil
 }
 
 // UpdateProvider writes the named columns of p (updated_at always).
