@@ -7,7 +7,8 @@ import (
 )
 
 // admission paces the alert pipelines against ingest: while alerts keep arriving (the API is busy
-// taking them) only busyInFlight pipelines run at once, so the 202s keep the CPU and the database;
+// taking them) only busyInFlight pipelines run at once (0: none starts), so the 202s keep the CPU and
+// the database;
 // once arrivals stop for a quiet spell, the cap opens to maxInFlight and the backlog drains at full
 // speed. Arrivals are the outbox wake-ups (one NOTIFY per ingest commit, coalesced to at most one per
 // 5 ms), which every worker sees through Postgres, so it works the same with the API in the worker's
@@ -16,6 +17,7 @@ import (
 // maxInFlight, so a sustained stream cannot leave alerts un-enriched for ever: a burst is absorbed
 // at full 202 speed, a flood trades some 202 latency for enrichment that keeps up.
 type admission struct {
+	pace                      bool
 	maxInFlight, busyInFlight int
 	busyRate                  float64       // arrivals per second from which the API counts as busy
 	quiet                     time.Duration // no arrival for this long: not busy any more
@@ -28,8 +30,9 @@ type admission struct {
 	since   time.Time // start of the current busy spell (zero: not busy)
 }
 
-func newAdmission(maxInFlight, busyInFlight int, busyRate float64, quiet time.Duration) *admission {
-	return &admission{maxInFlight: maxInFlight, busyInFlight: busyInFlight, busyRate: busyRate, quiet: quiet,
+func newAdmission(pace bool, maxInFlight, busyInFlight int, busyRate float64, quiet time.Duration) *admission {
+	return &admission{pace: pace && busyInFlight < maxInFlight, maxInFlight: maxInFlight, busyInFlight: max(0, busyInFlight),
+		busyRate: busyRate, quiet: quiet,
 		grace: 30 * time.Second, step: 10 * time.Second}
 }
 
@@ -54,7 +57,7 @@ func (a *admission) arrived(now time.Time, n int) {
 
 // cap is the number of pipelines that may run at now.
 func (a *admission) cap(now time.Time) int {
-	if a.busyInFlight <= 0 || a.busyInFlight >= a.maxInFlight {
+	if !a.pace {
 		return a.maxInFlight
 	}
 	a.mu.Lock()
@@ -69,9 +72,16 @@ func (a *admission) cap(now time.Time) int {
 	}
 	c := a.busyInFlight
 	for over := now.Sub(a.since) - a.grace; over >= 0 && c < a.maxInFlight; over -= a.step {
-		c *= 2
+		c = max(1, 2*c)
 	}
 	return min(c, a.maxInFlight)
+}
+
+// quietAt is when the current spell ends if no alert arrives meanwhile.
+func (a *admission) quietAt() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastArr.Add(a.quiet)
 }
 
 // busy reports whether the cap is the busy one at now.

@@ -9,7 +9,7 @@ import (
 
 func TestAdmission(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
-	a := newAdmission(256, 4, 5, time.Second)
+	a := newAdmission(true, 256, 4, 5, time.Second)
 	require.Equal(t, 256, a.cap(t0), "idle: the full cap")
 
 	// 2 arrivals a second: not busy.
@@ -36,11 +36,16 @@ func TestAdmission(t *testing.T) {
 
 	// Busy without a pause past the 30 s grace: the cap doubles every 10 s up to the full one.
 	t3 := t2.Add(time.Hour)
-	caps := map[time.Duration]int{}
-	for ms := time.Duration(0); ms <= 120*time.Second; ms += 20 * time.Millisecond {
-		a.arrived(t3.Add(ms), 1)
-		caps[ms] = a.cap(t3.Add(ms))
+	// stream feeds adm one arrival every 20 ms from t3 for d and returns the cap after each.
+	stream := func(adm *admission, d time.Duration) map[time.Duration]int {
+		caps := map[time.Duration]int{}
+		for ms := time.Duration(0); ms <= d; ms += 20 * time.Millisecond {
+			adm.arrived(t3.Add(ms), 1)
+			caps[ms] = adm.cap(t3.Add(ms))
+		}
+		return caps
 	}
+	caps := stream(a, 120*time.Second)
 	require.Equal(t, 4, caps[29*time.Second])
 	require.Equal(t, 8, caps[30200*time.Millisecond])
 	require.Equal(t, 16, caps[40200*time.Millisecond])
@@ -50,8 +55,15 @@ func TestAdmission(t *testing.T) {
 	a.arrived(t3.Add(123*time.Second), 10)
 	require.Equal(t, 4, a.cap(t3.Add(123*time.Second)), "a new spell starts from the busy cap")
 
-	// Pacing off: 0, or a busy cap not below the full one.
-	for _, off := range []*admission{newAdmission(256, 0, 5, time.Second), newAdmission(8, 8, 5, time.Second)} {
+	// 0 pauses the starts while busy; past the grace the cap grows 1, 2, 4, …
+	caps = stream(newAdmission(true, 256, 0, 5, time.Second), 51*time.Second)
+	require.Equal(t, 0, caps[29*time.Second])
+	require.Equal(t, 1, caps[30200*time.Millisecond])
+	require.Equal(t, 2, caps[40200*time.Millisecond])
+	require.Equal(t, 4, caps[50200*time.Millisecond])
+
+	// Pacing off, or a busy cap not below the full one.
+	for _, off := range []*admission{newAdmission(false, 256, 0, 5, time.Second), newAdmission(true, 8, 8, 5, time.Second)} {
 		off.arrived(t2, 100)
 		require.Equal(t, off.maxInFlight, off.cap(t2))
 	}

@@ -40,9 +40,10 @@ type DispatcherOptions struct {
 	// Past it, new alerts wait in the outbox, so a burst never floods Temporal with runs it cannot
 	// drain yet.
 	MaxInFlight int
-	// BusyInFlight caps the pipelines while the API is busy taking alerts (at least BusyRate
-	// arrivals per second, the last one less than Quiet ago): the 202s keep the machine and the
-	// backlog drains once ingest pauses. 0 (the default) or MaxInFlight and above: no pacing.
+	// Pace turns on admission (admission.go): while the API is busy taking alerts (at least BusyRate
+	// arrivals per second, the last one less than Quiet ago) at most BusyInFlight pipelines run — 0
+	// pauses new starts — so the 202s keep the machine, and the backlog drains once ingest pauses.
+	Pace         bool
 	BusyInFlight int
 	BusyRate     float64       // arrivals per second; default 5
 	Quiet        time.Duration // default 1 s
@@ -101,7 +102,7 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 		opts.Quiet = time.Second
 	}
 	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts,
-		adm: newAdmission(opts.MaxInFlight, opts.BusyInFlight, opts.BusyRate, opts.Quiet)}
+		adm: newAdmission(opts.Pace, opts.MaxInFlight, opts.BusyInFlight, opts.BusyRate, opts.Quiet)}
 }
 
 // Run dispatches until ctx ends (then it returns nil). A broken LISTEN connection only slows it to
@@ -121,6 +122,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// the pipeline's claim, a workflow run or enrichment only the start claim.
 	alerts, starts := true, true
 	var lastClaim time.Time
+	// resume fires when a busy spell ends, so the backlog starts draining then, not at the next poll.
+	resume := time.NewTimer(time.Hour)
+	resume.Stop()
+	defer resume.Stop()
 	for {
 		// While the API is busy the cap is tiny and a place frees only when a pipeline ends (which
 		// notifies nobody), so one claim per busyClaimGap is enough; a claim per wake-up (up to 200 a
@@ -144,6 +149,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			if _, err := d.Recheck(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("recheck outbox", "err", err)
 			}
+		case <-resume.C:
+			alerts = true
 		case n, ok := <-wake:
 			if !ok {
 				wake = nil
@@ -155,6 +162,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			var arrivals int
 			alerts, starts, arrivals = drainWakes(wake, !isStart, isStart)
 			d.adm.arrived(time.Now(), arrivals)
+			if arrivals > 0 && d.adm.busy(time.Now()) {
+				resume.Reset(time.Until(d.adm.quietAt()) + 10*time.Millisecond)
+			}
 		}
 	}
 }
@@ -191,6 +201,9 @@ func drainWakes(wake <-chan pgdriver.Notification, alerts, starts bool) (bool, b
 func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 	total := 0
 	limit := d.adm.cap(time.Now())
+	if limit <= 0 {
+		return 0, nil // paused while the API is busy: no claim transaction beside the ingests
+	}
 	for {
 		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, limit, d.startAll)
 		total += n

@@ -215,46 +215,62 @@ func TestOutboxBackoff(t *testing.T) {
 	}
 }
 
-// While alerts keep arriving the dispatcher runs at most BusyInFlight pipelines; when they stop it
-// opens to MaxInFlight and starts the rest (no worker runs here, so started pipelines hold their place).
+// While alerts keep arriving the dispatcher runs at most BusyInFlight pipelines (0: starts none, the
+// default); when they stop it opens to MaxInFlight and starts the rest at once, without waiting for a
+// poll (no worker runs here, so started pipelines hold their place).
 func TestDispatcher_PacesPipelinesWhileAlertsArrive(t *testing.T) {
 	e := pipelineHarness(t)
 	e.killDispatcher()
 	defer e.startDispatcher(e.c)
-	e.killWorker()
-	defer e.startWorker()
-	held := e.count(t, "SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: held + 100, BusyInFlight: held + 2,
-		Quiet: 500 * time.Millisecond})
-	go func() {
-		defer close(done)
-		_ = d.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
-	time.Sleep(300 * time.Millisecond)
+	for _, busy := range []int{2, 0} {
+		t.Run(fmt.Sprintf("busy cap %d", busy), func(t *testing.T) {
+			e.killWorker()
+			defer e.startWorker()
+			held := e.count(t, "SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL")
+			capped := busy
+			if busy > 0 {
+				capped = held + busy // the cap counts every started row, other tests' included
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			// No poll: the end of the spell alone must start the backlog.
+			d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: held + 100, Pace: true,
+				BusyInFlight: capped, Quiet: 500 * time.Millisecond, Poll: time.Hour})
+			go func() {
+				defer close(done)
+				_ = d.Run(ctx)
+			}()
+			defer func() { cancel(); <-done }()
+			time.Sleep(300 * time.Millisecond)
 
-	var ids []uuid.UUID
-	mine := func(cond string) int {
-		return e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid IN (?) AND "+cond, bun.List(ids))
-	}
-	for i := range 40 { // 40 alerts at ~25 a second
-		ids = append(ids, e.ingest(t, "generic", fmt.Sprintf(`{"title":"paced %d %s"}`, i, uuid.NewString())))
-		time.Sleep(40 * time.Millisecond)
-		if i >= 10 {
-			require.LessOrEqual(t, mine("started_at IS NOT NULL"), 2, "busy: two at a time")
-		}
-	}
-	require.Greater(t, mine("started_at IS NULL"), 30, "the rest wait in the outbox")
-	deadline := time.Now().Add(10 * time.Second)
-	for mine("started_at IS NULL") > 0 {
-		require.True(t, time.Now().Before(deadline), "the cap never opened: %s", e.dumpOutbox(t, ids))
-		time.Sleep(100 * time.Millisecond)
-	}
-	// Done: let the worker finish them (the harness's checks expect an empty outbox).
-	e.startWorker()
-	for _, id := range ids {
-		e.waitEnriched(t, id, 60*time.Second)
+			var ids []uuid.UUID
+			mine := func(cond string) int {
+				return e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid IN (?) AND "+cond, bun.List(ids))
+			}
+			// The first alerts of the burst may start before it counts as busy; once it does, no more
+			// than the busy cap run (with 0: none starts after those).
+			allowed := busy
+			for i := range 40 { // 40 alerts at ~25 a second
+				ids = append(ids, e.ingest(t, "generic", fmt.Sprintf(`{"title":"paced %d %s"}`, i, uuid.NewString())))
+				time.Sleep(40 * time.Millisecond)
+				if i == 10 {
+					allowed = max(busy, mine("started_at IS NOT NULL"))
+				}
+				if i >= 10 {
+					require.LessOrEqual(t, mine("started_at IS NOT NULL"), allowed, "busy: at most the busy cap")
+				}
+			}
+			require.Greater(t, mine("started_at IS NULL"), 30, "the rest wait in the outbox")
+			deadline := time.Now().Add(5 * time.Second)
+			for mine("started_at IS NULL") > 0 {
+				require.True(t, time.Now().Before(deadline), "the cap never opened: %s", e.dumpOutbox(t, ids))
+				time.Sleep(100 * time.Millisecond)
+			}
+			// Done: let the worker finish them (the harness's checks expect an empty outbox).
+			e.startWorker()
+			for _, id := range ids {
+				e.waitEnriched(t, id, 60*time.Second)
+			}
+		})
 	}
 }
