@@ -47,10 +47,11 @@ rate = sys.argv[1]
 idle, loaded, after = (json.loads(a)["floor"] for a in sys.argv[2:5])
 a, e = json.loads(sys.argv[5])["ack"], json.loads(sys.argv[6]).get("ingest_to_enriched", {})
 print(json.dumps({"rate": float(rate), "achieved": round(a["achieved_rate"], 1), "errors": a["errors"],
-  "floor_idle_p50": idle["p50_ms"], "floor_idle_p99": idle["p99_ms"],
+  "floor_idle_p50": idle["p50_ms"], "floor_idle_p99": idle["p99_ms"], "floor_idle_max": idle["max_ms"],
   "floor_loaded_p50": loaded.get("p50_ms"), "floor_loaded_p99": loaded.get("p99_ms"),
-  "floor_after_p50": after["p50_ms"], "floor_after_p99": after["p99_ms"],
+  "floor_after_p50": after["p50_ms"], "floor_after_p99": after["p99_ms"], "floor_after_max": after["max_ms"],
   "ingest_p50": a["p50_ms"], "ingest_p99": a["p99_ms"], "ingest_max": a["max_ms"], "over_200ms": a["over_200ms"],
+  "over_100ms_by_second": a.get("over_100ms_by_second", {}),
   "e2e_p50": round(e.get("p50_ms", 0), 1), "e2e_p99": round(e.get("p99_ms", 0), 1),
   "enriched_per_s": round(e.get("enriched_per_second", 0), 1), "pending": e.get("pending")}))
 PY

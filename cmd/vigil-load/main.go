@@ -180,7 +180,10 @@ type Stats struct {
 	P99       float64 `json:"p99_ms"`
 	Max       float64 `json:"max_ms"`
 	Over200ms int     `json:"over_200ms"`
-	FirstErr  string  `json:"first_error,omitempty"`
+	// SlowBySecond counts the requests over 100 ms per second of the run (by scheduled start): one
+	// stall shows as one or two seconds, a slow path as many.
+	SlowBySecond map[int]int `json:"over_100ms_by_second,omitempty"`
+	FirstErr     string      `json:"first_error,omitempty"`
 }
 
 func summarize(lat []time.Duration) (p50, p90, p99, max float64) {
@@ -213,6 +216,7 @@ func constantRate(ctx context.Context, mk func() (*http.Request, error), rate fl
 	var (
 		mu       sync.Mutex
 		lat      []time.Duration
+		slow     = map[int]int{}
 		errs     int
 		firstErr string
 		wg       sync.WaitGroup
@@ -254,6 +258,9 @@ func constantRate(ctx context.Context, mk func() (*http.Request, error), rate fl
 			defer mu.Unlock()
 			if ok {
 				lat = append(lat, d)
+				if d > 100*time.Millisecond {
+					slow[int(time.Duration(i-skip)*interval/time.Second)]++
+				}
 			} else {
 				errs++
 				if firstErr == "" {
@@ -264,7 +271,7 @@ func constantRate(ctx context.Context, mk func() (*http.Request, error), rate fl
 	}
 	wg.Wait()
 	elapsed := time.Since(start.Add(time.Duration(skip) * interval))
-	s := Stats{Rate: rate, Sent: total - skip, OK: len(lat), Errors: errs, FirstErr: firstErr}
+	s := Stats{Rate: rate, Sent: total - skip, OK: len(lat), Errors: errs, SlowBySecond: slow, FirstErr: firstErr}
 	s.Achieved = float64(len(lat)) / elapsed.Seconds()
 	for _, d := range lat {
 		if d > 200*time.Millisecond {
@@ -284,7 +291,10 @@ type E2E struct {
 	P50      float64 `json:"p50_ms"`
 	P99      float64 `json:"p99_ms"`
 	Max      float64 `json:"max_ms"`
-	PerSec   float64 `json:"enriched_per_second"`
+	PerSec   float64 `json:"enriched_per_second"` // from the first ingest to the last Enriched
+	// DrainPerSec is the backlog's drain once ingest is over: alerts Enriched after the last ingest,
+	// per second from it to the last Enriched.
+	DrainPerSec float64 `json:"drain_per_second"`
 }
 
 func enrichedLatency(ctx context.Context, dsn, titlePrefix string, wait time.Duration) (E2E, error) {
@@ -303,8 +313,11 @@ func enrichedLatency(ctx context.Context, dsn, titlePrefix string, wait time.Dur
 				coalesce(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM enriched_at - ingested_at)), 0) AS p50,
 				coalesce(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM enriched_at - ingested_at)), 0) AS p99,
 				coalesce(1000 * max(extract(epoch FROM enriched_at - ingested_at)), 0) AS max,
-				coalesce(count(enriched_at) / nullif(extract(epoch FROM max(enriched_at) - min(ingested_at)), 0), 0) AS per_sec
-			FROM alerts WHERE title LIKE ? || '%'`, titlePrefix).Scan(ctx, &e.Alerts, &e.Enriched, &e.Failed, &e.Pending, &e.P50, &e.P99, &e.Max, &e.PerSec)
+				coalesce(count(enriched_at) / nullif(extract(epoch FROM max(enriched_at) - min(ingested_at)), 0), 0) AS per_sec,
+				coalesce((SELECT count(*) FROM alerts AS d WHERE d.title LIKE ? || '%' AND d.enriched_at > max(alerts.ingested_at)) /
+					nullif(extract(epoch FROM max(enriched_at) - max(ingested_at)), 0), 0) AS drain_per_sec
+			FROM alerts WHERE title LIKE ? || '%'`, titlePrefix, titlePrefix).Scan(ctx, &e.Alerts, &e.Enriched, &e.Failed, &e.Pending,
+			&e.P50, &e.P99, &e.Max, &e.PerSec, &e.DrainPerSec)
 		if err != nil {
 			return E2E{}, fmt.Errorf("enrichment stats: %w", err)
 		}
