@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -67,14 +68,21 @@ func (c *cdp) press(key string) {
 // screenshot saves the page at 1280×800 as PNG under $VIGIL_ARTIFACTS (or the test's temp dir).
 func (c *cdp) screenshot(name string) { c.screenshotAt(name, 1280, 800, false) }
 
-// screenshotAt saves the page at width×height (mobile: a phone's viewport) and logs where.
+// screenshotAt saves the page at width×height (mobile: a phone's viewport) and logs where. A
+// screenshot is an artefact, not an assertion: when Chromium's compositor does not deliver a frame in
+// time (seen on a loaded 2-core CI machine) the test logs it and goes on.
 func (c *cdp) screenshotAt(name string, width, height int, mobile bool) {
 	c.t.Helper()
 	var shot struct {
 		Data string `json:"data"`
 	}
 	c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}, nil)
-	c.call("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
+	c.call("Page.bringToFront", nil, nil) // a page in the background gets no new frame to capture
+	if err := c.tryWithin(10*time.Second, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot); err != nil {
+		require.ErrorIs(c.t, err, errNoAnswer)
+		c.t.Logf("screenshot %s skipped: %v", name, err)
+		return
+	}
 	png, err := base64.StdEncoding.DecodeString(shot.Data)
 	require.NoError(c.t, err)
 	dir := os.Getenv("VIGIL_ARTIFACTS")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -97,8 +98,20 @@ func (c *cdp) call(method string, params map[string]any, out any) {
 	require.NoError(c.t, c.try(method, params, out), method)
 }
 
-// try sends one command and returns Chromium's error, if any.
+// try sends one command and returns Chromium's error, if any; no answer in 20 s fails the test.
 func (c *cdp) try(method string, params map[string]any, out any) error {
+	c.t.Helper()
+	err := c.tryWithin(20*time.Second, method, params, out)
+	if errors.Is(err, errNoAnswer) {
+		c.t.Fatal(err)
+	}
+	return err
+}
+
+var errNoAnswer = errors.New("chromium did not answer")
+
+// tryWithin sends one command and returns Chromium's error, or errNoAnswer after wait.
+func (c *cdp) tryWithin(wait time.Duration, method string, params map[string]any, out any) error {
 	c.t.Helper()
 	c.mu.Lock()
 	c.nextID++
@@ -123,9 +136,8 @@ func (c *cdp) try(method string, params map[string]any, out any) error {
 			require.NoError(c.t, json.Unmarshal(m.Result, out))
 		}
 		return nil
-	case <-time.After(20 * time.Second):
-		c.t.Fatalf("chromium did not answer %s", method)
-		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("%w %s in %s", errNoAnswer, method, wait)
 	}
 }
 
