@@ -141,7 +141,9 @@ func (c *cdp) tryWithin(wait time.Duration, method string, params map[string]any
 	}
 }
 
-// open creates a page with JavaScript disabled (the page must work without it).
+// open creates a 1280×800 page with JavaScript disabled (the page must work without it). The size is
+// set before the first load: a first resize just before a capture left Chromium (156 here) without a frame to
+// capture (Page.captureScreenshot never answered).
 func (c *cdp) open() {
 	var target struct {
 		TargetID string `json:"targetId"`
@@ -155,6 +157,7 @@ func (c *cdp) open() {
 	c.call("Page.enable", nil, nil)
 	c.call("DOM.enable", nil, nil)
 	c.call("Emulation.setScriptExecutionDisabled", map[string]any{"value": true}, nil)
+	c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}, nil)
 }
 
 func (c *cdp) navigate(u string) {
