@@ -111,6 +111,11 @@ const (
 // OutboxChannel is the LISTEN/NOTIFY channel an ingest notifies after committing an outbox row.
 const OutboxChannel = "vigil_alert_outbox"
 
+// FreedChannel is the LISTEN/NOTIFY channel a finished pipeline notifies: a place in flight is free.
+// A channel of its own, so the dispatcher does not count finishes as alerts arriving (its pacing
+// would take a draining backlog for a busy API and pause it).
+const FreedChannel = "vigil_alert_outbox_freed"
+
 // GetAlert loads one alert with its raw payload.
 func (s *Store) GetAlert(ctx context.Context, id uuid.UUID) (Alert, error) {
 	var a Alert
@@ -497,7 +502,7 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		return err
 	})
 	if err == nil && freed > 0 {
-		s.wake.wake() // a place in flight is free: the dispatcher may start a waiting entry
+		s.freedWake.wake() // a place in flight is free: the dispatcher may start a waiting entry
 	}
 	return err
 }

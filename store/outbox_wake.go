@@ -18,8 +18,8 @@ const outboxWakeGap = 5 * time.Millisecond
 // commit until after its WAL flush, which would serialise every ingest's durable commit.
 const wakeSQL = `SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, '')`
 
-// outboxWaker sends coalesced NOTIFYs on its channel (OutboxChannel, StartChannel) after outbox rows
-// were committed.
+// outboxWaker sends coalesced NOTIFYs on its channel (OutboxChannel, StartChannel, FreedChannel) after
+// outbox rows were committed or deleted.
 type outboxWaker struct {
 	db      *bun.DB
 	channel string

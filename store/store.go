@@ -33,7 +33,8 @@ type Store struct {
 	// startWake: start_outbox, on a channel of its own so the pipeline's dispatch is not woken for
 	// workflow runs and enrichments, nor those for each ingest.
 	startWake *outboxWaker
-	ingest    prepared // ingestSQL
+	freedWake *outboxWaker // a pipeline finished: FreedChannel
+	ingest    prepared     // ingestSQL
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -55,7 +56,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
 	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
-		ingest: prepared{query: ingestSQL}}, nil
+		freedWake: newOutboxWaker(db, FreedChannel), ingest: prepared{query: ingestSQL}}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
@@ -65,6 +66,7 @@ func (s *Store) DB() *bun.DB { return s.db }
 func (s *Store) Close() error {
 	s.wake.close()
 	s.startWake.close()
+	s.freedWake.close()
 	s.ingest.close()
 	return s.db.Close()
 }

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/vigil-soc/vigil/store"
 )
 
 func TestAdmission(t *testing.T) {
@@ -67,4 +70,26 @@ func TestAdmission(t *testing.T) {
 		off.arrived(t2, 100)
 		require.Equal(t, off.maxInFlight, off.cap(t2))
 	}
+}
+
+// Only ingest wake-ups are arrivals; a finished pipeline's wake-up drains the alert outbox uncounted.
+func TestDrainWakes(t *testing.T) {
+	note := func(ch string) pgdriver.Notification { return pgdriver.Notification{Channel: ch} }
+	queued := func(ns ...pgdriver.Notification) chan pgdriver.Notification {
+		c := make(chan pgdriver.Notification, len(ns))
+		for _, n := range ns {
+			c <- n
+		}
+		return c
+	}
+	alerts, starts, arrivals := drainWakes(note(store.FreedChannel), queued(note(store.FreedChannel), note(store.FreedChannel)))
+	require.Equal(t, []any{true, false, 0}, []any{alerts, starts, arrivals}, "finishes: a claim, no arrival")
+	alerts, starts, arrivals = drainWakes(note(store.StartChannel), queued(note(store.OutboxChannel), note(store.FreedChannel), note(store.OutboxChannel)))
+	require.Equal(t, []any{true, true, 2}, []any{alerts, starts, arrivals})
+	alerts, starts, arrivals = drainWakes(note(store.StartChannel), queued())
+	require.Equal(t, []any{false, true, 0}, []any{alerts, starts, arrivals})
+	closed := queued(note(store.OutboxChannel))
+	close(closed)
+	alerts, starts, arrivals = drainWakes(note(store.OutboxChannel), closed)
+	require.Equal(t, []any{true, true, 2}, []any{alerts, starts, arrivals}, "a closed listener: drain both")
 }

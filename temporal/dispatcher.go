@@ -111,15 +111,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	ln := pgdriver.NewListener(d.st.DB())
 	defer ln.Close()
 	var wake <-chan pgdriver.Notification
-	if err := ln.Listen(ctx, store.OutboxChannel, store.StartChannel); err != nil {
+	if err := ln.Listen(ctx, store.OutboxChannel, store.FreedChannel, store.StartChannel); err != nil {
 		d.log.Warn("listen for outbox notifications failed; polling only", "err", err)
 	} else {
 		wake = ln.Channel(pgdriver.WithChannelSize(1024))
 	}
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
-	// Each outbox is drained when its own channel was notified (or at the poll): an ingest wakes only
-	// the pipeline's claim, a workflow run or enrichment only the start claim.
+	// Each outbox is drained when its own channel was notified (or at the poll): an ingest or a
+	// finished pipeline wakes only the pipeline's claim, a workflow run or enrichment only the start
+	// claim.
 	alerts, starts := true, true
 	var lastClaim time.Time
 	// resume fires when a busy spell ends, so the backlog starts draining then, not at the next poll.
@@ -127,9 +128,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	resume.Stop()
 	defer resume.Stop()
 	for {
-		// While the API is busy the cap is tiny and a place frees only when a pipeline ends (which
-		// notifies nobody), so one claim per busyClaimGap is enough; a claim per wake-up (up to 200 a
-		// second) would only add transactions beside the ingests. The poll claims after the spell.
+		// While the API is busy the cap is tiny and a place frees only when a pipeline ends, so one
+		// claim per busyClaimGap is enough; a claim per wake-up (up to 200 a second) would only add
+		// transactions beside the ingests. resume claims after the spell.
 		if alerts && (!d.adm.busy(time.Now()) || time.Since(lastClaim) >= busyClaimGap) {
 			lastClaim = time.Now()
 			if _, err := d.Drain(ctx); err != nil && ctx.Err() == nil {
@@ -158,9 +159,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				continue
 			}
 			// One pass covers every notification received so far.
-			isStart := n.Channel == store.StartChannel
 			var arrivals int
-			alerts, starts, arrivals = drainWakes(wake, !isStart, isStart)
+			alerts, starts, arrivals = drainWakes(n, wake)
 			d.adm.arrived(time.Now(), arrivals)
 			if arrivals > 0 && d.adm.busy(time.Now()) {
 				resume.Reset(time.Until(d.adm.quietAt()) + 10*time.Millisecond)
@@ -170,25 +170,24 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // drainWakes empties the notification channel without blocking and reports which outboxes were
-// notified (alerts, starts), starting from those of the notification already received, and how many
-// alert-outbox notifications that makes (the arrivals admission counts).
-func drainWakes(wake <-chan pgdriver.Notification, alerts, starts bool) (bool, bool, int) {
-	arrivals := 0
-	if alerts {
-		arrivals = 1
-	}
+// notified (alerts, starts), starting with first, and how many of the notifications were alerts
+// arriving (OutboxChannel: the arrivals admission counts; a finished pipeline's FreedChannel is not one).
+func drainWakes(first pgdriver.Notification, wake <-chan pgdriver.Notification) (alerts, starts bool, arrivals int) {
+	n, ok := first, true
 	for {
+		switch {
+		case !ok:
+			return true, true, arrivals
+		case n.Channel == store.StartChannel:
+			starts = true
+		case n.Channel == store.OutboxChannel:
+			arrivals++
+			alerts = true
+		default:
+			alerts = true
+		}
 		select {
-		case n, ok := <-wake:
-			if !ok {
-				return true, true, arrivals
-			}
-			if n.Channel == store.StartChannel {
-				starts = true
-			} else {
-				alerts = true
-				arrivals++
-			}
+		case n, ok = <-wake:
 		default:
 			return alerts, starts, arrivals
 		}

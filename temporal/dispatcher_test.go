@@ -274,3 +274,32 @@ func TestDispatcher_PacesPipelinesWhileAlertsArrive(t *testing.T) {
 		})
 	}
 }
+
+// A draining backlog's own finishes are not alerts arriving: they wake the dispatcher (a place is
+// free) without making the API look busy, so pacing never pauses the drain. The alerts wait in the
+// outbox before the dispatcher starts (no arrival counted), the cap is small, there is no poll, and a
+// single arrival would start a busy spell of 30 s: the backlog drains only if each finish wakes the
+// claim and none counts as an arrival.
+func TestDispatcher_FinishesAreNotArrivals(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	var ids []uuid.UUID
+	for i := range 24 {
+		ids = append(ids, e.ingest(t, "generic", fmt.Sprintf(`{"title":"drained %d %s"}`, i, uuid.NewString())))
+	}
+	time.Sleep(300 * time.Millisecond) // the ingests' wake-ups are sent before the dispatcher listens
+	held := e.count(t, "SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: held + 6, Pace: true,
+		BusyRate: 0.01, Quiet: 30 * time.Second, Poll: time.Hour})
+	go func() {
+		defer close(done)
+		_ = d.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	for _, id := range ids {
+		e.waitEnriched(t, id, 20*time.Second)
+	}
+}
