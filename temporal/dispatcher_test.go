@@ -73,12 +73,12 @@ func TestDispatcher_ConcurrentDispatchersStartEachPipelineOnce(t *testing.T) {
 		e.waitEnriched(t, id, 60*time.Second)
 		require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id), "the pipeline deletes its entries")
 	}
-	// Visibility is eventually consistent: wait for the first alert's run to be listed.
-	deadline := time.Now().Add(10 * time.Second)
-	for runsOf(t, e, wfids.Alert(ids[0])) == 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Visibility is eventually consistent: wait for each alert's run to be listed.
+	deadline := time.Now().Add(20 * time.Second)
 	for _, id := range ids {
+		for runsOf(t, e, wfids.Alert(id)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
 		require.Equal(t, 1, runsOf(t, e, wfids.Alert(id)), "alert %s piped once", id)
 		require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id))
 	}
