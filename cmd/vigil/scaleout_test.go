@@ -418,7 +418,20 @@ func TestScaleOut(t *testing.T) {
 		require.NoError(t, c.st.DB().NewRaw(`SELECT count(*) FROM alert_outbox o JOIN alerts a ON a.uuid = o.alert_uuid WHERE ? = ANY(a.tags)`, tag).
 			Scan(context.Background(), &outbox))
 		require.Zero(t, outbox)
+		// Visibility is eventually consistent: wait until every run is listed, then count.
 		runs := c.pipelineRuns(t)
+		listed := func() bool {
+			for _, id := range ids {
+				if runs["alert-"+id] == 0 {
+					return false
+				}
+			}
+			return true
+		}
+		for deadline := time.Now().Add(30 * time.Second); !listed() && time.Now().Before(deadline); {
+			time.Sleep(500 * time.Millisecond)
+			runs = c.pipelineRuns(t)
+		}
 		for _, id := range ids {
 			require.Equal(t, 1, runs["alert-"+id], "pipeline runs of alert %s", id)
 		}
