@@ -192,14 +192,7 @@ func TestDispatcher_WokenByTheIngestNotifyNotThePoll(t *testing.T) {
 	e := pipelineHarness(t)
 	e.killDispatcher()
 	defer e.startDispatcher(e.c)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{Poll: time.Hour})
-	go func() {
-		defer close(done)
-		_ = d.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
+	defer runDispatcher(temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{Poll: time.Hour}))()
 	time.Sleep(300 * time.Millisecond) // LISTEN is in place and the first pass is over
 
 	for i := range 2 {
@@ -231,16 +224,9 @@ func TestDispatcher_PacesPipelinesWhileAlertsArrive(t *testing.T) {
 			if busy > 0 {
 				capped = held + busy // the cap counts every started row, other tests' included
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
 			// No poll: the end of the spell alone must start the backlog.
-			d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: held + 100, Pace: true,
-				BusyInFlight: capped, Quiet: 500 * time.Millisecond, Poll: time.Hour})
-			go func() {
-				defer close(done)
-				_ = d.Run(ctx)
-			}()
-			defer func() { cancel(); <-done }()
+			defer runDispatcher(temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: held + 100, Pace: true,
+				BusyInFlight: capped, Quiet: 500 * time.Millisecond, Poll: time.Hour}))()
 			time.Sleep(300 * time.Millisecond)
 
 			var ids []uuid.UUID
@@ -290,15 +276,8 @@ func TestDispatcher_FinishesAreNotArrivals(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // the ingests' wake-ups are sent before the dispatcher listens
 	held := e.count(t, "SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: held + 6, Pace: true,
-		BusyRate: 0.01, Quiet: 30 * time.Second, Poll: time.Hour})
-	go func() {
-		defer close(done)
-		_ = d.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
+	defer runDispatcher(temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{MaxInFlight: held + 6, Pace: true,
+		BusyRate: 0.01, Quiet: 30 * time.Second, Poll: time.Hour}))()
 	for _, id := range ids {
 		e.waitEnriched(t, id, 20*time.Second)
 	}

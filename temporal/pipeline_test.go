@@ -182,14 +182,19 @@ func (e *pipeEnv) startDispatcher(c client.Client) {
 	if e.stopDispatcher != nil {
 		return
 	}
+	e.stopDispatcher = runDispatcher(temporal.NewDispatcher(e.st, c, e.queues, e.log,
+		temporal.DispatcherOptions{Poll: 200 * time.Millisecond, StartLimit: 2 * time.Second}))
+}
+
+// runDispatcher runs d until the returned stop is called (which waits for it to return).
+func runDispatcher(d *temporal.Dispatcher) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	d := temporal.NewDispatcher(e.st, c, e.queues, e.log, temporal.DispatcherOptions{Poll: 200 * time.Millisecond, StartLimit: 2 * time.Second})
 	go func() {
 		defer close(done)
 		_ = d.Run(ctx)
 	}()
-	e.stopDispatcher = func() { cancel(); <-done }
+	return func() { cancel(); <-done }
 }
 
 func (e *pipeEnv) killDispatcher() {
