@@ -8,14 +8,14 @@ import (
 
 // admission paces the alert pipelines against ingest: while alerts keep arriving (the API is busy
 // taking them) only busyInFlight pipelines run at once (0: none starts), so the 202s keep the CPU and
-// the database;
-// once arrivals stop for a quiet spell, the cap opens to maxInFlight and the backlog drains at full
-// speed. Arrivals are the outbox wake-ups (one NOTIFY per ingest commit, coalesced to at most one per
-// 5 ms), which every worker sees through Postgres, so it works the same with the API in the worker's
+// the database; once arrivals stop for a quiet spell, the cap opens to maxInFlight and the backlog
+// drains at full speed. Arrivals are the ingest's outbox wake-ups (store.OutboxChannel: one NOTIFY per
+// ingest commit, coalesced to at most one per 5 ms; a finished pipeline's store.FreedChannel is not
+// one), which every worker sees through Postgres, so it works the same with the API in the worker's
 // process (`vigil dev`) or in its own (docker-compose). Alerts wait in the outbox, never in a request.
 // Busy for longer than grace (ingest that never pauses), the cap doubles every step up to
-// maxInFlight, so a sustained stream cannot leave alerts un-enriched for ever: a burst is absorbed
-// at full 202 speed, a flood trades some 202 latency for enrichment that keeps up.
+// maxInFlight (from 0: 1, 2, 4, …), so a sustained stream cannot leave alerts un-enriched for ever: a
+// burst is absorbed at full 202 speed, a flood trades some 202 latency for enrichment that keeps up.
 type admission struct {
 	pace                      bool
 	maxInFlight, busyInFlight int

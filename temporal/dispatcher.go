@@ -43,6 +43,7 @@ type DispatcherOptions struct {
 	// Pace turns on admission (admission.go): while the API is busy taking alerts (at least BusyRate
 	// arrivals per second, the last one less than Quiet ago) at most BusyInFlight pipelines run — 0
 	// pauses new starts — so the 202s keep the machine, and the backlog drains once ingest pauses.
+	// BusyInFlight at MaxInFlight or above leaves pacing off.
 	Pace         bool
 	BusyInFlight int
 	BusyRate     float64       // arrivals per second; default 5
