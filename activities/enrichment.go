@@ -129,15 +129,16 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 		}
 	}
 	// First each (target, provider) pair is decided as far as it can be without the cache; the cache
-	// is then read for every pair that needs it in one query; then the pairs are planned in order.
+	// is then read for every pair left in one query (none for a test or SkipCache); then the pairs
+	// are planned in order.
 	type pair struct {
-		ti     int
-		p      store.EnrichmentProvider
-		done   *store.EnrichmentResult // decided without a call or the cache
-		cached bool                    // a cache hit would answer it
+		ti   int
+		p    store.EnrichmentProvider
+		done *store.EnrichmentResult // decided without a call or the cache
 	}
 	var pairs []pair
 	var keys []store.CacheKey
+	useCache := !in.Test && !in.SkipCache
 	for ti, t := range plan.Targets {
 		for _, p := range providers {
 			decided := func(r store.EnrichmentResult) { pairs = append(pairs, pair{ti: ti, p: p, done: &r}) }
@@ -162,11 +163,10 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 					Malice: string(indicators.MalicePending), Extracted: map[string]any{}, ErrorMessage: reason})
 				continue
 			}
-			useCache := !in.Test && !in.SkipCache
 			if useCache {
 				keys = append(keys, store.CacheKey{Provider: p.ProviderName, Type: t.Type, Value: t.Value})
 			}
-			pairs = append(pairs, pair{ti: ti, p: p, cached: useCache})
+			pairs = append(pairs, pair{ti: ti, p: p})
 		}
 	}
 	hits, err := d.Store.GetCachedResults(ctx, keys)
@@ -179,7 +179,7 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 			plan.Done = append(plan.Done, Outcome{Target: pr.ti, Result: *pr.done})
 			continue
 		}
-		if hit, ok := hits[store.CacheKey{Provider: p.ProviderName, Type: t.Type, Value: t.Value}]; ok && pr.cached {
+		if hit, ok := hits[store.CacheKey{Provider: p.ProviderName, Type: t.Type, Value: t.Value}]; ok {
 			if r, err := store.EnrichmentResultFromMap(hit.Result); err == nil {
 				r.Provider, r.CacheHit, r.RawResponse, r.DurationMS = p.ProviderName, true, nil, 0
 				plan.Done = append(plan.Done, Outcome{Target: pr.ti, Result: r})
