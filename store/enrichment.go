@@ -293,7 +293,7 @@ type IndicatorEnrichment struct {
 	Results map[string]any
 }
 
-// RecordEnrichment commits one enrichment pass in one transaction (one durable commit, three
+// RecordEnrichment commits one enrichment pass in one transaction (one durable commit, at most three
 // statements): the cache entries (replacing earlier ones; TTL ≤ 0 stores nothing), then the
 // indicators' results: each indicator's rows are locked in uuid order (so concurrent passes over
 // overlapping indicators cannot deadlock), its results merged into enrichment_results over earlier
