@@ -19,7 +19,8 @@ import (
 	wfids "github.com/vigil-soc/vigil/temporal/ids"
 )
 
-// startSecondTemporal starts another dev server on port (the test's "Temporal comes back").
+// startSecondTemporal starts a dev server of the test's own on port (0: a free one), e.g. the
+// "Temporal comes back" of a fault test or a server that never saw Vigil's search attributes.
 func startSecondTemporal(t *testing.T, port int) *devstack.TemporalServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/temporal/ids"
@@ -31,7 +33,12 @@ const searchAttrLimit = 30 * time.Second
 
 // RegisterSearchAttributes makes sure Vigil's Keyword search attributes exist in namespace. It
 // adds only the missing ones, tolerates a concurrent registration by another process, and returns
-// once the server lists all of them. An attribute that exists with another type is an error.
+// once they can be used: the server lists all of them and accepts a visibility query naming them.
+// An attribute that exists with another type is an error.
+//
+// Listed is not usable: a server caches each namespace's attributes (a dev server does not by
+// default; devstack.StartTemporal turns the cache on) and until its cache refreshes it refuses a
+// start that sets a new attribute ("no mapping defined for search attribute").
 func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
 	if namespace == "" {
 		namespace = DefaultNamespace
@@ -53,9 +60,15 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 			return fmt.Errorf("search attributes of %s: %w", namespace, err)
 		}
 		if len(missing) == 0 {
-			return nil
+			err := queryableAttributes(ctx, c, namespace)
+			if err == nil {
+				return nil
+			}
+			if !isInvalidArgument(err) {
+				return fmt.Errorf("query search attributes of %s: %w", namespace, err)
+			}
 		}
-		if !added {
+		if !added && len(missing) > 0 {
 			_, err := ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 				Namespace:        namespace,
 				SearchAttributes: missing,
@@ -70,10 +83,32 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 		}
 		select {
 		case <-ctx.Done():
+			if len(missing) == 0 {
+				return fmt.Errorf("search attributes of %s listed but not usable yet: %w", namespace, ctx.Err())
+			}
 			return fmt.Errorf("search attributes %v of %s not listed yet: %w", slices.Sorted(maps.Keys(missing)), namespace, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// queryableAttributes asks the server to count the workflows with any of Vigil's attributes set
+// to "": a server that does not know one of them yet answers InvalidArgument.
+func queryableAttributes(ctx context.Context, c client.Client, namespace string) error {
+	var q strings.Builder
+	for i, name := range SearchAttributeNames() {
+		if i > 0 {
+			q.WriteString(" OR ")
+		}
+		fmt.Fprintf(&q, "%s = ''", name)
+	}
+	_, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: q.String()})
+	return err
+}
+
+func isInvalidArgument(err error) bool {
+	var invalid *serviceerror.InvalidArgument
+	return errors.As(err, &invalid)
 }
 
 // missingKeywords returns the wanted names absent from existing, as Keyword attributes to add;

@@ -2,13 +2,16 @@ package temporal_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
@@ -104,6 +107,41 @@ func TestEndToEnd_SearchAttributesWorkersProbe(t *testing.T) {
 	require.Equal(t, "attrs", res.Reason)
 
 	require.NoError(t, temporal.Check(ctx, c))
+}
+
+// On a server that never saw them, the attributes are usable on an eager start the moment
+// RegisterSearchAttributes returns: listed is not enough, each service of the server caches them.
+func TestRegisterSearchAttributes_UsableOnAFreshServer(t *testing.T) {
+	srv := startSecondTemporal(t, 0)
+	t.Cleanup(func() { _ = srv.Stop() })
+	cfg := temporal.Config{HostPort: srv.Address(), Namespace: "default", TaskQueuePrefix: testenv.TaskQueuePrefix(t)}
+	c, err := temporal.Dial(context.Background(), cfg, testLogger())
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	start := time.Now()
+	require.NoError(t, temporal.RegisterSearchAttributes(ctx, c, cfg.Namespace))
+	t.Logf("registered and usable in %v", time.Since(start))
+	queues := cfg.Queues()
+	runWorkers(t, c, queues)
+	alertUUID := uuid.NewString()
+	attrs := workflows.PipelineSearchAttributes(alertUUID, "generic", "high")
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: "probe-fresh-" + alertUUID, TaskQueue: queues.Actions, EnableEagerStart: true,
+		TypedSearchAttributes: sdktemporal.NewSearchAttributes(attrs.Copy(),
+			ids.AttrWorkflowName.ValueSet("probe"), ids.AttrTriggerSource.ValueSet("test"),
+			ids.AttrRunStatus.ValueSet("running")),
+	}, workflows.Probe, workflows.ProbeInput{Reason: "fresh"})
+	require.NoError(t, err)
+	var res workflows.ProbeResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Eventually(t, func() bool {
+		n, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+			Namespace: cfg.Namespace, Query: fmt.Sprintf("VigilAlertUUID = '%s'", alertUUID)})
+		return err == nil && n.GetCount() == 1
+	}, 10*time.Second, 100*time.Millisecond, "the run is found by its alert uuid")
 }
 
 func TestRegisterSearchAttributes_UnknownNamespace(t *testing.T) {
