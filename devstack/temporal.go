@@ -203,6 +203,14 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--log-level", "warn",
 		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+		// The server runs every statement through one SQLite connection, a checkpoint of the
+		// write-ahead log included: checkpoint every 10 000 pages (40 MB) instead of every 1 000, so a
+		// page written many times in between (the indexes of busy tables) is copied back once.
+		"--sqlite-pragma", "wal_autocheckpoint=10000",
+		// The CLI reads the namespace's search attributes from SQLite on every start, upsert and
+		// visibility record (8 reads per pipeline) so that new ones work at once; with the cache a
+		// new one works after a refresh, which temporal.RegisterSearchAttributes waits for.
+		"--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=false",
 		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
 		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
 		// The dispatcher asks for eager start: the pipeline's first workflow task comes back with the

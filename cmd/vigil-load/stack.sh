@@ -42,6 +42,7 @@ export LOG_LEVEL=warn
 
 background bin/temporal server start-dev --headless --port "$TEMPORAL_PORT" \
   --http-port $((TEMPORAL_PORT + 1)) --metrics-port $((TEMPORAL_PORT + 2)) --log-level error \
+  --dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false \
   --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
   --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
   --dynamic-config-value system.enableEagerWorkflowStart=true ${TEMPORAL_EXTRA:-} >"$BENCH_DIR/temporal.log" 2>&1 &
