@@ -110,7 +110,7 @@ func TestEndToEnd_SearchAttributesWorkersProbe(t *testing.T) {
 }
 
 // On a server that never saw them, the attributes are usable on an eager start the moment
-// RegisterSearchAttributes returns: listed is not enough, each service of the server caches them.
+// RegisterSearchAttributes returns: listed is not enough, the server caches a namespace's attributes.
 func TestRegisterSearchAttributes_UsableOnAFreshServer(t *testing.T) {
 	srv := startSecondTemporal(t, 0)
 	t.Cleanup(func() { _ = srv.Stop() })
