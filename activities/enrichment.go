@@ -128,20 +128,18 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 			refused[c.ProviderName] = c.Open() && !c.Due
 		}
 	}
-	// First each (target, provider) pair is decided as far as it can be without the cache; the cache
-	// is then read for every pair left in one query (none for a test or SkipCache); then the pairs
-	// are planned in order.
+	// Each (target, provider) pair that needs neither a call nor the cache is decided at once; the
+	// cache is then read for every pair left in one query (none for a test or SkipCache).
 	type pair struct {
-		ti   int
-		p    store.EnrichmentProvider
-		done *store.EnrichmentResult // decided without a call or the cache
+		ti int
+		p  store.EnrichmentProvider
 	}
-	var pairs []pair
+	var pending []pair
 	var keys []store.CacheKey
 	useCache := !in.Test && !in.SkipCache
 	for ti, t := range plan.Targets {
 		for _, p := range providers {
-			decided := func(r store.EnrichmentResult) { pairs = append(pairs, pair{ti: ti, p: p, done: &r}) }
+			decided := func(r store.EnrichmentResult) { plan.Done = append(plan.Done, Outcome{Target: ti, Result: r}) }
 			if !p.Supports(t.Type) {
 				if in.Test {
 					decided(enrichFailedResult(p.ProviderName, fmt.Sprintf("provider %s does not support indicator type %s", p.ProviderName, t.Type)))
@@ -166,19 +164,15 @@ func (a *Activities) EnrichPlan(ctx context.Context, in EnrichPlanInput) (Enrich
 			if useCache {
 				keys = append(keys, store.CacheKey{Provider: p.ProviderName, Type: t.Type, Value: t.Value})
 			}
-			pairs = append(pairs, pair{ti: ti, p: p})
+			pending = append(pending, pair{ti: ti, p: p})
 		}
 	}
 	hits, err := d.Store.GetCachedResults(ctx, keys)
 	if err != nil {
 		return EnrichPlan{}, fmt.Errorf("enrich plan: %w", err)
 	}
-	for _, pr := range pairs {
+	for _, pr := range pending {
 		t, p := plan.Targets[pr.ti], pr.p
-		if pr.done != nil {
-			plan.Done = append(plan.Done, Outcome{Target: pr.ti, Result: *pr.done})
-			continue
-		}
 		if hit, ok := hits[store.CacheKey{Provider: p.ProviderName, Type: t.Type, Value: t.Value}]; ok {
 			if r, err := store.EnrichmentResultFromMap(hit.Result); err == nil {
 				r.Provider, r.CacheHit, r.RawResponse, r.DurationMS = p.ProviderName, true, nil, 0
