@@ -7,7 +7,7 @@ package activities
 import (
 	"log/slog"
 
-	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 )
 
 // Activities carries what the activities need; cmd/ builds one per worker process.

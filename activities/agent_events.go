@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
-	"github.com/vigil-soc/vigil/agents"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/targeting"
 )
 
 // ErrTypeAgentNotDeliverable marks a delivery that cannot be attempted (the agent's secret cannot be

@@ -15,10 +15,10 @@ import (
 	"github.com/google/uuid"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/netguard"
-	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 )
 

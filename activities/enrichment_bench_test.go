@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 )
 
 // memDoer answers every request with the same JSON body, without a network.

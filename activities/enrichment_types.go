@@ -3,7 +3,7 @@ package activities
 import (
 	"time"
 
-	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
-	"github.com/vigil-soc/vigil/approvals"
+	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/store"
 )
 

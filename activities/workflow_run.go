@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -10,10 +10,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/agents"
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/validate"
 )
 
 // AgentService is what the agent routes call (agents.Service); the rules live there.

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/agents"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/kit/webhooks"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/webhooks"
 )
 
 // An approved gated run raises approval.requested, approval.decided and workflow_run.completed, in

@@ -15,13 +15,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/agents"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/netguard"
-	"github.com/vigil-soc/vigil/netguard/netguardtest"
-	"github.com/vigil-soc/vigil/secretbox"
-	"github.com/vigil-soc/vigil/webhooks"
-	"github.com/vigil-soc/vigil/webhooks/webhookstest"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/netguard/netguardtest"
+	"github.com/vigil-soc/vigil/kit/secretbox"
+	"github.com/vigil-soc/vigil/kit/webhooks"
+	"github.com/vigil-soc/vigil/kit/webhooks/webhookstest"
 )
 
 // receiver is an agent's webhook endpoint on loopback that records what it received.

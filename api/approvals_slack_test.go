@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/approvals"
+	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/store"
 )
 

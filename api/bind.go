@@ -17,10 +17,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/severity"
+	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/validate"
 )
 
 // Request types are plain structs. The binder decodes them field by field so that every problem of a

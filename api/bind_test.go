@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/validate"
+	"github.com/vigil-soc/vigil/kit/validate"
 )
 
 type bindItem struct {

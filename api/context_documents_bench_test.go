@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/targeting"
 )
 
 // benchGet times sequential authenticated GETs of url and reports percentiles.

@@ -15,9 +15,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/targeting"
 )
 
 func createDoc(t *testing.T, ts *testServer, key string, body any) map[string]any {

@@ -13,8 +13,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/approvals"
-	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/domain/approvals"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/store"
 )
 

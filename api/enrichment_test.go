@@ -12,10 +12,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/builtins"
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/builtins"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/builtins"
 )
 
 func TestIndicatorsAPI(t *testing.T) {

@@ -10,10 +10,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/ingest"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/ingest"
+	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/validate"
 )
 
 // IngestStore is what ingestion needs (ingest.Store).

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/auth"
 )
 
 // BenchmarkIngestGeneric measures POST /v1/ingest/generic → 202 through the real HTTP stack (loopback

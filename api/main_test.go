@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/severity"
 )
 
 // TestOpenAPIEnumsEqualTheirOwners: every enum of the document that is one of the shared vocabularies

@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 
-	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 )
 
 // RateLimiter counts requests per bucket in fixed one-minute windows.

@@ -12,13 +12,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/alerts"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/ingest"
-	"github.com/vigil-soc/vigil/responses"
-	"github.com/vigil-soc/vigil/secretbox"
-	"github.com/vigil-soc/vigil/sources"
+	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/ingest"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/secretbox"
+	"github.com/vigil-soc/vigil/kit/sources"
 )
 
 // Config holds the API's settings.

@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/builtins"
-	"github.com/vigil-soc/vigil/ingest"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/store"
 )
 

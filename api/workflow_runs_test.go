@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/builtins"
-	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 // recordRunHistory, when set, makes TestRunAgentHeldAtGateApprovedRunsOnce write the history of

@@ -13,11 +13,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/validate"
 )
 
 // WorkflowStore is what the workflow, run, approval and secret routes need, including what the

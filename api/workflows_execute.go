@@ -9,9 +9,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/responses"
-	"github.com/vigil-soc/vigil/validate"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/validate"
 )
 
 // WorkflowRunSignaler tells a run's Temporal workflow to re-read its decision (temporal.RunSignaler).

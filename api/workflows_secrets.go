@@ -6,10 +6,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/validate"
 )
 
 func (s *Server) workflowSecretRoutes() {

@@ -25,9 +25,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/yuin/goldmark"
 
-	"github.com/vigil-soc/vigil/alerts"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/validate"
+	"github.com/vigil-soc/vigil/kit/validate"
 )
 
 // argKind is the JSON type of a tool argument.

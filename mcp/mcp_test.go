@@ -19,13 +19,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/alerts"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/builtins"
-	"github.com/vigil-soc/vigil/ratelimit"
-	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -21,11 +21,11 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/enrichment"
-	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
+	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/targeting"
 )
 
 // Authenticator resolves a bearer key (implemented by *auth.Authenticator, shared with the API).

@@ -8,13 +8,13 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/vigil-soc/vigil/alerts"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/enrichment"
-	"github.com/vigil-soc/vigil/indicators"
-	"github.com/vigil-soc/vigil/responses"
+	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/validate"
 )
 
 // AlertService is the rules of working an alert (alerts.Service): the write tools call it, as the

@@ -11,7 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
 // AlertDetail is an alert with everything its detail view shows (API.md §3 GET /v1/alerts/{uuid}):

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
-	"github.com/vigil-soc/vigil/targeting"
+	"github.com/vigil-soc/vigil/kit/targeting"
 )
 
 // ContextDocument is a runbook, IR plan, SOP, playbook, detection guide or other document shown with

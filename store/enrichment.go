@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
-	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
 // FieldExtraction copies one field of a provider's response into the extracted map of an

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
 // IndicatorMapping is one pass-2/pass-3 extraction rule (API.md §4). System rows are seeded from the

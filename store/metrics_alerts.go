@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/kit/severity"
 )
 
 // activeAlert is the condition of an active alert (any status but Closed): alert_is_active, a SQL

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-	"github.com/vigil-soc/vigil/severity"
+	"github.com/vigil-soc/vigil/kit/severity"
 )
 
 func runStatuses() []string {

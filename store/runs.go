@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
-	"github.com/vigil-soc/vigil/temporal/ids"
+	"github.com/vigil-soc/vigil/kit/ids"
 )
 
 // WorkflowRun is one execution of a workflow version against one indicator.

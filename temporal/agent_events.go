@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/temporal/ids"
+	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/workflows"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/agents"
-	"github.com/vigil-soc/vigil/webhooks"
-	"github.com/vigil-soc/vigil/webhooks/webhookstest"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/kit/webhooks"
+	"github.com/vigil-soc/vigil/kit/webhooks/webhookstest"
 )
 
 // delivered is one request an agent received, decoded.

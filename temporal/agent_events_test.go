@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/agents"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/kit/ids"
+	"github.com/vigil-soc/vigil/kit/webhooks"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
-	"github.com/vigil-soc/vigil/temporal/ids"
-	"github.com/vigil-soc/vigil/webhooks"
 	"github.com/vigil-soc/vigil/workflows"
 )
 

@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/vigil-soc/vigil/devstack"
+	wfids "github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
-	wfids "github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // startSecondTemporal starts a dev server of the test's own on port (0: a free one), e.g. the

@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/httpsteps"
-	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/ids"
+	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/workflows"
 )
 

@@ -19,13 +19,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/builtins"
-	"github.com/vigil-soc/vigil/netguard"
-	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/kit/ids"
+	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
-	"github.com/vigil-soc/vigil/temporal/ids"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 // enrichEnv is the per-binary enrichment harness: the real store, a real worker polling the

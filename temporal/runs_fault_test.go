@@ -18,12 +18,12 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/api"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/netguard"
-	"github.com/vigil-soc/vigil/ratelimit"
+	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 // Issue 11 "What it must show": Temporal unreachable when a workflow is executed → 202 with the run

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/vigil-soc/vigil/temporal/ids"
+	"github.com/vigil-soc/vigil/kit/ids"
 )
 
 // SearchAttributeNames lists the names RegisterSearchAttributes makes sure exist.

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/temporal/ids"
 	"github.com/vigil-soc/vigil/workflows"
 )
 

@@ -16,9 +16,9 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/temporal"
-	"github.com/vigil-soc/vigil/temporal/ids"
-	"github.com/vigil-soc/vigil/testenv"
 	"github.com/vigil-soc/vigil/workflows"
 )
 

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // PipelineSearchAttributeNames lists the search attributes of AlertPipeline.

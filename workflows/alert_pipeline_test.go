@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/indicators"
+	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/workflows"
 )

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/httpsteps"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/workflows"
 )

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/temporal/ids"
 )
 
 // SignalRunUpdate tells a WorkflowRun to re-read its run from Postgres: an approval decision or a

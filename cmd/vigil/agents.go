@@ -1,9 +1,9 @@
 package main
 
 import (
-	"github.com/vigil-soc/vigil/agents"
-	"github.com/vigil-soc/vigil/netguard"
-	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun/driver/pgdriver"
 
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 // consoleBenchAlerts is how many alerts BenchmarkConsolePages reads among (issue 18: 100 000).

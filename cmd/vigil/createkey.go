@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/api"
-	"github.com/vigil-soc/vigil/auth"
+	"github.com/vigil-soc/vigil/domain/auth"
 )
 
 // runCreateAPIKey creates a key (migrating an empty database first) and prints the plaintext once.

@@ -85,9 +85,9 @@ func TestDeployFiles(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &dash))
 	require.NotEmpty(t, dash.Panels)
 	exported := map[string]bool{}
-	src, err := os.ReadFile("../../metrics/api.go")
+	src, err := os.ReadFile("../../kit/metrics/api.go")
 	require.NoError(t, err)
-	store, err := os.ReadFile("../../metrics/store.go")
+	store, err := os.ReadFile("../../kit/metrics/store.go")
 	require.NoError(t, err)
 	for _, m := range regexp.MustCompile(`"(vigil_[a-z_]+)"`).FindAllStringSubmatch(string(src)+string(store), -1) {
 		exported[m[1]] = true

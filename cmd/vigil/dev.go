@@ -18,9 +18,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vigil-soc/vigil/api"
-	"github.com/vigil-soc/vigil/auth"
 	"github.com/vigil-soc/vigil/devstack"
-	"github.com/vigil-soc/vigil/metrics"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 )

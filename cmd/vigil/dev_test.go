@@ -21,8 +21,8 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 // devProc is a `vigil dev` process started by a test.

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 // devCheckout makes a throw-away checkout (a go.mod at its root) with a `vigil dev` cluster in

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/builtins"
-	"github.com/vigil-soc/vigil/netguard"
-	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 )
 

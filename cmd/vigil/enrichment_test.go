@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/testenv"
+	"github.com/vigil-soc/vigil/devstack/testenv"
 )
 
 func TestOpenSecretBox(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/testenv"
+	"github.com/vigil-soc/vigil/devstack/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

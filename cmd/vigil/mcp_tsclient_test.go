@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/testenv"
+	"github.com/vigil-soc/vigil/devstack/testenv"
 )
 
 // startAPIAndMCP runs `vigil api` and `vigil mcp` through run() on the package's database until the

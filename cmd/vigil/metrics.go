@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/vigil-soc/vigil/metrics"
+	"github.com/vigil-soc/vigil/kit/metrics"
 )
 
 // processMetrics is one process's Prometheus registry (under `vigil dev` the api and the worker

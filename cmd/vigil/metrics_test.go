@@ -34,8 +34,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/temporal"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 func TestMetricsAndTemporalConfig(t *testing.T) {

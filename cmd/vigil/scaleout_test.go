@@ -24,8 +24,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/store"
-	"github.com/vigil-soc/vigil/testenv"
 )
 
 // The scale-out harness (issue 17): the real `vigil` binary, built once, runs as two `vigil api` and

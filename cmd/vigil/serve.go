@@ -13,18 +13,18 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vigil-soc/vigil/activities"
-	"github.com/vigil-soc/vigil/agents"
-	"github.com/vigil-soc/vigil/alerts"
 	"github.com/vigil-soc/vigil/api"
-	"github.com/vigil-soc/vigil/auth"
-	"github.com/vigil-soc/vigil/builtins"
 	"github.com/vigil-soc/vigil/console"
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/metrics"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
+	"github.com/vigil-soc/vigil/kit/secretbox"
+	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/mcp"
-	"github.com/vigil-soc/vigil/metrics"
-	"github.com/vigil-soc/vigil/ratelimit"
-	"github.com/vigil-soc/vigil/responses"
-	"github.com/vigil-soc/vigil/secretbox"
-	"github.com/vigil-soc/vigil/sources"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 )
@@ -83,7 +83,7 @@ func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logge
 // serveAPI runs the API on ln until ctx ends (shared by `api` and `dev`); it also runs fd's key-usage
 // writer. Its metrics go to reg.
 func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener, reg prometheus.Registerer) error {
-	reg.MustRegister(metrics.NewQueueCollector(st, st, metrics.DefaultQueryTimeout, log))
+	reg.MustRegister(metrics.NewQueueCollector(outboxStats{st}, st, metrics.DefaultQueryTimeout, log))
 	authn, limiter := fd.authn, fd.limiter
 	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	apiCfg, apiDeps := api.Config{
@@ -228,7 +228,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	if err := temporal.RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	reg.MustRegister(metrics.NewInFlightCollector(st, cfg.PipelineMaxFlight, metrics.DefaultQueryTimeout, log))
+	reg.MustRegister(metrics.NewInFlightCollector(outboxStats{st}, cfg.PipelineMaxFlight, metrics.DefaultQueryTimeout, log))
 	acts := &activities.Activities{Log: log}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
@@ -310,4 +310,12 @@ func newConsole(cfg config, st *store.Store, box *secretbox.Box, authn *auth.Aut
 		deps.Box = box
 	}
 	return console.New(deps)
+}
+
+// outboxStats reads the outbox for the metrics collectors (the kit imports no store).
+type outboxStats struct{ st *store.Store }
+
+func (o outboxStats) OutboxStats(ctx context.Context) (metrics.OutboxStats, error) {
+	s, err := o.st.OutboxStats(ctx)
+	return metrics.OutboxStats(s), err
 }

@@ -7,9 +7,9 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/api"
-	"github.com/vigil-soc/vigil/approvals"
-	"github.com/vigil-soc/vigil/netguard"
-	"github.com/vigil-soc/vigil/secretbox"
+	"github.com/vigil-soc/vigil/domain/approvals"
+	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 )

@@ -14,9 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/approvals"
-	"github.com/vigil-soc/vigil/testenv"
-	"github.com/vigil-soc/vigil/webhooks"
+	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/approvals"
+	"github.com/vigil-soc/vigil/kit/webhooks"
 )
 
 func TestApprovalConfig(t *testing.T) {

@@ -1,0 +1,227 @@
+package alerts
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/severity"
+	"github.com/vigil-soc/vigil/kit/validate"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// Tag limits of a PATCH (API.md §3).
+const (
+	MaxTags      = 50
+	MaxTagLength = 100 // characters
+)
+
+// Malice override sources: who set an alert's malice_override.
+const (
+	OverrideByAnalyst = "analyst"
+	OverrideByAgent   = "agent"
+)
+
+// Patch is an alert update. A nil field leaves the alert's value unchanged; Tags nil leaves the tags,
+// a non-nil Tags replaces them (blank and repeated tags are dropped).
+type Patch struct {
+	Status              *string
+	Severity            *string
+	CloseClassification *string
+	Tags                *[]string
+	MaliceOverride      *string
+	ResetMaliceOverride bool
+}
+
+// Validate checks the rules that do not need the stored alert. Locations are the field names.
+func (p Patch) Validate() validate.Errors {
+	var errs validate.Errors
+	enum := func(loc string, v *string, allowed []string) {
+		if v != nil && !slices.Contains(allowed, *v) {
+			errs.AddCtx([]any{loc}, validate.TypeEnum, "Input should be one of: "+strings.Join(allowed, ", ")+".", *v,
+				map[string]any{"expected": allowed})
+		}
+	}
+	enum("status", p.Status, store.AlertStatuses())
+	enum("severity", p.Severity, severity.Names())
+	enum("close_classification", p.CloseClassification, store.CloseClassifications())
+	enum("malice_override", p.MaliceOverride, indicators.MaliceNames())
+	if len(errs) > 0 {
+		return errs
+	}
+	if p.Status != nil && *p.Status == store.StatusClosed && p.CloseClassification == nil {
+		errs.Add([]any{"close_classification"}, validate.TypeMissing, "close_classification is required when status is Closed.", nil)
+	}
+	if p.ResetMaliceOverride && p.MaliceOverride != nil {
+		errs.Add([]any{"reset_malice_override"}, validate.TypeValue, "reset_malice_override cannot be combined with malice_override.", true)
+	}
+	if p.Tags != nil {
+		if n := len(*p.Tags); n > MaxTags {
+			errs.AddCtx([]any{"tags"}, validate.TypeTooLong, "List should have at most 50 item(s).", nil, map[string]any{"max_length": MaxTags})
+		}
+		for i, t := range *p.Tags {
+			if strings.TrimSpace(t) == "" {
+				errs.Add([]any{"tags", i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
+			}
+			if strings.IndexByte(t, 0) >= 0 {
+				errs.Add([]any{"tags", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+			}
+			if n := len([]rune(t)); n > MaxTagLength {
+				errs.AddCtx([]any{"tags", i}, validate.TypeStringTooLong, "String should have at most 100 character(s).",
+					validate.Truncate(t), map[string]any{"max_length": MaxTagLength})
+			}
+		}
+	}
+	return errs
+}
+
+// Patch applies p to the alert id as actor: the alert is locked, Decide computes the change, and the
+// columns and activity events are written in one transaction. A rule broken by p is validate.Errors
+// (relative to p's fields; a refused transition has type "invalid_transition"); a missing alert is
+// store.ErrNotFound.
+func (s *Service) Patch(ctx context.Context, id uuid.UUID, p Patch, actor store.Actor) (store.Alert, error) {
+	if errs := p.Validate(); len(errs) > 0 {
+		return store.Alert{}, errs
+	}
+	return s.store.PatchAlert(ctx, id, func(a *store.Alert, now time.Time) (store.AlertChange, error) {
+		return Decide(p, actor, a, now)
+	})
+}
+
+// Decide applies p (already validated) to a, the locked alert, at now and returns the change: the
+// columns written and the activity events, each carrying actor. It refuses a move outside the
+// transition graph and a close_classification on an alert that is not, and does not become, Closed.
+//
+// The rules (API.md §3): acknowledged_at is set on the first move away from Open, triaged_at on the
+// first move to Triaging, closed_at and close_classification on each close; reopening clears both. A
+// new close_classification on a Closed alert reclassifies it. A malice override records its source,
+// agent for agent keys and analyst otherwise; a reset clears override, source and time.
+func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.AlertChange, error) {
+	var ch store.AlertChange
+	event := func(typ string, refs map[string]any) {
+		ch.Events = append(ch.Events, actor.Event(typ, refs))
+	}
+	from := a.Status
+	to := from
+	if p.Status != nil {
+		to = *p.Status
+	}
+	if !CanTransition(from, to) {
+		var errs validate.Errors
+		errs.AddCtx([]any{"status"}, "invalid_transition", "Cannot move an alert from "+from+" to "+to+".", to,
+			map[string]any{"from": from, "to": to, "allowed": Transitions(from)})
+		return ch, errs
+	}
+	if p.CloseClassification != nil && to != store.StatusClosed {
+		var errs validate.Errors
+		errs.AddCtx([]any{"close_classification"}, validate.TypeValue,
+			"close_classification is accepted only when the alert is or becomes Closed.", *p.CloseClassification,
+			map[string]any{"status": to})
+		return ch, errs
+	}
+	if to != from {
+		a.Status = to
+		ch.Columns = append(ch.Columns, "status")
+		if from == store.StatusOpen && a.AcknowledgedAt == nil {
+			a.AcknowledgedAt = &now
+			ch.Columns = append(ch.Columns, "acknowledged_at")
+		}
+		if to == store.StatusTriaging && a.TriagedAt == nil {
+			a.TriagedAt = &now
+			ch.Columns = append(ch.Columns, "triaged_at")
+		}
+		refs := map[string]any{"from": from, "to": to}
+		switch {
+		case to == store.StatusClosed:
+			a.ClosedAt = &now
+			a.CloseClassification = p.CloseClassification
+			ch.Columns = append(ch.Columns, "closed_at", "close_classification")
+			refs["close_classification"] = *p.CloseClassification
+			event("alert_closed", refs)
+		case from == store.StatusClosed:
+			refs["previous_close_classification"] = strOr(a.CloseClassification)
+			a.ClosedAt, a.CloseClassification = nil, nil
+			ch.Columns = append(ch.Columns, "closed_at", "close_classification")
+			event("alert_reopened", refs)
+		default:
+			event("alert_status_updated", refs)
+		}
+	} else if p.CloseClassification != nil && (a.CloseClassification == nil || *a.CloseClassification != *p.CloseClassification) {
+		// Reclassifying a closed alert.
+		event("alert_status_updated", map[string]any{"from": from, "to": to,
+			"close_classification": map[string]any{"from": strOr(a.CloseClassification), "to": *p.CloseClassification}})
+		a.CloseClassification = p.CloseClassification
+		ch.Columns = append(ch.Columns, "close_classification")
+	}
+	if p.Severity != nil && *p.Severity != a.Severity {
+		event("alert_severity_updated", map[string]any{"from": a.Severity, "to": *p.Severity})
+		a.Severity = *p.Severity
+		ch.Columns = append(ch.Columns, "severity")
+	}
+	if p.Tags != nil {
+		tags := CleanTags(*p.Tags)
+		if !slices.Equal(tags, a.Tags) {
+			event("alert_tags_updated", map[string]any{"from": a.Tags, "to": tags})
+			a.Tags = tags
+			ch.Columns = append(ch.Columns, "tags")
+		}
+	}
+	switch {
+	case p.MaliceOverride != nil:
+		src := OverrideByAnalyst
+		if actor.Agent {
+			src = OverrideByAgent
+		}
+		if a.MaliceOverride == nil || *a.MaliceOverride != *p.MaliceOverride || a.MaliceOverrideSource == nil || *a.MaliceOverrideSource != src {
+			event("alert_malice_updated", map[string]any{"from": strOr(a.MaliceOverride), "to": *p.MaliceOverride, "source": src})
+			a.MaliceOverride, a.MaliceOverrideSource, a.MaliceOverrideAt = p.MaliceOverride, &src, &now
+			ch.Columns = append(ch.Columns, "malice_override", "malice_override_source", "malice_override_at")
+		}
+	case p.ResetMaliceOverride && a.MaliceOverride != nil:
+		event("alert_malice_updated", map[string]any{"from": *a.MaliceOverride, "to": nil, "reset": true})
+		a.MaliceOverride, a.MaliceOverrideSource, a.MaliceOverrideAt = nil, nil, nil
+		ch.Columns = append(ch.Columns, "malice_override", "malice_override_source", "malice_override_at")
+	}
+	ch.Updated = agentFacts(ch.Events, actor)
+	return ch, nil
+}
+
+// agentFacts are the facts of the alert.updated event a change raises (API.md §9: a change of
+// status, close classification, severity or malice; tags alone raise none): each change's activity
+// event type and references, and who made it. nil when nothing agents hear of changed.
+func agentFacts(events []store.ActivityEvent, actor store.Actor) map[string]any {
+	var changes []map[string]any
+	for _, e := range events {
+		if e.EventType == "alert_tags_updated" {
+			continue
+		}
+		changes = append(changes, map[string]any{"change": e.EventType, "details": e.References})
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	return map[string]any{"changes": changes, "actor": map[string]any{"type": actor.Type, "key_prefix": actor.KeyPrefixPtr(), "agent": actor.Agent}}
+}
+
+// CleanTags trims tags and drops blank and repeated ones, keeping the first occurrence's order.
+func CleanTags(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, t := range in {
+		t = strings.TrimSpace(t)
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func strOr(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

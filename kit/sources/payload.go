@@ -1,0 +1,283 @@
+package sources
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/vigil-soc/vigil/kit/fieldpath"
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/validate"
+)
+
+// loc turns a dot path into a validation location: "properties.title" → ["properties","title"].
+func loc(path string) []any {
+	parts := strings.Split(path, ".")
+	out := make([]any, len(parts))
+	for i, p := range parts {
+		out[i] = p
+	}
+	return out
+}
+
+// lookup returns the first non-null value at path (flat dotted keys and nested objects alike).
+func lookup(root any, path string) (any, bool) {
+	v, ok := fieldpath.First(root, path)
+	if !ok || v == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// requiredString reads a required, non-blank string at path, recording a validation error otherwise.
+func requiredString(root any, path string, errs *validate.Errors) string {
+	v, ok := lookup(root, path)
+	if !ok {
+		errs.Add(loc(path), validate.TypeMissing, "field required", nil)
+		return ""
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		errs.Add(loc(path), validate.TypeString, "must be a string", nil)
+		return ""
+	}
+	if strings.TrimSpace(s) == "" {
+		errs.Add(loc(path), validate.TypeStringTooShort, "must not be blank", s)
+		return ""
+	}
+	return s
+}
+
+// optString reads a string at path; absent values and values of another kind yield "". Numbers are
+// rendered as text (sources disagree on whether ids and levels are numbers or strings).
+func optString(root any, path string) string {
+	v, ok := lookup(root, path)
+	if !ok {
+		return ""
+	}
+	s, _ := scalarText(v)
+	return strings.TrimSpace(s)
+}
+
+// firstString returns the first non-empty optString among paths, and the path it came from.
+func firstString(root any, paths ...string) (string, string) {
+	for _, p := range paths {
+		if s := optString(root, p); s != "" {
+			return s, p
+		}
+	}
+	return "", ""
+}
+
+// scalarText renders a string or a finite JSON number as text.
+func scalarText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "", false
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case json.Number:
+		return x.String(), true
+	}
+	return "", false
+}
+
+// stringsOf returns the non-empty strings in v: v itself when it is a string or number, the string and
+// number elements when it is an array (one level). At most maxValuesPerField values are returned.
+func stringsOf(v any) []string {
+	var out []string
+	add := func(x any) {
+		if s, ok := scalarText(x); ok {
+			if s = strings.TrimSpace(s); s != "" && len(out) < maxValuesPerField {
+				out = append(out, s)
+			}
+		}
+	}
+	if arr, ok := v.([]any); ok {
+		for _, e := range arr {
+			add(e)
+		}
+		return out
+	}
+	add(v)
+	return out
+}
+
+// stringsAt returns stringsOf the values at path (path may fan out with "*").
+func stringsAt(root any, path string) []string {
+	var out []string
+	for _, v := range fieldpath.Get(root, path) {
+		out = append(out, stringsOf(v)...)
+		if len(out) >= maxValuesPerField {
+			return out[:maxValuesPerField]
+		}
+	}
+	return out
+}
+
+// parseTime reads a timestamp: an RFC 3339 string (with offset) or, when epochOK, epoch seconds as a
+// number or numeric string. It reports false for anything else, including out-of-range epochs.
+func parseTime(v any, epochOK bool) (time.Time, bool) {
+	switch x := v.(type) {
+	case string:
+		s := strings.TrimSpace(x)
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t.UTC(), true
+		}
+		if !epochOK {
+			return time.Time{}, false
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		return epoch(f)
+	case float64:
+		if !epochOK {
+			return time.Time{}, false
+		}
+		return epoch(x)
+	}
+	return time.Time{}, false
+}
+
+// maxEpoch is 9999-12-31T23:59:59Z.
+const maxEpoch = 253402300799
+
+func epoch(f float64) (time.Time, bool) {
+	if math.IsNaN(f) || f < 0 || f > maxEpoch {
+		return time.Time{}, false
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC(), true
+}
+
+// firstTime returns the first parsable timestamp among paths.
+func firstTime(root any, epochOK bool, paths ...string) time.Time {
+	for _, p := range paths {
+		if v, ok := lookup(root, p); ok {
+			if t, ok := parseTime(v, epochOK); ok {
+				return t
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// truncateRunes cuts s to at most n characters.
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n])
+}
+
+// cleanTitle trims and caps a title, replacing control characters (newlines included) with spaces.
+func cleanTitle(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return truncateRunes(strings.TrimSpace(s), MaxTitleLen)
+}
+
+// cleanDescription trims and caps a description.
+func cleanDescription(s string) string {
+	return truncateRunes(strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD")), MaxDescriptionLen)
+}
+
+// cleanTags trims, drops blanks and repeats, caps each tag at MaxTagLen and the list at MaxTags. The
+// result is never nil.
+func cleanTags(in []string) []string {
+	out := []string{}
+	seen := map[string]struct{}{}
+	for _, t := range in {
+		t = truncateRunes(cleanTitle(t), MaxTagLen)
+		if t == "" {
+			continue
+		}
+		if _, ok := seen[t]; ok {
+			continue
+		}
+		seen[t] = struct{}{}
+		out = append(out, t)
+		if len(out) == MaxTags {
+			break
+		}
+	}
+	return out
+}
+
+// collector accumulates normalized fields and pass-1 indicator candidates.
+type collector struct {
+	fields map[string]any
+	inds   []indicators.Indicator
+}
+
+func newCollector() *collector {
+	return &collector{fields: map[string]any{}, inds: []indicators.Indicator{}}
+}
+
+// field appends values to a normalized field (string for one value, []string for several).
+func (c *collector) field(name string, vals ...string) {
+	var all []string
+	switch cur := c.fields[name].(type) {
+	case string:
+		all = append(all, cur)
+	case []string:
+		all = append(all, cur...)
+	}
+	for _, v := range vals {
+		if v = strings.TrimSpace(v); v == "" || contains(all, v) || len(all) >= maxValuesPerField {
+			continue
+		}
+		all = append(all, v)
+	}
+	switch len(all) {
+	case 0:
+	case 1:
+		c.fields[name] = all[0]
+	default:
+		c.fields[name] = all
+	}
+}
+
+// indicator adds pass-1 candidates of type t.
+func (c *collector) indicator(t indicators.Type, vals ...string) {
+	for _, v := range vals {
+		if v = strings.TrimSpace(v); v != "" {
+			c.inds = append(c.inds, indicators.Indicator{Type: t, Value: v})
+		}
+	}
+}
+
+// both records vals as a normalized field and as pass-1 candidates of type t.
+func (c *collector) both(name string, t indicators.Type, vals ...string) {
+	c.field(name, vals...)
+	c.indicator(t, vals...)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// isIP reports whether s parses as an IP address.
+func isIP(s string) bool {
+	_, err := indicators.Normalize(indicators.TypeIP, s)
+	return err == nil
+}

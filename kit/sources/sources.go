@@ -1,0 +1,213 @@
+// Package sources holds the source plugins: one per alerting system Vigil ingests from (Microsoft
+// Sentinel, Elastic Security, Splunk, and a generic JSON shape). A plugin turns a source's raw webhook
+// payload into a Normalized alert with pass-1 indicators; this package also verifies webhook
+// signatures, applies a source integration's severity overrides and computes the dedup fingerprint.
+//
+// Everything here is pure: no database, no HTTP server.
+package sources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/severity"
+	"github.com/vigil-soc/vigil/kit/validate"
+)
+
+// Source names of the built-in plugins.
+const (
+	SourceSentinel = "sentinel"
+	SourceElastic  = "elastic"
+	SourceSplunk   = "splunk"
+	SourceGeneric  = "generic"
+)
+
+// Limits applied while normalizing.
+const (
+	MaxTitleLen       = 500     // characters; longer titles are truncated
+	MaxDescriptionLen = 100_000 // characters; longer descriptions are truncated
+	MaxTags           = 50      // further tags are dropped
+	MaxTagLen         = 100     // characters; longer tags are truncated
+	// maxValuesPerField bounds how many values one payload field contributes (fields may be arrays).
+	maxValuesPerField = 100
+	// maxEntities bounds how many Sentinel entities are read.
+	maxEntities = 1000
+)
+
+// Plugin normalizes the payloads of one alert source.
+type Plugin interface {
+	// Name is the source_name used in URLs (/v1/ingest/{name}) and stored on alerts.
+	Name() string
+	// DisplayName is the human name of the source.
+	DisplayName() string
+	// Documentation is markdown describing the payload shape and the signature header.
+	Documentation() string
+	// DefaultAuthType is the auth type a new source integration gets: AuthNone, AuthHMACSHA256 or
+	// AuthSharedToken.
+	DefaultAuthType() string
+	// SignatureHeader is the request header carrying the HMAC signature or the shared token.
+	SignatureHeader() string
+	// Normalize maps a decoded JSON object to a Normalized alert. Validation errors carry locations
+	// relative to the payload (e.g. ["properties","title"]); severity overrides are not applied here
+	// (see Normalize).
+	Normalize(payload map[string]any) (Normalized, validate.Errors)
+}
+
+// RuleRef identifies the detection rule in the source system that raised the alert.
+type RuleRef struct {
+	SourceRuleID string // stable id in the source; matched with source_name to a detection rule
+	Name         string // human name when the payload carries one; "" otherwise (use SourceRuleID)
+}
+
+// Normalized is a source payload mapped onto Vigil's alert fields.
+type Normalized struct {
+	Title          string
+	Severity       Severity
+	SourceSeverity string    // the source's own severity value as text ("" when absent); override key
+	OccurredAt     time.Time // UTC; zero when the payload has no usable timestamp (caller uses now)
+	Description    string
+	Tags           []string // never nil
+	RuleRef        *RuleRef // nil when the payload names no rule
+	// Fields are the normalized fields pass 2 reads (indicators.Field* names). Each value is a string,
+	// or a []string when the payload had several values. Absent fields are not set.
+	Fields map[string]any
+	// Indicators are the plugin's own (pass-1) candidates, not yet normalized: feed them to
+	// indicators.Extract, which normalizes them and records invalid ones.
+	Indicators []indicators.Indicator
+}
+
+// Normalize runs p over payload and then applies a source integration's severity overrides
+// (severity_mapping: source value → AlertSeverity), which take precedence over the plugin's default
+// mapping. overrides may be nil.
+func Normalize(p Plugin, payload map[string]any, overrides map[string]string) (Normalized, validate.Errors) {
+	n, errs := p.Normalize(payload)
+	if len(errs) > 0 {
+		return n, errs
+	}
+	return ApplySeverityOverrides(n, overrides), nil
+}
+
+// ApplySeverityOverrides returns n with Severity replaced when n.SourceSeverity matches a key of
+// overrides (trimmed, case-insensitive) whose value is a valid AlertSeverity. Invalid override values
+// are ignored (ValidateSeverityMapping rejects them on write).
+func ApplySeverityOverrides(n Normalized, overrides map[string]string) Normalized {
+	src := strings.TrimSpace(n.SourceSeverity)
+	if src == "" || len(overrides) == 0 {
+		return n
+	}
+	keys := make([]string, 0, len(overrides))
+	for k := range overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic when two keys differ only in case
+	for _, k := range keys {
+		if !strings.EqualFold(strings.TrimSpace(k), src) {
+			continue
+		}
+		if sev, err := severity.Parse(overrides[k]); err == nil {
+			n.Severity = sev
+			return n
+		}
+	}
+	return n
+}
+
+// ValidateSeverityMapping checks a source integration's severity_mapping: non-empty keys (≤ 100
+// characters), values that are AlertSeverity names. Locations are the mapping keys.
+func ValidateSeverityMapping(m map[string]string) validate.Errors {
+	var errs validate.Errors
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			errs.Add([]any{k}, validate.TypeStringTooShort, "source severity value must not be empty", k)
+			continue
+		}
+		if len([]rune(k)) > 100 {
+			errs.Add([]any{k}, validate.TypeStringTooLong, "source severity value must be at most 100 characters", k)
+		}
+		if _, err := severity.Parse(m[k]); err != nil {
+			errs.AddCtx([]any{k}, validate.TypeEnum, "must be an alert severity", m[k],
+				map[string]any{"allowed": severity.Levels()})
+		}
+	}
+	return errs
+}
+
+// Fingerprint is the dedup key of an alert: hex SHA-256 over the title, the source name and the sorted,
+// distinct "type:value" pairs of inds (pass-1 and pass-2 indicators, normalized; see
+// indicators.ExtractionResult.FingerprintIndicators). Each component is length-prefixed, so no choice of
+// title can collide with a different split of the same bytes.
+func Fingerprint(title, sourceName string, inds []indicators.Indicator) string {
+	keys := make([]string, 0, len(inds))
+	seen := make(map[string]struct{}, len(inds))
+	for _, ind := range inds {
+		k := ind.Key()
+		if _, ok := seen[k]; ok {
+			continue
+		}
+		seen[k] = struct{}{}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	write := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
+	write("vigil-fingerprint-v1")
+	write(title)
+	write(sourceName)
+	for _, k := range keys {
+		write(k)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Registry holds the known source plugins by name.
+type Registry struct {
+	plugins map[string]Plugin
+}
+
+// NewRegistry returns a registry with the four built-in plugins: sentinel, elastic, splunk, generic.
+func NewRegistry() *Registry {
+	r := &Registry{plugins: make(map[string]Plugin)}
+	for _, p := range []Plugin{Sentinel{}, Elastic{}, Splunk{}, Generic{}} {
+		r.plugins[p.Name()] = p
+	}
+	return r
+}
+
+// Add registers another plugin; a name already taken is an error.
+func (r *Registry) Add(p Plugin) error {
+	name := p.Name()
+	if name == "" {
+		return fmt.Errorf("add source plugin: empty name")
+	}
+	if _, ok := r.plugins[name]; ok {
+		return fmt.Errorf("add source plugin %q: name already registered", name)
+	}
+	r.plugins[name] = p
+	return nil
+}
+
+// Get returns the plugin named name.
+func (r *Registry) Get(name string) (Plugin, bool) {
+	p, ok := r.plugins[name]
+	return p, ok
+}
+
+// All returns every plugin sorted by name.
+func (r *Registry) All() []Plugin {
+	out := make([]Plugin, 0, len(r.plugins))
+	for _, p := range r.plugins {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}

@@ -1,0 +1,519 @@
+package sources
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/validate"
+)
+
+func decode(t testing.TB, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(s), &m))
+	return m
+}
+
+func TestRegistry(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	var names []string
+	for _, p := range r.All() {
+		names = append(names, p.Name())
+		require.NotEmpty(t, p.DisplayName())
+		require.Contains(t, p.Documentation(), p.SignatureHeader())
+		require.Contains(t, AuthTypes(), p.DefaultAuthType())
+		require.True(t, strings.HasPrefix(p.SignatureHeader(), "X-"))
+	}
+	require.Equal(t, []string{"elastic", "generic", "sentinel", "splunk"}, names)
+	p, ok := r.Get("sentinel")
+	require.True(t, ok)
+	require.Equal(t, "X-Sentinel-Signature", p.SignatureHeader())
+	_, ok = r.Get("Sentinel")
+	require.False(t, ok, "names are exact")
+	_, ok = r.Get("qradar")
+	require.False(t, ok)
+
+	require.Error(t, r.Add(Generic{}), "duplicate name")
+	require.NoError(t, r.Add(renamed{Generic{}, "custom"}))
+	require.Len(t, r.All(), 5)
+	require.Error(t, r.Add(renamed{Generic{}, ""}))
+}
+
+type renamed struct {
+	Generic
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
+func TestDefaultAuthAndHeaders(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	want := map[string][2]string{
+		"sentinel": {AuthHMACSHA256, "X-Sentinel-Signature"},
+		"elastic":  {AuthHMACSHA256, "X-Elastic-Signature"},
+		"splunk":   {AuthSharedToken, "X-Splunk-Webhook-Secret"},
+		"generic":  {AuthNone, "X-Vigil-Signature"},
+	}
+	for name, w := range want {
+		p, ok := r.Get(name)
+		require.True(t, ok)
+		require.Equal(t, w[0], p.DefaultAuthType(), name)
+		require.Equal(t, w[1], p.SignatureHeader(), name)
+	}
+}
+
+func TestVerifySignature(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"title":"x"}`)
+	const secret = "s3cr3t"
+	sig := hex.EncodeToString(SignHMAC(secret, body))
+	// Known-answer check so SignHMAC itself cannot silently drift.
+	require.Equal(t, "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8",
+		hex.EncodeToString(SignHMAC("key", []byte("The quick brown fox jumps over the lazy dog"))))
+
+	hdr := func(kv ...string) func(string) string {
+		h := http.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h.Get
+	}
+	const H = "X-Sentinel-Signature"
+	tests := []struct {
+		name     string
+		authType string
+		secret   string
+		headers  func(string) string
+		body     []byte
+		wantErr  error
+	}{
+		{"hmac ok", AuthHMACSHA256, secret, hdr(H, sig), body, nil},
+		{"hmac ok with prefix", AuthHMACSHA256, secret, hdr(H, "sha256="+sig), body, nil},
+		{"hmac ok upper-case hex and prefix", AuthHMACSHA256, secret, hdr(H, "SHA256="+strings.ToUpper(sig)), body, nil},
+		{"hmac header name case-insensitive", AuthHMACSHA256, secret, hdr("x-sentinel-signature", sig), body, nil},
+		{"hmac missing", AuthHMACSHA256, secret, hdr(), body, ErrInvalidSignature},
+		{"hmac wrong", AuthHMACSHA256, secret, hdr(H, hex.EncodeToString(SignHMAC("other", body))), body, ErrInvalidSignature},
+		{"hmac body changed", AuthHMACSHA256, secret, hdr(H, sig), []byte(`{"title":"y"}`), ErrInvalidSignature},
+		{"hmac not hex", AuthHMACSHA256, secret, hdr(H, "zz"+sig[2:]), body, ErrInvalidSignature},
+		{"hmac truncated", AuthHMACSHA256, secret, hdr(H, sig[:32]), body, ErrInvalidSignature},
+		{"hmac only prefix", AuthHMACSHA256, secret, hdr(H, "sha256="), body, ErrInvalidSignature},
+		{"hmac huge header", AuthHMACSHA256, secret, hdr(H, strings.Repeat("a", 5000)), body, ErrInvalidSignature},
+		{"hmac other header", AuthHMACSHA256, secret, hdr("X-Elastic-Signature", sig), body, ErrInvalidSignature},
+		{"hmac no secret configured fails closed", AuthHMACSHA256, "", hdr(), body, ErrMisconfigured},
+		{"token no secret configured fails closed", AuthSharedToken, "", hdr(H, ""), body, ErrMisconfigured},
+		{"none without secret accepts", AuthNone, "", hdr(), body, nil},
+		{"token ok", AuthSharedToken, secret, hdr(H, secret), body, nil},
+		{"token ok trimmed", AuthSharedToken, secret, hdr(H, " "+secret+" "), body, nil},
+		{"token wrong", AuthSharedToken, secret, hdr(H, secret+"x"), body, ErrInvalidSignature},
+		{"token is the hmac", AuthSharedToken, secret, hdr(H, sig), body, ErrInvalidSignature},
+		{"token missing", AuthSharedToken, secret, hdr(), body, ErrInvalidSignature},
+		{"none with a secret fails closed", AuthNone, secret, hdr(), body, ErrMisconfigured},
+		{"unknown auth type", "basic", secret, hdr(H, secret), body, ErrUnknownAuthType},
+		{"empty auth type", "", secret, hdr(H, secret), body, ErrUnknownAuthType},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := VerifySignature(tc.authType, H, tc.secret, tc.headers, tc.body)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.wantErr)
+			require.NotContains(t, err.Error(), secret, "errors must not leak the secret")
+		})
+	}
+}
+
+func FuzzVerifySignature(f *testing.F) {
+	f.Add("sha256=00", []byte("{}"), "k")
+	f.Add("", []byte(""), "")
+	f.Fuzz(func(t *testing.T, header string, body []byte, secret string) {
+		h := func(string) string { return header }
+		for _, at := range AuthTypes() {
+			err := VerifySignature(at, "X-Vigil-Signature", secret, h, body)
+			if err == nil && at != AuthNone && secret != "" {
+				// Accepted: the header must really be the HMAC or the token.
+				if at == AuthSharedToken {
+					require.Equal(t, secret, strings.TrimSpace(header))
+				} else {
+					got := strings.TrimSpace(header)
+					if len(got) > 7 && strings.EqualFold(got[:7], "sha256=") {
+						got = got[7:]
+					}
+					require.True(t, strings.EqualFold(hex.EncodeToString(SignHMAC(secret, body)), got))
+				}
+			}
+		}
+	})
+}
+
+func TestSeverityOverrides(t *testing.T) {
+	t.Parallel()
+	payload := decode(t, `{"properties": {"title": "t", "severity": "Medium"}}`)
+	n, errs := Normalize(Sentinel{}, payload, nil)
+	require.Empty(t, errs)
+	require.Equal(t, SeverityMedium, n.Severity)
+
+	n, errs = Normalize(Sentinel{}, payload, map[string]string{" medium ": "Critical"})
+	require.Empty(t, errs)
+	require.Equal(t, SeverityCritical, n.Severity, "keys match trimmed and case-insensitively")
+	require.Equal(t, "Medium", n.SourceSeverity)
+
+	n, _ = Normalize(Sentinel{}, payload, map[string]string{"Medium": "Severe"})
+	require.Equal(t, SeverityMedium, n.Severity, "an invalid override value is ignored")
+
+	// A value the default mapping does not know can be mapped by the integration.
+	splunk := decode(t, `{"search_name": "s", "result": {"urgency": "P1"}}`)
+	n, _ = Normalize(Splunk{}, splunk, nil)
+	require.Equal(t, SeverityPending, n.Severity)
+	n, _ = Normalize(Splunk{}, splunk, map[string]string{"p1": "High"})
+	require.Equal(t, SeverityHigh, n.Severity)
+
+	// Sentinel has no Critical level of its own: it stays Pending unless mapped.
+	crit := decode(t, `{"properties": {"title": "t", "severity": "Critical"}}`)
+	n, _ = Normalize(Sentinel{}, crit, nil)
+	require.Equal(t, SeverityPending, n.Severity)
+
+	// Validation errors pass through untouched.
+	_, errs = Normalize(Sentinel{}, map[string]any{}, map[string]string{"x": "High"})
+	require.Len(t, errs, 1)
+}
+
+func TestValidateSeverityMapping(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, ValidateSeverityMapping(nil))
+	require.Empty(t, ValidateSeverityMapping(map[string]string{"P1": "Critical", "5": "High"}))
+	errs := ValidateSeverityMapping(map[string]string{"P1": "critical", " ": "High", strings.Repeat("k", 101): "Low"})
+	require.Len(t, errs, 3)
+	require.Equal(t, []any{" "}, errs[0].Loc)
+	require.Equal(t, validate.TypeStringTooShort, errs[0].Type)
+	require.Equal(t, []any{"P1"}, errs[1].Loc)
+	require.Equal(t, validate.TypeEnum, errs[1].Type)
+	require.Equal(t, validate.TypeStringTooLong, errs[2].Type)
+}
+
+func TestSeverityMappings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		plugin  Plugin
+		payload string
+		want    Severity
+	}{
+		{"sentinel high", Sentinel{}, `{"properties":{"title":"t","severity":"HIGH"}}`, SeverityHigh},
+		{"sentinel informational", Sentinel{}, `{"properties":{"title":"t","severity":"informational"}}`, SeverityInformational},
+		{"sentinel low", Sentinel{}, `{"properties":{"title":"t","severity":"Low"}}`, SeverityLow},
+		{"sentinel unknown", Sentinel{}, `{"properties":{"title":"t","severity":"Sev2"}}`, SeverityPending},
+		{"sentinel number", Sentinel{}, `{"properties":{"title":"t","severity":3}}`, SeverityPending},
+		{"sentinel absent", Sentinel{}, `{"properties":{"title":"t"}}`, SeverityPending},
+		{"elastic rule severity", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.severity":"critical"}`, SeverityCritical},
+		{"elastic alert severity", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.severity":"low"}`, SeverityLow},
+		{"elastic rule severity wins", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.severity":"medium","kibana.alert.severity":"high"}`, SeverityMedium},
+		{"elastic risk 0", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":0}`, SeverityLow},
+		{"elastic risk 21", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":21}`, SeverityLow},
+		{"elastic risk 22", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":22}`, SeverityMedium},
+		{"elastic risk 47", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.risk_score":47}`, SeverityMedium},
+		{"elastic risk 48", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.risk_score":48}`, SeverityHigh},
+		{"elastic risk 73", Elastic{}, `{"kibana":{"alert":{"rule":{"name":"r","risk_score":73}}}}`, SeverityHigh},
+		{"elastic risk 74", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":74}`, SeverityCritical},
+		{"elastic risk 100", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":100}`, SeverityCritical},
+		{"elastic risk 101", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":101}`, SeverityPending},
+		{"elastic risk negative", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":-1}`, SeverityPending},
+		{"elastic risk string", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":"50"}`, SeverityHigh},
+		{"elastic unknown word falls back to score", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.severity":"severe","kibana.alert.rule.risk_score":90}`, SeverityCritical},
+		{"elastic nothing", Elastic{}, `{"kibana.alert.rule.name":"r"}`, SeverityPending},
+		{"splunk urgency", Splunk{}, `{"search_name":"s","result":{"urgency":"High","severity":"low"}}`, SeverityHigh},
+		{"splunk severity", Splunk{}, `{"search_name":"s","result":{"severity":"informational"}}`, SeverityInformational},
+		{"splunk info", Splunk{}, `{"search_name":"s","result":{"severity":"info"}}`, SeverityInformational},
+		{"splunk numeric 1", Splunk{}, `{"search_name":"s","result":{"severity":"1"}}`, SeverityInformational},
+		{"splunk numeric 5 number", Splunk{}, `{"search_name":"s","result":{"severity":5}}`, SeverityCritical},
+		{"splunk numeric 6", Splunk{}, `{"search_name":"s","result":{"severity":"6"}}`, SeverityPending},
+		{"splunk numeric 3.5", Splunk{}, `{"search_name":"s","result":{"severity":3.5}}`, SeverityPending},
+		{"generic name", Generic{}, `{"title":"t","severity":"medium"}`, SeverityMedium},
+		{"generic exact", Generic{}, `{"title":"t","severity":"Informational"}`, SeverityInformational},
+		{"generic pending", Generic{}, `{"title":"t","severity":"Pending"}`, SeverityPending},
+		{"generic unknown", Generic{}, `{"title":"t","severity":"sev1"}`, SeverityPending},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n, errs := tc.plugin.Normalize(decode(t, tc.payload))
+			require.Empty(t, errs)
+			require.Equal(t, tc.want, n.Severity)
+		})
+	}
+}
+
+func TestValidationErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		plugin  Plugin
+		payload string
+		locs    [][]any
+		types   []string
+	}{
+		{"sentinel empty", Sentinel{}, `{}`, [][]any{{"properties", "title"}}, []string{validate.TypeMissing}},
+		{"sentinel title number", Sentinel{}, `{"properties":{"title":5}}`, [][]any{{"properties", "title"}}, []string{validate.TypeString}},
+		{"sentinel title blank", Sentinel{}, `{"properties":{"title":"  "}}`, [][]any{{"properties", "title"}}, []string{validate.TypeStringTooShort}},
+		{"sentinel title null", Sentinel{}, `{"properties":{"title":null}}`, [][]any{{"properties", "title"}}, []string{validate.TypeMissing}},
+		{"sentinel properties string", Sentinel{}, `{"properties":"x"}`, [][]any{{"properties"}}, []string{validate.TypeObject}},
+		{"sentinel properties list", Sentinel{}, `{"properties":[{"title":"x"}]}`, [][]any{{"properties"}}, []string{validate.TypeObject}},
+		{"sentinel envelope", Sentinel{}, `{"object":{"properties":{}}}`, [][]any{{"object", "properties", "title"}}, []string{validate.TypeMissing}},
+		{"elastic empty", Elastic{}, `{}`, [][]any{{"kibana", "alert", "rule", "name"}}, []string{validate.TypeMissing}},
+		{"elastic name object", Elastic{}, `{"kibana.alert.rule.name":{"x":1}}`, [][]any{{"kibana", "alert", "rule", "name"}}, []string{validate.TypeString}},
+		{"splunk empty", Splunk{}, `{}`, [][]any{{"search_name"}}, []string{validate.TypeMissing}},
+		{"splunk search_name list", Splunk{}, `{"search_name":["a"]}`, [][]any{{"search_name"}}, []string{validate.TypeString}},
+		{"splunk result string", Splunk{}, `{"search_name":"s","result":"x"}`, [][]any{{"result"}}, []string{validate.TypeObject}},
+		{"generic empty", Generic{}, `{}`, [][]any{{"title"}}, []string{validate.TypeMissing}},
+		{
+			"generic every wrong type", Generic{},
+			`{"title":1,"severity":2,"occurred_at":3,"description":[],"tags":"x","rule_id":{},"src_ip":5,"md5":[1,"a"]}`,
+			[][]any{{"title"}, {"severity"}, {"occurred_at"}, {"description"}, {"rule_id"}, {"rule_name"}, {"src_ip"}, {"md5", 0}},
+			[]string{validate.TypeString, validate.TypeString, validate.TypeString, validate.TypeString, validate.TypeString, "", validate.TypeList, validate.TypeString},
+		},
+		{"generic bad time", Generic{}, `{"title":"t","occurred_at":"2026-01-01T00:00:00"}`, [][]any{{"occurred_at"}}, []string{validate.TypeDateTime}},
+		{"generic tags element", Generic{}, `{"title":"t","tags":["a",1]}`, [][]any{{"tags", 1}}, []string{validate.TypeString}},
+		{
+			"generic indicators", Generic{},
+			`{"title":"t","indicators":[{"type":"ipv4","value":"1.1.1.1"},{"value":5},{},"x",{"value":"plainword"},{"type":7,"value":"a"}]}`,
+			[][]any{{"indicators", 0, "type"}, {"indicators", 1, "value"}, {"indicators", 2, "value"}, {"indicators", 3}, {"indicators", 4, "type"}, {"indicators", 5, "type"}},
+			[]string{validate.TypeEnum, validate.TypeString, validate.TypeMissing, validate.TypeObject, validate.TypeMissing, validate.TypeString},
+		},
+		{"generic indicators object", Generic{}, `{"title":"t","indicators":{"type":"ip"}}`, [][]any{{"indicators"}}, []string{validate.TypeList}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, errs := tc.plugin.Normalize(decode(t, tc.payload))
+			var locs [][]any
+			for _, e := range errs {
+				locs = append(locs, e.Loc)
+				require.NotEmpty(t, e.Msg)
+			}
+			if tc.name == "generic every wrong type" {
+				// rule_name is absent there; drop the placeholder.
+				tc.locs = append(tc.locs[:5], tc.locs[6:]...)
+				tc.types = append(tc.types[:5], tc.types[6:]...)
+			}
+			require.Equal(t, tc.locs, locs)
+			for i, e := range errs {
+				require.Equal(t, tc.types[i], e.Type, "error %d", i)
+			}
+		})
+	}
+}
+
+func TestGeneric_TooManyIndicators(t *testing.T) {
+	t.Parallel()
+	list := make([]any, maxGenericIndicators+1)
+	for i := range list {
+		list[i] = map[string]any{"type": "ip", "value": "10.0.0.1"}
+	}
+	_, errs := Generic{}.Normalize(map[string]any{"title": "t", "indicators": list})
+	require.Len(t, errs, 1)
+	require.Equal(t, validate.TypeTooLong, errs[0].Type)
+}
+
+func TestLimitsAndCleaning(t *testing.T) {
+	t.Parallel()
+	tags := make([]any, 0, 80)
+	for i := 0; i < 80; i++ {
+		tags = append(tags, fmt.Sprintf("%02d", i)+strings.Repeat("x", 150))
+	}
+	payload := map[string]any{
+		"title":       "  " + strings.Repeat("é", 600) + "  ",
+		"description": strings.Repeat("d", MaxDescriptionLen+10),
+		"tags":        append(tags, "", "  "),
+	}
+	n, errs := Generic{}.Normalize(payload)
+	require.Empty(t, errs)
+	require.Equal(t, strings.Repeat("é", MaxTitleLen), n.Title)
+	require.Len(t, []rune(n.Description), MaxDescriptionLen)
+	require.Len(t, n.Tags, MaxTags)
+	for _, tag := range n.Tags {
+		require.LessOrEqual(t, len([]rune(tag)), MaxTagLen)
+		require.NotEmpty(t, tag)
+	}
+
+	n, errs = Generic{}.Normalize(map[string]any{"title": "line1\nline2\x00\tend\xff"})
+	require.Empty(t, errs)
+	require.Equal(t, "line1 line2  end\uFFFD", n.Title)
+	require.NotNil(t, n.Tags)
+	require.NotNil(t, n.Fields)
+	require.NotNil(t, n.Indicators)
+	require.True(t, n.OccurredAt.IsZero())
+	require.Nil(t, n.RuleRef)
+}
+
+func TestTimestamps(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		plugin  Plugin
+		payload string
+		want    time.Time
+	}{
+		{"sentinel created fallback", Sentinel{}, `{"properties":{"title":"t","firstActivityTimeUtc":"bogus","createdTimeUtc":"2026-01-02T03:04:05+01:00"}}`, time.Date(2026, 1, 2, 2, 4, 5, 0, time.UTC)},
+		{"sentinel no offset ignored", Sentinel{}, `{"properties":{"title":"t","createdTimeUtc":"2026-01-02T03:04:05"}}`, time.Time{}},
+		{"sentinel epoch not accepted", Sentinel{}, `{"properties":{"title":"t","createdTimeUtc":1700000000}}`, time.Time{}},
+		{"elastic @timestamp", Elastic{}, `{"kibana.alert.rule.name":"r","@timestamp":"2026-01-02T03:04:05.123Z"}`, time.Date(2026, 1, 2, 3, 4, 5, 123e6, time.UTC)},
+		{"splunk epoch string", Splunk{}, `{"search_name":"s","result":{"_time":"1700000000"}}`, time.Unix(1700000000, 0).UTC()},
+		{"splunk epoch fraction", Splunk{}, `{"search_name":"s","result":{"_time":1700000000.5}}`, time.Unix(1700000000, 5e8).UTC()},
+		{"splunk rfc3339", Splunk{}, `{"search_name":"s","result":{"_time":"2026-01-02T03:04:05Z"}}`, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{"splunk negative", Splunk{}, `{"search_name":"s","result":{"_time":-5}}`, time.Time{}},
+		{"splunk huge", Splunk{}, `{"search_name":"s","result":{"_time":1e300}}`, time.Time{}},
+		{"splunk NaN text", Splunk{}, `{"search_name":"s","result":{"_time":"NaN"}}`, time.Time{}},
+		{"splunk bool", Splunk{}, `{"search_name":"s","result":{"_time":true}}`, time.Time{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n, errs := tc.plugin.Normalize(decode(t, tc.payload))
+			require.Empty(t, errs)
+			require.True(t, tc.want.Equal(n.OccurredAt), "got %s want %s", n.OccurredAt, tc.want)
+		})
+	}
+}
+
+func TestSentinel_EntitiesAsJSONString(t *testing.T) {
+	t.Parallel()
+	entities := `[{"Type":"ip","Address":"192.0.2.1"},{"Type":"account","Name":"bob"},{"Type":"filehash","Algorithm":"SHA1","Value":"da39a3ee5e6b4b0d3255bfef95601890afd80709"},5,"x",{"Type":7}]`
+	payload := map[string]any{"properties": map[string]any{"title": "t"}, "Entities": entities}
+	n, errs := Sentinel{}.Normalize(payload)
+	require.Empty(t, errs)
+	require.Equal(t, []indicators.Indicator{
+		{Type: indicators.TypeIP, Value: "192.0.2.1"},
+		{Type: indicators.TypeAccount, Value: "bob"},
+		{Type: indicators.TypeSHA1, Value: "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+	}, n.Indicators)
+	require.Equal(t, "bob", n.Fields[indicators.FieldActorUsername])
+	require.NotContains(t, n.Fields, indicators.FieldActorEmail, "bob is not an e-mail address")
+
+	// Not JSON, or JSON of the wrong shape: ignored.
+	for _, bad := range []any{"[not json", `{"Type":"ip"}`, 42.0, true} {
+		n, errs = Sentinel{}.Normalize(map[string]any{"properties": map[string]any{"title": "t"}, "Entities": bad})
+		require.Empty(t, errs)
+		require.Empty(t, n.Indicators)
+	}
+}
+
+func TestSentinel_ManyEntitiesBounded(t *testing.T) {
+	t.Parallel()
+	ents := make([]any, 5000)
+	for i := range ents {
+		ents[i] = map[string]any{"Type": "ip", "Address": "10.0.0.1"}
+	}
+	n, errs := Sentinel{}.Normalize(map[string]any{"properties": map[string]any{"title": "t"}, "Entities": ents})
+	require.Empty(t, errs)
+	require.Len(t, n.Indicators, maxEntities)
+	require.Equal(t, "10.0.0.1", n.Fields[indicators.FieldSrcIP])
+}
+
+func TestElastic_FlatAndNestedAgree(t *testing.T) {
+	t.Parallel()
+	flat := decode(t, `{"kibana.alert.rule.name":"R","kibana.alert.rule.uuid":"u1","kibana.alert.rule.tags":["a"],
+		"source.ip":"10.0.0.1","file.hash.sha1":"da39a3ee5e6b4b0d3255bfef95601890afd80709","@timestamp":"2026-01-01T00:00:00Z",
+		"threat.indicator.ip":"192.0.2.9"}`)
+	nested := decode(t, `{"kibana":{"alert":{"rule":{"name":"R","uuid":"u1","tags":["a"]}}},
+		"source":{"ip":"10.0.0.1"},"file":{"hash":{"sha1":"da39a3ee5e6b4b0d3255bfef95601890afd80709"}},"@timestamp":"2026-01-01T00:00:00Z",
+		"threat":{"indicator":[{"ip":"192.0.2.9"}]}}`)
+	a, errs := Elastic{}.Normalize(flat)
+	require.Empty(t, errs)
+	b, errs := Elastic{}.Normalize(nested)
+	require.Empty(t, errs)
+	require.Equal(t, a, b)
+	require.Contains(t, a.Indicators, indicators.Indicator{Type: indicators.TypeIP, Value: "192.0.2.9"})
+}
+
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	inds := []indicators.Indicator{{Type: indicators.TypeIP, Value: "10.0.0.1"}, {Type: indicators.TypeDomain, Value: "a.example"}}
+	fp := Fingerprint("t", "generic", inds)
+	require.Len(t, fp, 64)
+	_, err := hex.DecodeString(fp)
+	require.NoError(t, err)
+
+	reordered := []indicators.Indicator{inds[1], inds[0], inds[1]}
+	require.Equal(t, fp, Fingerprint("t", "generic", reordered), "order and repeats do not matter")
+	require.NotEqual(t, fp, Fingerprint("t2", "generic", inds))
+	require.NotEqual(t, fp, Fingerprint("t", "splunk", inds))
+	require.NotEqual(t, fp, Fingerprint("t", "generic", inds[:1]))
+	require.NotEqual(t, fp, Fingerprint("t", "generic", []indicators.Indicator{{Type: indicators.TypeAccount, Value: "10.0.0.1"}, inds[1]}))
+	// Component boundaries cannot be shifted.
+	require.NotEqual(t, Fingerprint("ab", "c", nil), Fingerprint("a", "bc", nil))
+	require.Equal(t, Fingerprint("t", "generic", nil), Fingerprint("t", "generic", []indicators.Indicator{}))
+}
+
+func fuzzPlugin(f *testing.F, p Plugin, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"title":null,"properties":null,"result":null,"kibana.alert.rule.name":null}`))
+	mappings := systemMappings(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var payload map[string]any
+		if json.Unmarshal(data, &payload) != nil {
+			return
+		}
+		n, errs := Normalize(p, payload, map[string]string{"high": "Critical"})
+		if len(errs) > 0 {
+			for _, e := range errs {
+				require.NotEmpty(t, e.Loc)
+				require.NotEmpty(t, e.Type)
+			}
+			return
+		}
+		require.NotEmpty(t, n.Title)
+		require.LessOrEqual(t, len([]rune(n.Title)), MaxTitleLen)
+		require.LessOrEqual(t, len(n.Tags), MaxTags)
+		require.True(t, n.Severity.Valid())
+		require.NotNil(t, n.Fields)
+		for k, v := range n.Fields {
+			switch v.(type) {
+			case string, []string:
+			default:
+				t.Fatalf("field %s has type %T", k, v)
+			}
+		}
+		res := indicators.Extract(n.Fields, payload, p.Name(), n.Indicators, mappings)
+		_ = Fingerprint(n.Title, p.Name(), res.FingerprintIndicators())
+	})
+}
+
+func FuzzSentinelNormalize(f *testing.F) {
+	fuzzPlugin(f, Sentinel{},
+		`{"properties":{"title":"t","severity":"High","labels":[{"labelName":"x"}]},"Entities":[{"Type":"ip","Address":"1.2.3.4"},{"Type":"account","Name":"a","UPNSuffix":"b.c"}]}`,
+		`{"object":{"properties":{"title":"t","relatedEntities":[{"kind":"Host","properties":{"hostName":"h","dnsDomain":"d.e"}}]}}}`,
+		`{"properties":{"title":"t"},"Entities":"[{\"Type\":\"url\",\"Url\":\"http://x.y\"}]"}`)
+}
+
+func FuzzElasticNormalize(f *testing.F) {
+	fuzzPlugin(f, Elastic{},
+		`{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":50,"source.ip":["1.2.3.4"],"threat.indicator":[{"ip":"5.6.7.8"}]}`,
+		`{"kibana":{"alert":{"rule":{"name":"r","severity":"high","tags":["a"]}}},"threat":{"enrichments":[{"indicator":{"url":{"full":"http://a.b"}}}]}}`)
+}
+
+func FuzzSplunkNormalize(f *testing.F) {
+	fuzzPlugin(f, Splunk{},
+		`{"search_name":"s","result":{"_time":"1700000000.1","urgency":"high","src":"1.2.3.4","dest":"h.example","user":["a","b@c.de"]}}`,
+		`{"search_name":"s","result":{"severity":3,"md5":["x"]}}`)
+}
+
+func FuzzGenericNormalize(f *testing.F) {
+	fuzzPlugin(f, Generic{},
+		`{"title":"t","severity":"high","occurred_at":"2026-01-01T00:00:00Z","tags":["a"],"indicators":[{"value":"1.2.3.4"},{"type":"url","value":"http://x.y"}],"src_ip":["1.1.1.1"]}`,
+		`{"title":"t","rule_id":"r","rule_name":"n","sha256":"x"}`)
+}
