@@ -23,8 +23,9 @@ var fuzzSources = []string{"sentinel", "elastic", "splunk", "generic"}
 func FuzzIngestNormalize(f *testing.F) {
 	ts := newAlertServer(f, nil)
 	key := mustKey(f, ts.Store, auth.ScopeAlertsWrite)
-	files, err := filepath.Glob(filepath.Join("..", "sources", "testdata", "*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "kit", "sources", "testdata", "*.json"))
 	require.NoError(f, err)
+	require.NotEmpty(f, files, "the source fixtures moved?")
 	for _, file := range files {
 		if strings.HasSuffix(file, ".golden.json") {
 			continue

@@ -46,7 +46,7 @@ func newAlertServer(t testing.TB, mutate func(*Config, *Deps)) *testServer {
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "sources", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "kit", "sources", "testdata", name))
 	require.NoError(t, err)
 	return b
 }
@@ -79,8 +79,9 @@ func sign(secret string, body []byte) string {
 func TestIngest_VendorFixtures(t *testing.T) {
 	ts := newAlertServer(t, func(c *Config, _ *Deps) { c.AlertDedupWindow = 0 })
 	key := mustKey(t, ts.Store, auth.ScopeAlertsWrite, auth.ScopeAlertsRead)
-	files, err := filepath.Glob(filepath.Join("..", "sources", "testdata", "*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "kit", "sources", "testdata", "*.json"))
 	require.NoError(t, err)
+	require.NotEmpty(t, files, "the source fixtures moved?")
 	n := 0
 	for _, f := range files {
 		name := filepath.Base(f)

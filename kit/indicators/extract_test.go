@@ -187,7 +187,7 @@ func FuzzExtract(f *testing.F) {
 // importing builtins here would be an import cycle: builtins imports indicators).
 func systemMappings(t testing.TB) []Mapping {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "builtins", "mappings.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "domain", "builtins", "mappings.json"))
 	require.NoError(t, err)
 	ms, err := ParseMappings(data)
 	require.NoError(t, err)

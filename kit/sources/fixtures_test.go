@@ -18,7 +18,7 @@ import (
 // it; importing builtins here would be an import cycle: builtins imports sources).
 func systemMappings(t testing.TB) []indicators.Mapping {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "builtins", "mappings.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "domain", "builtins", "mappings.json"))
 	require.NoError(t, err)
 	ms, err := indicators.ParseMappings(data)
 	require.NoError(t, err)
