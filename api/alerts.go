@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,7 +57,7 @@ func (s *Server) alertRoutes() {
 		Description: "The full alert with indicators, detection rule, applicable context documents, agent findings and computed malice.",
 		Scopes:      read, Response: alertDetail{}}, h.getAlert)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Update an alert",
-		Description: "Status moves follow the transition graph (Open→Triaging|Escalated|Closed, Triaging→Escalated|Closed, Escalated→Triaging|Closed, Closed→Open); others are 422 invalid_transition. Closing needs close_classification. null leaves a field unchanged; reset_malice_override may not be null.",
+		Description: "Status moves follow the transition graph (" + alerts.TransitionSummary() + "); others are 422 invalid_transition. Closing needs close_classification. null leaves a field unchanged; reset_malice_override may not be null.",
 		Scopes:      write, Body: patchAlertRequest{}, Response: alertDetail{}}, h.patchAlert)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Delete an alert",
 		Scopes: []string{auth.ScopeAdmin}, Status: http.StatusNoContent}, h.deleteAlert)
@@ -68,7 +69,7 @@ func (s *Server) alertRoutes() {
 		Description: "Enriched indicators; provider raw responses are stripped (GET /v1/indicators/{uuid} has them).",
 		Scopes:      read, Response: []indicatorResponse{}}, h.listAlertIndicators)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "Add indicators to an alert",
-		Description: "1..100 `{value, type?}`; a missing type is inferred from the value. Each is upserted globally on (type, value) and linked. With enrich=true (default) the alert's pipeline re-runs to enrich them (202-style: queued through the outbox).",
+		Description: "1..100 `{value, type?}`; a missing type is inferred from the value. Each is upserted globally on (type, value) and linked. With enrich=true (absent: enrich=" + strconv.FormatBool(alerts.EnrichAddedByDefault) + ") the alert's pipeline re-runs to enrich them (202-style: queued through the outbox).",
 		Scopes:      write, Query: addIndicatorsQuery{}, Body: addIndicatorsRequest{}, Response: addIndicatorsResponse{}, Status: http.StatusCreated}, h.addAlertIndicators)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/activity", Tag: tag, Summary: "An alert's activity",
 		Description: "Newest first.", Scopes: read, Query: alertActivityQuery{}, Response: activityEventResponse{}, List: true}, h.alertActivity)
@@ -403,7 +404,7 @@ func (h *alertHandlers) listAlertIndicators(c *fiber.Ctx) error {
 }
 
 type addIndicatorsQuery struct {
-	Enrich bool `query:"enrich" default:"true" doc:"Enrich the added indicators (re-runs the alert's pipeline)."`
+	Enrich *bool `query:"enrich" doc:"Enrich the added indicators (re-runs the alert's pipeline); the route's description gives the default."`
 }
 
 type addIndicatorElement struct {
@@ -446,7 +447,7 @@ func (h *alertHandlers) addAlertIndicators(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(inBody(err), "Alert")
 	}
-	out := addIndicatorsResponse{AddedCount: added.NewLinks, Indicators: make([]indicatorResponse, len(added.Indicators)), EnrichRequested: q.Enrich}
+	out := addIndicatorsResponse{AddedCount: added.NewLinks, Indicators: make([]indicatorResponse, len(added.Indicators)), EnrichRequested: added.Enriched}
 	for i, ind := range added.Indicators {
 		out.Indicators[i] = toIndicatorResponse(ind, false)
 	}
