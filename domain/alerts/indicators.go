@@ -79,12 +79,12 @@ type Added struct {
 	Enriched   bool              // their enrichment was queued
 }
 
-// AddIndicators upserts ins globally on (type, value) and links them to the alert, as actor. enrich
-// nil means EnrichAddedByDefault. With enrich, the links and one enrichment start per linked indicator commit together (the start outbox,
-// docs/INGEST.md "Outbox kinds") with an alert_enrichment_requested event: the worker's dispatcher
-// starts the EnrichIndicator workflows, so the enrichment is never lost and the call never waits on
-// Temporal. Invalid input is validate.Errors (locations relative to the list); a missing alert is
-// store.ErrNotFound.
+// AddIndicators upserts ins globally on (type, value) and links them to the alert, as actor. A nil
+// enrichArg means EnrichAddedByDefault. With enrich, the links and one enrichment start per linked
+// indicator commit together (the start outbox, docs/INGEST.md "Outbox kinds") with an
+// alert_enrichment_requested event: the worker's dispatcher starts the EnrichIndicator workflows, so
+// the enrichment is never lost and the call never waits on Temporal. Invalid input is validate.Errors
+// (locations relative to the list); a missing alert is store.ErrNotFound.
 func (s *Service) AddIndicators(ctx context.Context, alertID uuid.UUID, ins []NewIndicator, enrichArg *bool, actor store.Actor) (Added, error) {
 	keys, errs := IndicatorKeys(ins)
 	if len(errs) > 0 {

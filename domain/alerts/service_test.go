@@ -165,6 +165,14 @@ func TestService_AddIndicators(t *testing.T) {
 	require.Equal(t, store.ActorAPI, requested[0].ActorType)
 	require.Equal(t, "cai_hum", *requested[0].ActorKeyPrefix)
 
+	// Not saying is the rules' default: enrich.
+	require.True(t, alerts.EnrichAddedByDefault)
+	other := newAlert(t, st)
+	added, err = svc.AddIndicators(ctx, other, []alerts.NewIndicator{{Value: "10.0.0.9"}}, nil, human)
+	require.NoError(t, err)
+	require.True(t, added.Enriched)
+	require.Equal(t, 1, pending(added.Indicators[0].UUID))
+
 	_, err = svc.AddIndicators(ctx, uuid.New(), []alerts.NewIndicator{{Value: "10.0.0.3"}}, ptr(false), human)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
