@@ -21,8 +21,10 @@ test: lint $(TEMPORAL)
 # workflow.Context, and of what it calls); each fails the build on any finding. workflowcheck runs as a
 # vet tool so the go build cache keeps its per-package results: a few seconds once warm (the first run
 # on a machine analyses every dependency and takes minutes); run standalone it re-analyses everything
-# from source on every run.
+# from source on every run. `go mod tidy -diff` fails (printing the diff) when go.mod or go.sum is not
+# what `go mod tidy` would write.
 lint: $(STATICCHECK) $(WORKFLOWCHECK)
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	$(GO) vet -vettool=$(CURDIR)/$(WORKFLOWCHECK) ./...

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,46 +38,38 @@ type AlertStore interface {
 	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
 }
 
-// alertHandlers are the alert routes. They read the alert store for views and call the alerts
-// service for every rule (patch, findings, adding indicators).
-type alertHandlers struct {
-	store AlertStore
-	rules *alerts.Service
-}
-
 func (s *Server) alertRoutes() {
-	h := &alertHandlers{store: s.deps.Alerts, rules: s.alertRules}
 	read := []string{auth.ScopeAlertsRead}
 	write := []string{auth.ScopeAlertsWrite}
 	const tag = "Alerts"
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts", Tag: tag, Summary: "List alerts",
 		Description: "Alert summaries (no raw_payload, no indicators). Multi-value filters take comma-separated values; `tags` is repeatable and the alert must have all of them.",
-		Scopes:      read, Query: listAlertsQuery{}, Response: alertSummary{}, List: true}, h.listAlerts)
+		Scopes:      read, Query: listAlertsQuery{}, Response: alertSummary{}, List: true}, s.listAlerts)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Get an alert",
 		Description: "The full alert with indicators, detection rule, applicable context documents, agent findings and computed malice.",
-		Scopes:      read, Response: alertDetail{}}, h.getAlert)
+		Scopes:      read, Response: alertDetail{}}, s.getAlert)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Update an alert",
-		Description: "Status moves follow the transition graph (Open→Triaging|Escalated|Closed, Triaging→Escalated|Closed, Escalated→Triaging|Closed, Closed→Open); others are 422 invalid_transition. Closing needs close_classification. null leaves a field unchanged; reset_malice_override may not be null.",
-		Scopes:      write, Body: patchAlertRequest{}, Response: alertDetail{}}, h.patchAlert)
+		Description: "Status moves follow the transition graph (" + alerts.TransitionSummary() + "); others are 422 invalid_transition. Closing needs close_classification. null leaves a field unchanged; reset_malice_override may not be null.",
+		Scopes:      write, Body: patchAlertRequest{}, Response: alertDetail{}}, s.patchAlert)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Delete an alert",
-		Scopes: []string{auth.ScopeAdmin}, Status: http.StatusNoContent}, h.deleteAlert)
+		Scopes: []string{auth.ScopeAdmin}, Status: http.StatusNoContent}, s.deleteAlert)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/findings", Tag: tag, Summary: "Post an agent finding",
-		Description: "Append-only.", Scopes: write, Body: createFindingRequest{}, Response: findingResponse{}, Status: http.StatusCreated}, h.createFinding)
+		Description: "Append-only.", Scopes: write, Body: createFindingRequest{}, Response: findingResponse{}, Status: http.StatusCreated}, s.createFinding)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/findings", Tag: tag, Summary: "List an alert's findings",
-		Description: "Oldest first.", Scopes: read, Response: []findingResponse{}}, h.listFindings)
+		Description: "Oldest first.", Scopes: read, Response: []findingResponse{}}, s.listFindings)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "List an alert's indicators",
 		Description: "Enriched indicators; provider raw responses are stripped (GET /v1/indicators/{uuid} has them).",
-		Scopes:      read, Response: []indicatorResponse{}}, h.listAlertIndicators)
+		Scopes:      read, Response: []indicatorResponse{}}, s.listAlertIndicators)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "Add indicators to an alert",
-		Description: "1..100 `{value, type?}`; a missing type is inferred from the value. Each is upserted globally on (type, value) and linked. With enrich=true (default) the alert's pipeline re-runs to enrich them (202-style: queued through the outbox).",
-		Scopes:      write, Query: addIndicatorsQuery{}, Body: addIndicatorsRequest{}, Response: addIndicatorsResponse{}, Status: http.StatusCreated}, h.addAlertIndicators)
+		Description: "1..100 `{value, type?}`; a missing type is inferred from the value. Each is upserted globally on (type, value) and linked. With enrich=true (absent: enrich=" + strconv.FormatBool(alerts.EnrichAddedByDefault) + ") the alert's pipeline re-runs to enrich them (202-style: queued through the outbox).",
+		Scopes:      write, Query: addIndicatorsQuery{}, Body: addIndicatorsRequest{}, Response: addIndicatorsResponse{}, Status: http.StatusCreated}, s.addAlertIndicators)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/activity", Tag: tag, Summary: "An alert's activity",
-		Description: "Newest first.", Scopes: read, Query: alertActivityQuery{}, Response: activityEventResponse{}, List: true}, h.alertActivity)
+		Description: "Newest first.", Scopes: read, Query: alertActivityQuery{}, Response: activityEventResponse{}, List: true}, s.alertActivity)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/enrich", Tag: tag, Summary: "Re-run the enrichment pipeline",
 		Description: "Queues a re-run of `alert-<uuid>` (a running pipeline is not started twice). Safe to repeat.",
-		Scopes:      write, Response: alertEnrichResponse{}, Status: http.StatusAccepted}, h.enrichAlert)
+		Scopes:      write, Response: alertEnrichResponse{}, Status: http.StatusAccepted}, s.enrichAlert)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/relationship-graph", Tag: tag, Summary: "Alerts related through shared indicators",
-		Scopes: read, Query: graphQuery{}, Response: graphResponse{}}, h.relationshipGraph)
+		Scopes: read, Query: graphQuery{}, Response: graphResponse{}}, s.relationshipGraph)
 }
 
 // Responses.
@@ -187,13 +180,13 @@ func (q listAlertsQuery) Validate() validate.Errors {
 	return errs
 }
 
-func (h *alertHandlers) listAlerts(c *fiber.Ctx) error {
+func (s *Server) listAlerts(c *fiber.Ctx) error {
 	var q listAlertsQuery
 	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	rows, total, err := h.store.ListAlerts(ctx, store.AlertFilter{
+	rows, total, err := s.deps.Alerts.ListAlerts(ctx, store.AlertFilter{
 		Statuses: q.Status, Severities: q.Severity, SourceNames: q.SourceName, EnrichmentStatuses: q.EnrichmentStatus,
 		IsEnriched: q.IsEnriched, DetectionRuleUUID: q.DetectionRuleUUID, From: q.FromTime, To: q.ToTime, Tags: q.Tags,
 		Query: q.Q, SortBy: q.SortBy, SortDesc: q.SortOrder == "desc", Page: q.storePage(),
@@ -205,7 +198,7 @@ func (h *alertHandlers) listAlerts(c *fiber.Ctx) error {
 	for i, a := range rows {
 		ids[i] = a.UUID
 	}
-	malices, err := h.store.AlertMalices(ctx, ids)
+	malices, err := s.deps.Alerts.AlertMalices(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -218,8 +211,8 @@ func (h *alertHandlers) listAlerts(c *fiber.Ctx) error {
 
 // Detail.
 
-func (h *alertHandlers) alertDetail(ctx context.Context, a store.Alert) (alertDetail, alertDetailMeta, error) {
-	det, err := h.store.AlertDetail(ctx, a)
+func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, alertDetailMeta, error) {
+	det, err := s.deps.Alerts.AlertDetail(ctx, a)
 	if err != nil {
 		return alertDetail{}, alertDetailMeta{}, err
 	}
@@ -237,17 +230,17 @@ func (h *alertHandlers) alertDetail(ctx context.Context, a store.Alert) (alertDe
 	return d, meta, nil
 }
 
-func (h *alertHandlers) getAlert(c *fiber.Ctx) error {
+func (s *Server) getAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	a, err := h.store.GetAlert(ctx, id)
+	a, err := s.deps.Alerts.GetAlert(ctx, id)
 	if err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	d, meta, err := h.alertDetail(ctx, a)
+	d, meta, err := s.alertDetail(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -289,7 +282,7 @@ func inBody(err error) error {
 	return err
 }
 
-func (h *alertHandlers) patchAlert(c *fiber.Ctx) error {
+func (s *Server) patchAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -299,23 +292,23 @@ func (h *alertHandlers) patchAlert(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	a, err := h.rules.Patch(ctx, id, req.patch(), principal(c).Actor(store.ActorAPI))
+	a, err := s.alertRules.Patch(ctx, id, req.patch(), principal(c).Actor(store.ActorAPI))
 	if err != nil {
 		return notFoundAs(inBody(err), "Alert")
 	}
-	d, meta, err := h.alertDetail(ctx, a)
+	d, meta, err := s.alertDetail(ctx, a)
 	if err != nil {
 		return err
 	}
 	return respondMeta(c, http.StatusOK, d, meta)
 }
 
-func (h *alertHandlers) deleteAlert(c *fiber.Ctx) error {
+func (s *Server) deleteAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
-	if err := h.store.DeleteAlert(c.UserContext(), id); err != nil {
+	if err := s.deps.Alerts.DeleteAlert(c.UserContext(), id); err != nil {
 		return notFoundAs(err, "Alert")
 	}
 	return c.SendStatus(http.StatusNoContent)
@@ -354,7 +347,7 @@ func toFindingResponse(f store.Finding) findingResponse {
 		RecommendedAction: f.RecommendedAction, Evidence: f.Evidence, PostedAt: f.PostedAt.UTC()}
 }
 
-func (h *alertHandlers) createFinding(c *fiber.Ctx) error {
+func (s *Server) createFinding(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -363,19 +356,19 @@ func (h *alertHandlers) createFinding(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	f, err := h.rules.AddFinding(c.UserContext(), id, req.finding(), principal(c).Actor(store.ActorAPI))
+	f, err := s.alertRules.AddFinding(c.UserContext(), id, req.finding(), principal(c).Actor(store.ActorAPI))
 	if err != nil {
 		return notFoundAs(inBody(err), "Alert")
 	}
 	return respond(c, http.StatusCreated, toFindingResponse(f))
 }
 
-func (h *alertHandlers) listFindings(c *fiber.Ctx) error {
+func (s *Server) listFindings(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
-	rows, err := h.rules.Findings(c.UserContext(), id)
+	rows, err := s.alertRules.Findings(c.UserContext(), id)
 	if err != nil {
 		return notFoundAs(err, "Alert")
 	}
@@ -385,16 +378,16 @@ func (h *alertHandlers) listFindings(c *fiber.Ctx) error {
 
 // Alert indicators.
 
-func (h *alertHandlers) listAlertIndicators(c *fiber.Ctx) error {
+func (s *Server) listAlertIndicators(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	if err := h.store.AlertExists(ctx, id); err != nil {
+	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	rows, err := h.store.AlertIndicators(ctx, id)
+	rows, err := s.deps.Alerts.AlertIndicators(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -403,7 +396,7 @@ func (h *alertHandlers) listAlertIndicators(c *fiber.Ctx) error {
 }
 
 type addIndicatorsQuery struct {
-	Enrich bool `query:"enrich" default:"true" doc:"Enrich the added indicators (re-runs the alert's pipeline)."`
+	Enrich *bool `query:"enrich" doc:"Enrich the added indicators (re-runs the alert's pipeline); the route's description gives the default."`
 }
 
 type addIndicatorElement struct {
@@ -429,7 +422,7 @@ type addIndicatorsResponse struct {
 	EnrichRequested bool                `json:"enrich_requested"`
 }
 
-func (h *alertHandlers) addAlertIndicators(c *fiber.Ctx) error {
+func (s *Server) addAlertIndicators(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -442,11 +435,11 @@ func (h *alertHandlers) addAlertIndicators(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	added, err := h.rules.AddIndicators(c.UserContext(), id, req.indicators(), q.Enrich, principal(c).Actor(store.ActorAPI))
+	added, err := s.alertRules.AddIndicators(c.UserContext(), id, req.indicators(), q.Enrich, principal(c).Actor(store.ActorAPI))
 	if err != nil {
 		return notFoundAs(inBody(err), "Alert")
 	}
-	out := addIndicatorsResponse{AddedCount: added.NewLinks, Indicators: make([]indicatorResponse, len(added.Indicators)), EnrichRequested: q.Enrich}
+	out := addIndicatorsResponse{AddedCount: added.NewLinks, Indicators: make([]indicatorResponse, len(added.Indicators)), EnrichRequested: added.Enriched}
 	for i, ind := range added.Indicators {
 		out.Indicators[i] = toIndicatorResponse(ind, false)
 	}
@@ -481,7 +474,7 @@ func toActivityEventResponse(e store.ActivityEvent) activityEventResponse {
 		AlertUUID: e.AlertUUID, WorkflowUUID: e.WorkflowUUID, DetectionRuleUUID: e.DetectionRuleUUID, References: refs, CreatedAt: e.CreatedAt.UTC()}
 }
 
-func (h *alertHandlers) alertActivity(c *fiber.Ctx) error {
+func (s *Server) alertActivity(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -491,10 +484,10 @@ func (h *alertHandlers) alertActivity(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	if err := h.store.AlertExists(ctx, id); err != nil {
+	if err := s.deps.Alerts.AlertExists(ctx, id); err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	rows, total, err := h.store.ListActivity(ctx, store.ActivityFilter{AlertUUID: &id, EventTypes: q.EventType, Page: q.storePage()})
+	rows, total, err := s.deps.Alerts.ListActivity(ctx, store.ActivityFilter{AlertUUID: &id, EventTypes: q.EventType, Page: q.storePage()})
 	if err != nil {
 		return err
 	}
@@ -508,12 +501,12 @@ type alertEnrichResponse struct {
 	WorkflowID string `json:"workflow_id"`
 }
 
-func (h *alertHandlers) enrichAlert(c *fiber.Ctx) error {
+func (s *Server) enrichAlert(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
-	if err := h.store.EnqueueRerun(c.UserContext(), id, store.ActorAPI, principal(c).KeyPrefix); err != nil {
+	if err := s.deps.Alerts.EnqueueRerun(c.UserContext(), id, store.ActorAPI, principal(c).KeyPrefix); err != nil {
 		return notFoundAs(err, "Alert")
 	}
 	return respond(c, http.StatusAccepted, alertEnrichResponse{WorkflowID: ids.Alert(id)})
@@ -547,7 +540,7 @@ type graphResponse struct {
 	Indicators []graphIndicator `json:"indicators"`
 }
 
-func (h *alertHandlers) relationshipGraph(c *fiber.Ctx) error {
+func (s *Server) relationshipGraph(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -557,15 +550,15 @@ func (h *alertHandlers) relationshipGraph(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	a, err := h.store.GetAlert(ctx, id)
+	a, err := s.deps.Alerts.GetAlert(ctx, id)
 	if err != nil {
 		return notFoundAs(err, "Alert")
 	}
-	inds, err := h.store.AlertIndicators(ctx, id)
+	inds, err := s.deps.Alerts.AlertIndicators(ctx, id)
 	if err != nil {
 		return err
 	}
-	sibs, err := h.store.SiblingAlerts(ctx, id, q.SiblingLimit)
+	sibs, err := s.deps.Alerts.SiblingAlerts(ctx, id, q.SiblingLimit)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -24,25 +23,17 @@ type IndicatorStore interface {
 	SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *string, recompute func(map[string]any) string, actorType, actorKeyPrefix string) (store.Indicator, error)
 }
 
-// indicatorHandlers are the indicator routes: the indicator store for views, the alerts service for
-// the malice override.
-type indicatorHandlers struct {
-	store IndicatorStore
-	rules *alerts.Service
-}
-
 func (s *Server) indicatorRoutes() {
-	h := &indicatorHandlers{store: s.deps.Indicators, rules: s.alertRules}
 	const tag = "Indicators"
 	s.add(route{Method: http.MethodGet, Path: "/v1/indicators", Tag: tag, Summary: "Search indicators",
 		Description: "Most recently seen first. `value` is exact after normalization for the given type (or as given without one); `q` is a value prefix.",
-		Scopes:      []string{auth.ScopeEnrichmentsRead}, Query: listIndicatorsQuery{}, Response: indicatorResponse{}, List: true}, h.listIndicators)
+		Scopes:      []string{auth.ScopeEnrichmentsRead}, Query: listIndicatorsQuery{}, Response: indicatorResponse{}, List: true}, s.listIndicators)
 	s.add(route{Method: http.MethodGet, Path: "/v1/indicators/:uuid", Tag: tag, Summary: "Get an indicator",
 		Description: "With raw provider responses and the number of linked alerts.",
-		Scopes:      []string{auth.ScopeEnrichmentsRead}, Response: indicatorDetail{}}, h.getIndicator)
+		Scopes:      []string{auth.ScopeEnrichmentsRead}, Response: indicatorDetail{}}, s.getIndicator)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/indicators/:uuid", Tag: tag, Summary: "Override an indicator's malice",
 		Description: "A level is a sticky analyst override (enrichment no longer changes it); null removes the override and recomputes malice from the stored enrichment results.",
-		Scopes:      []string{auth.ScopeAlertsWrite}, Body: patchIndicatorRequest{}, Response: indicatorDetail{}}, h.patchIndicator)
+		Scopes:      []string{auth.ScopeAlertsWrite}, Body: patchIndicatorRequest{}, Response: indicatorDetail{}}, s.patchIndicator)
 }
 
 // indicatorResponse is SEED-SPEC §2.2's EnrichedIndicator.
@@ -97,7 +88,7 @@ func (q listIndicatorsQuery) Validate() validate.Errors {
 	return errs
 }
 
-func (h *indicatorHandlers) listIndicators(c *fiber.Ctx) error {
+func (s *Server) listIndicators(c *fiber.Ctx) error {
 	var q listIndicatorsQuery
 	if err := bindQuery(c, &q); err != nil {
 		return err
@@ -109,7 +100,7 @@ func (h *indicatorHandlers) listIndicators(c *fiber.Ctx) error {
 			value = v
 		}
 	}
-	rows, total, err := h.store.ListIndicators(c.UserContext(), store.IndicatorFilter{Types: q.Type, Value: value,
+	rows, total, err := s.deps.Indicators.ListIndicators(c.UserContext(), store.IndicatorFilter{Types: q.Type, Value: value,
 		ValuePrefix: q.Q, Malices: q.Malice, Page: q.storePage()})
 	if err != nil {
 		return err
@@ -118,25 +109,25 @@ func (h *indicatorHandlers) listIndicators(c *fiber.Ctx) error {
 	return respondList(c, out, total, q.PageQuery)
 }
 
-func (h *indicatorHandlers) indicatorDetail(ctx context.Context, ind store.Indicator) (indicatorDetail, error) {
-	n, err := h.store.IndicatorAlertCount(ctx, ind.UUID)
+func (s *Server) indicatorDetail(ctx context.Context, ind store.Indicator) (indicatorDetail, error) {
+	n, err := s.deps.Indicators.IndicatorAlertCount(ctx, ind.UUID)
 	if err != nil {
 		return indicatorDetail{}, err
 	}
 	return indicatorDetail{indicatorResponse: toIndicatorResponse(ind, false), AlertCount: n}, nil
 }
 
-func (h *indicatorHandlers) getIndicator(c *fiber.Ctx) error {
+func (s *Server) getIndicator(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	ind, err := h.store.GetIndicator(ctx, id)
+	ind, err := s.deps.Indicators.GetIndicator(ctx, id)
 	if err != nil {
 		return notFoundAs(err, "Indicator")
 	}
-	d, err := h.indicatorDetail(ctx, ind)
+	d, err := s.indicatorDetail(ctx, ind)
 	if err != nil {
 		return err
 	}
@@ -147,7 +138,7 @@ type patchIndicatorRequest struct {
 	Malice Optional[string] `json:"malice" enum:"$malice" doc:"A level (sticky override) or null (recompute from enrichment)."`
 }
 
-func (h *indicatorHandlers) patchIndicator(c *fiber.Ctx) error {
+func (s *Server) patchIndicator(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -166,11 +157,11 @@ func (h *indicatorHandlers) patchIndicator(c *fiber.Ctx) error {
 		level = &req.Malice.Value
 	}
 	ctx := c.UserContext()
-	ind, err := h.rules.SetIndicatorMalice(ctx, id, level, principal(c).Actor(store.ActorAPI))
+	ind, err := s.alertRules.SetIndicatorMalice(ctx, id, level, principal(c).Actor(store.ActorAPI))
 	if err != nil {
 		return notFoundAs(inBody(err), "Indicator")
 	}
-	d, err := h.indicatorDetail(ctx, ind)
+	d, err := s.indicatorDetail(ctx, ind)
 	if err != nil {
 		return err
 	}

@@ -19,16 +19,7 @@ import (
 // IngestStore is what ingestion needs (ingest.Store).
 type IngestStore = ingest.Store
 
-// ingestHandlers are the ingestion routes: they parse the request and map what the ingest service
-// decides.
-type ingestHandlers struct {
-	ingest      *ingest.Service
-	sourceNames func() []string
-	telemetry   Telemetry // counts the 202s for /metrics
-}
-
 func (s *Server) ingestRoutes() {
-	h := &ingestHandlers{ingest: s.ingest, sourceNames: s.sourceNames, telemetry: s.deps.Telemetry}
 	write := []string{auth.ScopeAlertsWrite}
 	s.add(route{Method: http.MethodPost, Path: "/v1/ingest/:source_name", Tag: "Ingestion", Summary: "Ingest a source's webhook payload",
 		Description: "The body is the source's own payload (see GET /v1/sources for each shape and signature header). " +
@@ -36,11 +27,11 @@ func (s *Server) ingestRoutes() {
 			"(403 SOURCE_DISABLED), signature (401 INVALID_SIGNATURE), JSON (400), object (422 INVALID_PAYLOAD), plugin validation " +
 			"(422 INVALID_PAYLOAD naming the field). 202 means the alert is committed; the pipeline `alert-<uuid>` starts from the outbox.",
 		Scopes: write, Body: map[string]any{}, Response: ingestResponse{}, Status: http.StatusAccepted,
-		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound}}, h.ingestSource)
+		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound}}, s.ingestSource)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts", Tag: "Ingestion", Summary: "Create an alert from a source payload",
 		Description: "`{\"source_name\", \"payload\"}`: the same checks (no signature: the bearer key authenticates), pipeline and response as POST /v1/ingest/{source_name}.",
 		Scopes:      write, Body: createAlertRequest{}, Response: ingestResponse{}, Status: http.StatusAccepted,
-		Errors: []int{http.StatusForbidden, http.StatusNotFound}}, h.createAlert)
+		Errors: []int{http.StatusForbidden, http.StatusNotFound}}, s.createAlert)
 }
 
 type ingestResponse struct {
@@ -63,12 +54,12 @@ func errInvalidPayload(msg string, detail validate.Errors) *Error {
 }
 
 // ingestError maps the ingest service's errors to the contract's; loc is where the payload sat.
-func (h *ingestHandlers) ingestError(err error, name string, raw []byte, loc []any) error {
+func (s *Server) ingestError(err error, name string, raw []byte, loc []any) error {
 	var perr *ingest.PayloadError
 	switch {
 	case errors.Is(err, ingest.ErrUnknownSource):
 		return NewError(http.StatusNotFound, "UNKNOWN_SOURCE", "Unknown source.").
-			WithDetails(map[string]any{"source_name": validate.Truncate(name), "known_sources": h.sourceNames()})
+			WithDetails(map[string]any{"source_name": validate.Truncate(name), "known_sources": s.sourceNames()})
 	case errors.Is(err, ingest.ErrSourceNotAllowed):
 		return NewError(http.StatusForbidden, "SOURCE_NOT_ALLOWED", "This API key may not ingest from this source.").
 			WithDetails(map[string]any{"source_name": name})
@@ -85,12 +76,12 @@ func (h *ingestHandlers) ingestError(err error, name string, raw []byte, loc []a
 	return err
 }
 
-func (h *ingestHandlers) ingestSource(c *fiber.Ctx) error {
+func (s *Server) ingestSource(c *fiber.Ctx) error {
 	name := c.Params("source_name")
 	ctx := c.UserContext()
-	src, err := h.ingest.Source(ctx, name, principal(c).AllowsSource)
+	src, err := s.ingest.Source(ctx, name, principal(c).AllowsSource)
 	if err != nil {
-		return h.ingestError(err, name, nil, nil)
+		return s.ingestError(err, name, nil, nil)
 	}
 	body := c.Request().Body()
 	if err := src.VerifySignature(func(h string) string { return c.Get(h) }, body); err != nil {
@@ -112,19 +103,19 @@ func (h *ingestHandlers) ingestSource(c *fiber.Ctx) error {
 	if !json.Valid(body) {
 		return errInvalidJSON(body)
 	}
-	return h.commit(c, src, body, []any{"body"})
+	return s.commit(c, src, body, []any{"body"})
 }
 
-func (h *ingestHandlers) createAlert(c *fiber.Ctx) error {
+func (s *Server) createAlert(c *fiber.Ctx) error {
 	var req createAlertRequest
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	src, err := h.ingest.Source(c.UserContext(), req.SourceName, principal(c).AllowsSource)
+	src, err := s.ingest.Source(c.UserContext(), req.SourceName, principal(c).AllowsSource)
 	if err != nil {
-		return h.ingestError(err, req.SourceName, nil, nil)
+		return s.ingestError(err, req.SourceName, nil, nil)
 	}
-	return h.commit(c, src, bytes.TrimSpace(req.Payload), []any{"body", "payload"})
+	return s.commit(c, src, bytes.TrimSpace(req.Payload), []any{"body", "payload"})
 }
 
 // checkJSONBody refuses compressed and non-JSON bodies (an absent Content-Type is accepted).
@@ -139,12 +130,12 @@ func checkJSONBody(c *fiber.Ctx) error {
 }
 
 // commit ingests raw (valid JSON) and answers 202.
-func (h *ingestHandlers) commit(c *fiber.Ctx, src ingest.Source, raw []byte, loc []any) error {
-	out, err := h.ingest.Ingest(c.UserContext(), src, raw, principal(c).Actor(store.ActorAPI))
+func (s *Server) commit(c *fiber.Ctx, src ingest.Source, raw []byte, loc []any) error {
+	out, err := s.ingest.Ingest(c.UserContext(), src, raw, principal(c).Actor(store.ActorAPI))
 	if err != nil {
-		return h.ingestError(err, src.Plugin.Name(), raw, loc)
+		return s.ingestError(err, src.Plugin.Name(), raw, loc)
 	}
-	h.telemetry.IngestAcked(src.Plugin.Name(), out.Duplicate)
+	s.deps.Telemetry.IngestAcked(src.Plugin.Name(), out.Duplicate)
 	resp := ingestResponse{AlertUUID: out.AlertUUID, Status: "queued", WorkflowID: out.WorkflowID}
 	if out.Duplicate {
 		resp.Status, resp.IsDuplicate, resp.DuplicateCount = "deduplicated", true, out.DuplicateCount

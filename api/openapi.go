@@ -18,11 +18,16 @@ import (
 
 type schemaBuilder struct {
 	components map[string]any
-	names      map[reflect.Type]string
+	names      map[reflect.Type]string // the component of each named struct
+	taken      map[string]bool         // component names in use: one type each
 }
 
 func newSchemaBuilder() *schemaBuilder {
-	return &schemaBuilder{components: map[string]any{}, names: map[reflect.Type]string{}}
+	b := &schemaBuilder{components: map[string]any{}, names: map[reflect.Type]string{}, taken: map[string]bool{}}
+	for name := range errorSchemas { // Error, ValidationError, ListMeta: written by hand
+		b.taken[name] = true
+	}
+	return b
 }
 
 var pathParam = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
@@ -73,7 +78,7 @@ func (b *schemaBuilder) baseSchema(t reflect.Type) map[string]any {
 		}
 		name, ok := b.names[t]
 		if !ok {
-			name = componentName(t)
+			name = b.uniqueName(t)
 			b.names[t] = name
 			b.components[name] = map[string]any{} // placeholder against recursion
 			b.components[name] = b.structSchema(t)
@@ -83,16 +88,32 @@ func (b *schemaBuilder) baseSchema(t reflect.Type) map[string]any {
 	return map[string]any{}
 }
 
+// componentName is a struct's component name: its Go name capitalized, without a "Response" suffix
+// (responses are named after what they return: alertResponse → Alert). Request types keep their
+// "Request" suffix, so executeWorkflowRequest and executeWorkflowResponse are two components.
 func componentName(t reflect.Type) string {
 	n := t.Name()
 	if i := strings.Index(n, "["); i >= 0 {
 		n = n[:i]
 	}
-	n = strings.TrimSuffix(strings.TrimSuffix(n, "Response"), "Request")
+	n = strings.TrimSuffix(n, "Response")
 	if n == "" {
 		return "Object"
 	}
 	return strings.ToUpper(n[:1]) + n[1:]
+}
+
+// uniqueName gives t a component name no other type holds: two types that would share one (the same
+// name in two packages, indicatorResponse beside an Indicator) get a numeric suffix in registration
+// order, so one type's schema never documents another's.
+func (b *schemaBuilder) uniqueName(t reflect.Type) string {
+	base := componentName(t)
+	name := base
+	for i := 2; b.taken[name]; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	b.taken[name] = true
+	return name
 }
 
 func nullable(s map[string]any) map[string]any {

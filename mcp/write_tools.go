@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,7 +23,7 @@ import (
 type AlertService interface {
 	Patch(ctx context.Context, id uuid.UUID, p alerts.Patch, actor store.Actor) (store.Alert, error)
 	AddFinding(ctx context.Context, alertID uuid.UUID, f alerts.NewFinding, actor store.Actor) (store.Finding, error)
-	AddIndicators(ctx context.Context, alertID uuid.UUID, ins []alerts.NewIndicator, enrich bool, actor store.Actor) (alerts.Added, error)
+	AddIndicators(ctx context.Context, alertID uuid.UUID, ins []alerts.NewIndicator, enrich *bool, actor store.Actor) (alerts.Added, error)
 	SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *string, actor store.Actor) (store.Indicator, error)
 }
 
@@ -49,8 +50,8 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 		return
 	}
 	s.addTool(srv, who, tool{name: "update_alert_status", title: "Change an alert's status", scopes: alertsWrite, writes: true,
-		description: "Move an alert through its workflow: Open → Triaging → Escalated → Closed (and reopen a Closed alert to " +
-			"Open or Triaging). Closing needs close_classification (why: true/false/benign positive, duplicate, ...). A move " +
+		description: "Move an alert through its workflow; the allowed moves are " + alerts.TransitionSummary() + " (staying " +
+			"put is allowed). Closing needs close_classification (why: true/false/benign positive, duplicate, ...). A move " +
 			"the transition rules forbid is refused with the allowed targets. Use it when your triage reaches a conclusion " +
 			"a person asked you to record. Returns the alert as get_alert does. Needs alerts:write.",
 		args: []arg{
@@ -107,24 +108,24 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 	s.addTool(srv, who, tool{name: "add_alert_indicators", title: "Add indicators to an alert", scopes: alertsWrite, writes: true,
 		description: "Attach indicators of compromise you found (IPs, domains, URLs, hashes, emails, accounts, ...) to an " +
 			"alert: each {value, type?} (the type is inferred when omitted), 1 to 100 of them; enrich=true queues their " +
-			"enrichment with every configured provider. Existing indicators are linked, not duplicated. Returns the " +
-			"indicators and how many links are new. Needs alerts:write.",
+			"enrichment with every configured provider (absent: enrich=" + strconv.FormatBool(alerts.EnrichAddedByDefault) + "). Existing indicators are linked, not duplicated. Returns the " +
+			"indicators, how many links are new and whether enrichment was queued (enrich_requested). Needs alerts:write.",
 		args: []arg{
 			{name: "alert_uuid", kind: kindUUID, required: true, doc: "The alert's uuid."},
 			{name: "indicators", kind: kindObjectList, required: true, max: alerts.MaxAddIndicators, doc: "Objects {value, type?}."},
-			{name: "enrich", kind: kindBool, def: false, doc: "Queue enrichment of the indicators."},
+			{name: "enrich", kind: kindBool, def: alerts.EnrichAddedByDefault, doc: "Queue enrichment of the indicators."},
 		},
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
 			ins, errs := newIndicators(a.objects("indicators"))
 			if len(errs) > 0 {
 				return nil, errs
 			}
-			enrich := a.boolPtr("enrich")
-			added, err := s.cfg.AlertService.AddIndicators(ctx, *a.uuidPtr("alert_uuid"), ins, enrich != nil && *enrich, actor(p))
+			added, err := s.cfg.AlertService.AddIndicators(ctx, *a.uuidPtr("alert_uuid"), ins, a.boolPtr("enrich"), actor(p))
 			if err != nil {
 				return nil, inArguments(notFoundAs(err, "Alert"), nil)
 			}
-			return single[map[string]any]{Data: map[string]any{"indicators": mapAll(added.Indicators, toIndicatorView), "new_links": added.NewLinks},
+			return single[map[string]any]{Data: map[string]any{"indicators": mapAll(added.Indicators, toIndicatorView), "new_links": added.NewLinks,
+				"enrich_requested": added.Enriched},
 				Meta: map[string]any{}}, nil
 		}})
 	s.addTool(srv, who, tool{name: "update_indicator_malice", title: "Override an indicator's malice", scopes: alertsWrite, writes: true,

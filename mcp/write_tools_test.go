@@ -10,7 +10,9 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
+	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -271,4 +273,64 @@ func TestAgentAndMetricsResources(t *testing.T) {
 	_, err = h.session(t, alertsOnly).ReadResource(ctx, &sdk.ReadResourceParams{URI: "vigil://agents"})
 	require.ErrorContains(t, err, "FORBIDDEN")
 	require.ErrorContains(t, err, auth.ScopeAgentsRead)
+}
+
+// TestAddAlertIndicatorsEnrichesByDefault: add_alert_indicators without enrich enriches, as REST's
+// POST /v1/alerts/{uuid}/indicators without ?enrich= does (the alert rules' EnrichAddedByDefault):
+// one enrichment start per indicator committed with the links and an alert_enrichment_requested
+// event by mcp; enrich=false queues none.
+func TestAddAlertIndicatorsEnrichesByDefault(t *testing.T) {
+	h := newHarness(t, 1000)
+	token, _ := h.key(t, auth.KeyTypeAgent, auth.ScopeAlertsWrite)
+	cs := h.session(t, token)
+	ctx := context.Background()
+	starts := func(ids []any) int {
+		var n int
+		require.NoError(t, h.st.DB().NewRaw("SELECT count(*) FROM start_outbox WHERE kind = ? AND subject_uuid::text IN (?)",
+			store.StartIndicatorEnrichment, bun.List(ids)).Scan(ctx, &n))
+		return n
+	}
+	uuids := func(body map[string]any) []any {
+		var ids []any
+		for _, ind := range body["data"].(map[string]any)["indicators"].([]any) {
+			ids = append(ids, ind.(map[string]any)["uuid"])
+		}
+		return ids
+	}
+
+	id := h.alert(t, "MCP default enrich "+uuid.NewString())
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	res, body := call(t, cs, "add_alert_indicators", map[string]any{"alert_uuid": id.String(),
+		"indicators": []any{map[string]any{"value": "default-" + suffix + ".example.com"}, map[string]any{"type": "hash_md5", "value": suffix + suffix[:8] + suffix[:12]}}})
+	require.False(t, res.IsError, "%v", body)
+	require.Equal(t, true, body["data"].(map[string]any)["enrich_requested"])
+	require.Equal(t, 2, starts(uuids(body)), "one enrichment start per indicator")
+	require.Equal(t, store.ActorMCP, activityActors(t, h.st, id)["alert_enrichment_requested"])
+
+	other := h.alert(t, "MCP no enrich "+uuid.NewString())
+	res, body = call(t, cs, "add_alert_indicators", map[string]any{"alert_uuid": other.String(), "enrich": false,
+		"indicators": []any{map[string]any{"value": "none-" + suffix + ".example.com"}}})
+	require.False(t, res.IsError, "%v", body)
+	require.Equal(t, false, body["data"].(map[string]any)["enrich_requested"])
+	require.Zero(t, starts(uuids(body)))
+	require.NotContains(t, activityActors(t, h.st, other), "alert_enrichment_requested")
+}
+
+// TestUpdateAlertStatusDescriptionIsTheRules: the tool tells an agent the moves the alert rules allow,
+// read from alerts.Transitions: a Closed alert reopens to Open only.
+func TestUpdateAlertStatusDescriptionIsTheRules(t *testing.T) {
+	h := newHarness(t, 1000)
+	token, _ := h.key(t, auth.KeyTypeAgent, auth.ScopeAlertsWrite)
+	cs := h.session(t, token)
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var desc string
+	for _, tl := range tools.Tools {
+		if tl.Name == "update_alert_status" {
+			desc = tl.Description
+		}
+	}
+	require.Contains(t, desc, alerts.TransitionSummary())
+	require.Equal(t, []string{store.StatusOpen}, alerts.Transitions(store.StatusClosed))
+	require.NotContains(t, desc, "Open or Triaging")
 }

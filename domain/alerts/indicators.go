@@ -68,22 +68,31 @@ func IndicatorKeys(ins []NewIndicator) ([]store.IndicatorKey, validate.Errors) {
 	return keys, errs
 }
 
+// EnrichAddedByDefault is whether AddIndicators enriches the indicators it adds when the caller does
+// not say (enrich nil): REST's enrich query parameter and MCP's enrich argument, both absent.
+const EnrichAddedByDefault = true
+
 // Added is what AddIndicators did.
 type Added struct {
 	Indicators []store.Indicator // every indicator given, upserted, in the order given (deduplicated)
 	NewLinks   int               // links to the alert that did not exist before
+	Enriched   bool              // their enrichment was queued
 }
 
-// AddIndicators upserts ins globally on (type, value) and links them to the alert, as actor. With
-// enrich, the links and one enrichment start per linked indicator commit together (the start outbox,
-// docs/INGEST.md "Outbox kinds") with an alert_enrichment_requested event: the worker's dispatcher
-// starts the EnrichIndicator workflows, so the enrichment is never lost and the call never waits on
-// Temporal. Invalid input is validate.Errors (locations relative to the list); a missing alert is
-// store.ErrNotFound.
-func (s *Service) AddIndicators(ctx context.Context, alertID uuid.UUID, ins []NewIndicator, enrich bool, actor store.Actor) (Added, error) {
+// AddIndicators upserts ins globally on (type, value) and links them to the alert, as actor. A nil
+// enrichArg means EnrichAddedByDefault. With enrich, the links and one enrichment start per linked
+// indicator commit together (the start outbox, docs/INGEST.md "Outbox kinds") with an
+// alert_enrichment_requested event: the worker's dispatcher starts the EnrichIndicator workflows, so
+// the enrichment is never lost and the call never waits on Temporal. Invalid input is validate.Errors
+// (locations relative to the list); a missing alert is store.ErrNotFound.
+func (s *Service) AddIndicators(ctx context.Context, alertID uuid.UUID, ins []NewIndicator, enrichArg *bool, actor store.Actor) (Added, error) {
 	keys, errs := IndicatorKeys(ins)
 	if len(errs) > 0 {
 		return Added{}, errs
+	}
+	enrich := EnrichAddedByDefault
+	if enrichArg != nil {
+		enrich = *enrichArg
 	}
 	var inds []store.Indicator
 	var added int
@@ -96,7 +105,7 @@ func (s *Service) AddIndicators(ctx context.Context, alertID uuid.UUID, ins []Ne
 	if err != nil {
 		return Added{}, fmt.Errorf("link indicators to alert %s: %w", alertID, err)
 	}
-	return Added{Indicators: inds, NewLinks: added}, nil
+	return Added{Indicators: inds, NewLinks: added, Enriched: enrich}, nil
 }
 
 // SetIndicatorMalice overrides an indicator's malice as actor: a level is a sticky analyst override

@@ -134,7 +134,7 @@ func TestService_AddIndicators(t *testing.T) {
 	}
 
 	added, err := svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: " 10.0.0.1 "}, {Value: "EVIL.example.", Type: ptr("domain")},
-		{Value: "D41D8CD98F00B204E9800998ECF8427E"}}, true, human)
+		{Value: "D41D8CD98F00B204E9800998ECF8427E"}}, ptr(true), human)
 	require.NoError(t, err)
 	require.Equal(t, 3, added.NewLinks)
 	require.Len(t, added.Indicators, 3)
@@ -149,7 +149,7 @@ func TestService_AddIndicators(t *testing.T) {
 	require.Equal(t, 3, pending(ids...))
 
 	// Adding again links nothing new; without enrich nothing is queued.
-	added, err = svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "10.0.0.1", Type: ptr("ip")}}, false, human)
+	added, err = svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "10.0.0.1", Type: ptr("ip")}}, ptr(false), human)
 	require.NoError(t, err)
 	require.Equal(t, 0, added.NewLinks)
 	require.Equal(t, 3, pending(ids...))
@@ -165,7 +165,15 @@ func TestService_AddIndicators(t *testing.T) {
 	require.Equal(t, store.ActorAPI, requested[0].ActorType)
 	require.Equal(t, "cai_hum", *requested[0].ActorKeyPrefix)
 
-	_, err = svc.AddIndicators(ctx, uuid.New(), []alerts.NewIndicator{{Value: "10.0.0.3"}}, false, human)
+	// Not saying is the rules' default: enrich.
+	require.True(t, alerts.EnrichAddedByDefault)
+	other := newAlert(t, st)
+	added, err = svc.AddIndicators(ctx, other, []alerts.NewIndicator{{Value: "10.0.0.9"}}, nil, human)
+	require.NoError(t, err)
+	require.True(t, added.Enriched)
+	require.Equal(t, 1, pending(added.Indicators[0].UUID))
+
+	_, err = svc.AddIndicators(ctx, uuid.New(), []alerts.NewIndicator{{Value: "10.0.0.3"}}, ptr(false), human)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	bad := []struct {
@@ -183,7 +191,7 @@ func TestService_AddIndicators(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := svc.AddIndicators(ctx, id, tc.in, false, human)
+			_, err := svc.AddIndicators(ctx, id, tc.in, ptr(false), human)
 			var errs validate.Errors
 			require.True(t, errors.As(err, &errs), "%v", err)
 			require.Equal(t, tc.loc, validate.LocString(errs[0].Loc))
@@ -196,7 +204,7 @@ func TestService_SetIndicatorMalice(t *testing.T) {
 	ctx := context.Background()
 	svc := alerts.New(st, nil)
 	id := newAlert(t, st)
-	added, err := svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "198.51.100.7"}}, false, human)
+	added, err := svc.AddIndicators(ctx, id, []alerts.NewIndicator{{Value: "198.51.100.7"}}, ptr(false), human)
 	require.NoError(t, err)
 	ind := added.Indicators[0]
 	require.NoError(t, st.RecordEnrichment(ctx, nil, []store.IndicatorEnrichment{{IndicatorUUID: ind.UUID, Results: map[string]any{

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/vigil-soc/vigil/store"
 )
@@ -27,4 +28,17 @@ func Transitions(from string) []string {
 // transition and is always allowed.
 func CanTransition(from, to string) bool {
 	return from == to || slices.Contains(Transitions(from), to)
+}
+
+// TransitionSummary is the transition graph as text, from Transitions itself, for the descriptions
+// the doors show (REST's PATCH /v1/alerts/{uuid}, MCP's update_alert_status):
+// "Open→Triaging|Escalated|Closed, Triaging→Escalated|Closed, Escalated→Triaging|Closed, Closed→Open".
+func TransitionSummary() string {
+	var moves []string
+	for _, from := range store.AlertStatuses() {
+		if to := Transitions(from); len(to) > 0 {
+			moves = append(moves, from+"→"+strings.Join(to, "|"))
+		}
+	}
+	return strings.Join(moves, ", ")
 }
