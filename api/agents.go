@@ -19,7 +19,7 @@ import (
 // AgentService is what the agent routes call (agents.Service); the rules live there.
 type AgentService interface {
 	Create(ctx context.Context, actor agents.Actor, spec agents.Spec) (store.Agent, string, error)
-	Update(ctx context.Context, actor agents.Actor, id uuid.UUID, spec agents.Spec) (store.Agent, error)
+	Update(ctx context.Context, actor agents.Actor, id uuid.UUID, spec agents.Spec) (store.Agent, string, error)
 	Delete(ctx context.Context, actor agents.Actor, id uuid.UUID) error
 	RotateSecret(ctx context.Context, actor agents.Actor, id uuid.UUID) (store.Agent, string, error)
 	Test(ctx context.Context, id uuid.UUID) (agents.Outcome, error)
@@ -49,8 +49,9 @@ func (s *Server) agentRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/agents/:uuid", Tag: tag, Summary: "Get an agent",
 		Scopes: read, Response: agentResponse{}}, s.getAgent)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/agents/:uuid", Tag: tag, Summary: "Update an agent",
-		Description: "A null or absent field is left unchanged. `auth_header_name` and `auth_header_value` go together; both \"\" remove the header.",
-		Scopes:      write, Body: agentRequest{}, Response: agentResponse{}, Errors: []int{http.StatusConflict}}, s.updateAgent)
+		Description: "A null or absent field is left unchanged. `auth_header_name` and `auth_header_value` go together; both \"\" remove the header. " +
+			"An `endpoint_url` on another origin (scheme, host, port) drops the auth header unless the same request sets one, and rotates the signing secret: the new one is in the response (`signing_secret`, shown once).",
+		Scopes: write, Body: agentRequest{}, Response: agentUpdateResponse{}, Errors: []int{http.StatusConflict}}, s.updateAgent)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/agents/:uuid", Tag: tag, Summary: "Delete an agent",
 		Description: "Removes the agent and its delivery records.", Scopes: write, Status: http.StatusNoContent}, s.deleteAgent)
 	s.add(route{Method: http.MethodPost, Path: "/v1/agents/:uuid/rotate-secret", Tag: tag, Summary: "Rotate the signing secret",
@@ -172,6 +173,13 @@ type agentWithSecretResponse struct {
 	SigningSecret string `json:"signing_secret" doc:"Shown once. HMAC-SHA256 key of X-Vigil-Signature."`
 }
 
+// agentUpdateResponse is the PATCH answer: signing_secret only when endpoint_url moved to another
+// origin, which rotates it (shown once).
+type agentUpdateResponse struct {
+	agentResponse
+	SigningSecret *string `json:"signing_secret,omitempty" doc:"Only when endpoint_url moved to another origin: the new signing secret (the old one stops verifying), shown once."`
+}
+
 func toAgentResponse(a store.Agent) agentResponse {
 	filter := a.TriggerFilter
 	if len(filter) == 0 {
@@ -255,11 +263,15 @@ func (s *Server) updateAgent(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	a, err := s.deps.Agents.Update(c.UserContext(), agentActor(c), id, req.spec())
+	a, secret, err := s.deps.Agents.Update(c.UserContext(), agentActor(c), id, req.spec())
 	if err != nil {
 		return agentError(err)
 	}
-	return respond(c, http.StatusOK, toAgentResponse(a))
+	out := agentUpdateResponse{agentResponse: toAgentResponse(a)}
+	if secret != "" {
+		out.SigningSecret = &secret
+	}
+	return respond(c, http.StatusOK, out)
 }
 
 func (s *Server) deleteAgent(c *fiber.Ctx) error {

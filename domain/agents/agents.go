@@ -264,23 +264,54 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 	return a, secret, s.audit(ctx, actor, "agent_created", a)
 }
 
-// Update applies spec's set fields to the agent id.
-func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Spec) (store.Agent, error) {
+// Update applies spec's set fields to the agent id. When endpoint_url moves to another origin
+// (scheme, host, port), the credentials that belonged to the old endpoint do not follow it (issue 27):
+// the sealed auth header is dropped unless the same request sets one, and the signing secret is
+// rotated; the new secret is returned (shown once), "" when it was not rotated.
+func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Spec) (store.Agent, string, error) {
 	if errs := s.check(spec, false); len(errs) > 0 {
-		return store.Agent{}, errs
+		return store.Agent{}, "", errs
 	}
 	a, err := s.store.GetAgent(ctx, id)
 	if err != nil {
-		return store.Agent{}, err
+		return store.Agent{}, "", err
 	}
+	moved := spec.EndpointURL != nil && endpointOrigin(*spec.EndpointURL) != endpointOrigin(a.EndpointURL)
 	cols, err := s.apply(&a, spec)
 	if err != nil || len(cols) == 0 {
-		return a, err
+		return a, "", err
+	}
+	secret := ""
+	if moved {
+		if spec.AuthHeaderName == nil && a.AuthHeaderName != nil {
+			a.AuthHeaderName, a.AuthHeaderValue = nil, nil
+			cols = append(cols, "auth_header_name", "auth_header_value")
+		}
+		if secret, err = s.newSecret(&a); err != nil {
+			return store.Agent{}, "", err
+		}
+		cols = append(cols, "signing_secret")
 	}
 	if err := s.store.UpdateAgent(ctx, &a, cols...); err != nil {
-		return store.Agent{}, err
+		return store.Agent{}, "", err
 	}
-	return a, s.audit(ctx, actor, "agent_updated", a)
+	return a, secret, s.audit(ctx, actor, "agent_updated", a)
+}
+
+// endpointOrigin is scheme://host:port of an endpoint URL, the default port made explicit.
+func endpointOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // Delete removes the agent id and its delivery records.
