@@ -66,14 +66,14 @@ func (s *Server) agentRoutes() {
 		Scopes:      read, Query: listDeliveriesQuery{}, Response: deliveryResponse{}, List: true}, s.listAgentDeliveries)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/trigger-agents", Tag: tag, Summary: "Hand an alert to every matching agent",
 		Description: "Queues an `alert.enriched` event (with a `trigger` fact) for every active agent subscribed to `alert.enriched` " +
-			"whose sources, severities and trigger_filter match the alert; delivered like any event (docs/WEBHOOKS.md). " +
+			"whose sources, severities and trigger_filter match the alert and whose registering key could read alerts; delivered like any event (docs/WEBHOOKS.md). " +
 			"The names are the agents matching now; none matching is a 202 with 0.",
 		Scopes: write, Response: queuedAgentsResponse{}, Status: http.StatusAccepted}, s.triggerAgents)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/dispatch-agent", Tag: tag, Summary: "Hand an alert to one agent",
 		Description: "Queues an `alert.enriched` event for the agent `agent_uuid` alone, its subscriptions and filters bypassed. " +
-			"An inactive agent → 422 `AGENT_INACTIVE`; an unknown alert or agent → 404.",
+			"An inactive agent → 422 `AGENT_INACTIVE`; an unknown alert or agent → 404; an agent registered by a key without `alerts:read` → 403.",
 		Scopes: write, Query: dispatchAgentQuery{}, Response: queuedAgentsResponse{}, Status: http.StatusAccepted,
-		Errors: []int{http.StatusUnprocessableEntity}}, s.dispatchAgent)
+		Errors: []int{http.StatusUnprocessableEntity, http.StatusForbidden}}, s.dispatchAgent)
 }
 
 type queuedAgentsResponse struct {
@@ -111,7 +111,11 @@ func (s *Server) dispatchAgent(c *fiber.Ctx) error {
 		return err
 	}
 	out, err := s.deps.Agents.Dispatch(c.UserContext(), agentActor(c), id, q.AgentUUID)
+	var cr *agents.CannotReceiveError
 	switch {
+	case errors.As(err, &cr):
+		return NewError(http.StatusForbidden, "FORBIDDEN", "The agent was registered by a key without "+cr.Scope+
+			": it is not handed what needs it.").WithDetails(map[string]any{"required_scopes": []string{cr.Scope}, "agent_uuid": q.AgentUUID})
 	case errors.Is(err, agents.ErrAgentInactive):
 		return NewError(http.StatusUnprocessableEntity, "AGENT_INACTIVE", "The agent is not active; activate it before dispatching to it.")
 	case errors.Is(err, agents.ErrAgentNotFound):
@@ -164,6 +168,7 @@ type agentResponse struct {
 	IsActive            bool            `json:"is_active"`
 	Documentation       *string         `json:"documentation"`
 	CreatedBy           *string         `json:"created_by" doc:"Key prefix of the key that registered it."`
+	RegisteredScopes    []string        `json:"registered_scopes" doc:"Scopes of the key that registered it (or last moved its endpoint to another origin): it receives only what they read. null: registered by Vigil itself."`
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
 }
@@ -189,11 +194,12 @@ func toAgentResponse(a store.Agent) agentResponse {
 		AuthHeaderName: a.AuthHeaderName, AuthHeaderSet: len(a.AuthHeaderValue) > 0, Events: nonNil(a.Events),
 		TriggerOnSources: nonNil(a.TriggerOnSources), TriggerOnSeverities: nonNil(a.TriggerOnSeverities),
 		TriggerFilter: filter, TimeoutSeconds: a.TimeoutSeconds, RetryCount: a.RetryCount, IsActive: a.IsActive,
-		Documentation: a.Documentation, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+		Documentation: a.Documentation, CreatedBy: a.CreatedBy, RegisteredScopes: a.RegisteredScopes, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 }
 
 func agentActor(c *fiber.Ctx) agents.Actor {
-	return agents.Actor{Type: store.ActorAPI, KeyPrefix: principal(c).KeyPrefix}
+	p := principal(c)
+	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, Scopes: p.Scopes}
 }
 
 // agentError maps the agent service's errors: validation → 422 with body locations, a taken name →

@@ -83,10 +83,21 @@ type Doer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
-// Actor is who changes a registration, for the activity trail.
+// Actor is who changes a registration, for the activity trail, and the key's scopes, which bound
+// what an agent it registers receives (nil: Vigil itself, no key).
 type Actor struct {
 	Type      string // store.ActorAPI, store.ActorMCP, …
 	KeyPrefix string
+	Scopes    []string
+}
+
+// registeredScopes is what an agent registered by actor may receive: a copy of the key's scopes (nil
+// without a key).
+func (a Actor) registeredScopes() []string {
+	if a.Scopes == nil {
+		return nil
+	}
+	return append([]string{}, a.Scopes...)
 }
 
 // Service applies the agent rules.
@@ -251,6 +262,7 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 	if actor.KeyPrefix != "" {
 		a.CreatedBy = &actor.KeyPrefix
 	}
+	a.RegisteredScopes = actor.registeredScopes()
 	if _, err := s.apply(&a, spec); err != nil {
 		return store.Agent{}, "", err
 	}
@@ -266,8 +278,9 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 
 // Update applies spec's set fields to the agent id. When endpoint_url moves to another origin
 // (scheme, host, port), the credentials that belonged to the old endpoint do not follow it (issue 27):
-// the sealed auth header is dropped unless the same request sets one, and the signing secret is
-// rotated; the new secret is returned (shown once), "" when it was not rotated.
+// the sealed auth header is dropped unless the same request sets one, the signing secret is rotated,
+// and the agent now receives what the moving key can read (its scopes are recorded); the new secret
+// is returned (shown once), "" when it was not rotated.
 func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Spec) (store.Agent, string, error) {
 	if errs := s.check(spec, false); len(errs) > 0 {
 		return store.Agent{}, "", errs
@@ -290,7 +303,9 @@ func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Sp
 		if secret, err = s.newSecret(&a); err != nil {
 			return store.Agent{}, "", err
 		}
-		cols = append(cols, "signing_secret")
+		// The key that decides where deliveries go is the one whose reading rights they carry.
+		a.RegisteredScopes = actor.registeredScopes()
+		cols = append(cols, "signing_secret", "registered_scopes")
 	}
 	if err := s.store.UpdateAgent(ctx, &a, cols...); err != nil {
 		return store.Agent{}, "", err
