@@ -77,7 +77,8 @@ type EventPlan struct {
 func DeliveryID(event, agent uuid.UUID) uuid.UUID { return uuid.NewSHA1(event, agent[:]) }
 
 // PlanEventDeliveries decides who receives an event: the matching agents (agents.Matches), or the
-// one target of a dispatch-agent event with its filters bypassed. It stores the payload data once.
+// one target of a dispatch-agent event with its filters bypassed, in both cases only agents whose
+// registering key could read the event (agents.Receives). It stores the payload data once.
 func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput) (EventPlan, error) {
 	deps := a.AgentEvents
 	if deps == nil {
@@ -114,7 +115,7 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
 		}
-		if err == nil && ag.IsActive {
+		if err == nil && ag.IsActive && agents.Receives(ag, e.Event, e.AlertUUID != nil) {
 			receivers = append(receivers, ag)
 		}
 	} else {
@@ -123,7 +124,7 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 			return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
 		}
 		for _, ag := range subscribed {
-			if agents.Matches(ag, e.Event, subject) {
+			if agents.Matches(ag, e.Event, subject) && agents.Receives(ag, e.Event, e.AlertUUID != nil) {
 				receivers = append(receivers, ag)
 			}
 		}
@@ -145,7 +146,9 @@ type DeliverEventInput struct {
 
 // DeliverAgentEvent makes one attempt of a planned delivery, records it, and reports whether it was
 // delivered. A failed attempt that may be retried returns an error (Temporal retries it under the
-// agent's policy); 410 and the last failed attempt return false. A deleted agent is not delivered to.
+// agent's policy); 410 and the last failed attempt return false. A deleted agent is not delivered to,
+// nor one that may no longer receive the event; the data is what the agent's registering key could
+// read (agents.VisibleData).
 func (a *Activities) DeliverAgentEvent(ctx context.Context, in DeliverEventInput) (bool, error) {
 	deps := a.AgentEvents
 	if deps == nil {
@@ -165,7 +168,14 @@ func (a *Activities) DeliverAgentEvent(ctx context.Context, in DeliverEventInput
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", in.DeliveryUUID, err)
 	}
-	body, err := agents.Payload(in.DeliveryUUID, e.Event, e.CreatedAt, e.Payload)
+	if !agents.Receives(ag, e.Event, e.AlertUUID != nil) {
+		return false, nil // its endpoint moved to a key that cannot read this since it was planned
+	}
+	data, err := agents.VisibleData(ag, e.Payload)
+	if err != nil {
+		return false, sdktemporal.NewNonRetryableApplicationError("filter payload", ErrTypeAgentNotDeliverable, err)
+	}
+	body, err := agents.Payload(in.DeliveryUUID, e.Event, e.CreatedAt, data)
 	if err != nil {
 		return false, sdktemporal.NewNonRetryableApplicationError("encode payload", ErrTypeAgentNotDeliverable, err)
 	}

@@ -181,11 +181,13 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 		return RunStepResult{}, err
 	}
 	vars["steps"] = map[string]any(state)
+	// What earlier steps received in exchange for a secret is masked like the secret in this record.
+	mask := append(append([]string(nil), opened.Values...), cfg.DerivedSecretValues(state)...)
 	st := cfg.Steps[in.Index]
 	p, err := httpsteps.BuildRequest(cfg, in.Index, vars)
 	if err != nil {
 		rec := httpsteps.FailedRecord(cfg, in.Index, run.IndicatorValue, err)
-		rec.Error = httpsteps.NewMasker(opened.Values).String(rec.Error)
+		rec.Error = httpsteps.NewMasker(mask).String(rec.Error)
 		if st.Optional {
 			rec.Skipped = true
 			return RunStepResult{StepName: st.Name, Skipped: true}, a.recordStep(ctx, run.UUID, in.Index, rec, nil)
@@ -195,7 +197,7 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 		}
 		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, ErrTypeWorkflowStepPermanent, nil)
 	}
-	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts)).Do(ctx, p, opened.Values...)
+	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts)).Do(ctx, p, mask...)
 	if err != nil {
 		if st.Optional {
 			out.MarkSkipped(err)

@@ -19,7 +19,7 @@ import (
 // AgentService is what the agent routes call (agents.Service); the rules live there.
 type AgentService interface {
 	Create(ctx context.Context, actor agents.Actor, spec agents.Spec) (store.Agent, string, error)
-	Update(ctx context.Context, actor agents.Actor, id uuid.UUID, spec agents.Spec) (store.Agent, error)
+	Update(ctx context.Context, actor agents.Actor, id uuid.UUID, spec agents.Spec) (store.Agent, string, error)
 	Delete(ctx context.Context, actor agents.Actor, id uuid.UUID) error
 	RotateSecret(ctx context.Context, actor agents.Actor, id uuid.UUID) (store.Agent, string, error)
 	Test(ctx context.Context, id uuid.UUID) (agents.Outcome, error)
@@ -49,8 +49,9 @@ func (s *Server) agentRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/agents/:uuid", Tag: tag, Summary: "Get an agent",
 		Scopes: read, Response: agentResponse{}}, s.getAgent)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/agents/:uuid", Tag: tag, Summary: "Update an agent",
-		Description: "A null or absent field is left unchanged. `auth_header_name` and `auth_header_value` go together; both \"\" remove the header.",
-		Scopes:      write, Body: agentRequest{}, Response: agentResponse{}, Errors: []int{http.StatusConflict}}, s.updateAgent)
+		Description: "A null or absent field is left unchanged. `auth_header_name` and `auth_header_value` go together; both \"\" remove the header. " +
+			"An `endpoint_url` on another origin (scheme, host, port) drops the auth header unless the same request sets one, and rotates the signing secret: the new one is in the response (`signing_secret`, shown once).",
+		Scopes: write, Body: agentRequest{}, Response: agentUpdateResponse{}, Errors: []int{http.StatusConflict}}, s.updateAgent)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/agents/:uuid", Tag: tag, Summary: "Delete an agent",
 		Description: "Removes the agent and its delivery records.", Scopes: write, Status: http.StatusNoContent}, s.deleteAgent)
 	s.add(route{Method: http.MethodPost, Path: "/v1/agents/:uuid/rotate-secret", Tag: tag, Summary: "Rotate the signing secret",
@@ -65,14 +66,14 @@ func (s *Server) agentRoutes() {
 		Scopes:      read, Query: listDeliveriesQuery{}, Response: deliveryResponse{}, List: true}, s.listAgentDeliveries)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/trigger-agents", Tag: tag, Summary: "Hand an alert to every matching agent",
 		Description: "Queues an `alert.enriched` event (with a `trigger` fact) for every active agent subscribed to `alert.enriched` " +
-			"whose sources, severities and trigger_filter match the alert; delivered like any event (docs/WEBHOOKS.md). " +
+			"whose sources, severities and trigger_filter match the alert and whose registering key could read alerts; delivered like any event (docs/WEBHOOKS.md). " +
 			"The names are the agents matching now; none matching is a 202 with 0.",
 		Scopes: write, Response: queuedAgentsResponse{}, Status: http.StatusAccepted}, s.triggerAgents)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/dispatch-agent", Tag: tag, Summary: "Hand an alert to one agent",
 		Description: "Queues an `alert.enriched` event for the agent `agent_uuid` alone, its subscriptions and filters bypassed. " +
-			"An inactive agent → 422 `AGENT_INACTIVE`; an unknown alert or agent → 404.",
+			"An inactive agent → 422 `AGENT_INACTIVE`; an unknown alert or agent → 404; an agent registered by a key without `alerts:read` → 403.",
 		Scopes: write, Query: dispatchAgentQuery{}, Response: queuedAgentsResponse{}, Status: http.StatusAccepted,
-		Errors: []int{http.StatusUnprocessableEntity}}, s.dispatchAgent)
+		Errors: []int{http.StatusUnprocessableEntity, http.StatusForbidden}}, s.dispatchAgent)
 }
 
 type queuedAgentsResponse struct {
@@ -110,7 +111,11 @@ func (s *Server) dispatchAgent(c *fiber.Ctx) error {
 		return err
 	}
 	out, err := s.deps.Agents.Dispatch(c.UserContext(), agentActor(c), id, q.AgentUUID)
+	var cr *agents.CannotReceiveError
 	switch {
+	case errors.As(err, &cr):
+		return NewError(http.StatusForbidden, "FORBIDDEN", "The agent was registered by a key without "+cr.Scope+
+			": it is not handed what needs it.").WithDetails(map[string]any{"required_scopes": []string{cr.Scope}, "agent_uuid": q.AgentUUID})
 	case errors.Is(err, agents.ErrAgentInactive):
 		return NewError(http.StatusUnprocessableEntity, "AGENT_INACTIVE", "The agent is not active; activate it before dispatching to it.")
 	case errors.Is(err, agents.ErrAgentNotFound):
@@ -163,6 +168,7 @@ type agentResponse struct {
 	IsActive            bool            `json:"is_active"`
 	Documentation       *string         `json:"documentation"`
 	CreatedBy           *string         `json:"created_by" doc:"Key prefix of the key that registered it."`
+	RegisteredScopes    []string        `json:"registered_scopes" doc:"Scopes of the key that registered it (or last moved its endpoint to another origin): it receives only what they read. null: registered by Vigil itself."`
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
 }
@@ -170,6 +176,13 @@ type agentResponse struct {
 type agentWithSecretResponse struct {
 	agentResponse
 	SigningSecret string `json:"signing_secret" doc:"Shown once. HMAC-SHA256 key of X-Vigil-Signature."`
+}
+
+// agentUpdateResponse is the PATCH answer: signing_secret only when endpoint_url moved to another
+// origin, which rotates it (shown once).
+type agentUpdateResponse struct {
+	agentResponse
+	SigningSecret *string `json:"signing_secret,omitempty" doc:"Only when endpoint_url moved to another origin: the new signing secret (the old one stops verifying), shown once."`
 }
 
 func toAgentResponse(a store.Agent) agentResponse {
@@ -181,11 +194,12 @@ func toAgentResponse(a store.Agent) agentResponse {
 		AuthHeaderName: a.AuthHeaderName, AuthHeaderSet: len(a.AuthHeaderValue) > 0, Events: nonNil(a.Events),
 		TriggerOnSources: nonNil(a.TriggerOnSources), TriggerOnSeverities: nonNil(a.TriggerOnSeverities),
 		TriggerFilter: filter, TimeoutSeconds: a.TimeoutSeconds, RetryCount: a.RetryCount, IsActive: a.IsActive,
-		Documentation: a.Documentation, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+		Documentation: a.Documentation, CreatedBy: a.CreatedBy, RegisteredScopes: a.RegisteredScopes, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 }
 
 func agentActor(c *fiber.Ctx) agents.Actor {
-	return agents.Actor{Type: store.ActorAPI, KeyPrefix: principal(c).KeyPrefix}
+	p := principal(c)
+	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, Scopes: p.Scopes}
 }
 
 // agentError maps the agent service's errors: validation → 422 with body locations, a taken name →
@@ -255,11 +269,15 @@ func (s *Server) updateAgent(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	a, err := s.deps.Agents.Update(c.UserContext(), agentActor(c), id, req.spec())
+	a, secret, err := s.deps.Agents.Update(c.UserContext(), agentActor(c), id, req.spec())
 	if err != nil {
 		return agentError(err)
 	}
-	return respond(c, http.StatusOK, toAgentResponse(a))
+	out := agentUpdateResponse{agentResponse: toAgentResponse(a)}
+	if secret != "" {
+		out.SigningSecret = &secret
+	}
+	return respond(c, http.StatusOK, out)
 }
 
 func (s *Server) deleteAgent(c *fiber.Ctx) error {

@@ -161,12 +161,13 @@ func TestSecretsGoOnlyToTheirAllowedHosts(t *testing.T) {
 	m := requireError(t, h.ts.do(t, http.MethodPost, "/v1/workflows", human, h.workflowBody(path, never(attacker.URL+path))),
 		http.StatusUnprocessableEntity, "SECRET_HOST_NOT_ALLOWED")
 	require.Equal(t, name, m["error"].(map[string]any)["details"].(map[string]any)["secret"])
-	wf := h.createWorkflow(t, human, h.workflowBody(path, never(h.steps.URL+path)))
+	// Naming a secret with approval_mode never needs admin (issue 27): the admin saves these two.
+	wf := h.createWorkflow(t, admin, h.workflowBody(path, never(h.steps.URL+path)))
 	requireError(t, h.ts.do(t, http.MethodPatch, "/v1/workflows/"+wf, human, map[string]any{"steps": step(attacker.URL + path)}),
 		http.StatusUnprocessableEntity, "SECRET_HOST_NOT_ALLOWED")
 
 	// A host from a template passes the save and is refused when the step runs: a run and a live dry run.
-	tpl := h.createWorkflow(t, human, h.workflowBody(path+"/tpl", never("{{indicator.value}}")))
+	tpl := h.createWorkflow(t, admin, h.workflowBody(path+"/tpl", never("{{indicator.value}}")))
 	ex := h.execute(t, human, tpl, map[string]any{"indicator_type": "url", "indicator_value": attacker.URL + path})
 	run := h.waitRun(t, ex.RunUUID, store.RunFailed)
 	require.Contains(t, *run.Error, "SECRET_HOST_NOT_ALLOWED")

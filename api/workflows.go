@@ -50,12 +50,12 @@ func (s *Server) workflowRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/workflows", Tag: tag, Summary: "List workflows",
 		Scopes: read, Query: listWorkflowsQuery{}, Response: workflowResponse{}, List: true}, s.listWorkflows)
 	s.add(route{Method: http.MethodPost, Path: "/v1/workflows", Tag: tag, Summary: "Create a workflow",
-		Description: "Steps use the enrichment-provider step format with templates over indicator.*, alert.*, secrets.<NAME> and steps.<name>.*; a bad step is named in the 422 (loc body.steps[i]...).",
-		Scopes:      write, Body: createWorkflowRequest{}, Response: workflowResponse{}, Status: http.StatusCreated}, s.createWorkflow)
+		Description: "Steps use the enrichment-provider step format with templates over indicator.*, alert.*, secrets.<NAME> and steps.<name>.*; a bad step is named in the 422 (loc body.steps[i]...). A step sending what an earlier step received in exchange for a secret, or a secret named with approval_mode never, needs admin (403).",
+		Scopes:      write, Body: createWorkflowRequest{}, Response: workflowResponse{}, Status: http.StatusCreated, Errors: []int{http.StatusForbidden}}, s.createWorkflow)
 	s.add(route{Method: http.MethodGet, Path: "/v1/workflows/:uuid", Tag: tag, Summary: "Get a workflow",
 		Scopes: read, Response: workflowResponse{}}, s.getWorkflow)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/workflows/:uuid", Tag: tag, Summary: "Update a workflow",
-		Description: "A change to the definition bumps version and keeps the previous one; state-only changes do not. System workflows accept only state changes: active needs their secrets (409 WORKFLOW_NOT_CONFIGURED), anything else switches them off until switched on again.",
+		Description: "A change to the definition bumps version and keeps the previous one; state-only changes do not. Lowering approval_mode or required_approvals, and the definitions create needs admin for, need admin (403). System workflows accept only state changes: active needs their secrets (409 WORKFLOW_NOT_CONFIGURED), anything else switches them off until switched on again.",
 		Scopes:      write, Body: updateWorkflowRequest{}, Response: workflowResponse{}, Errors: []int{http.StatusForbidden}}, s.updateWorkflow)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/workflows/:uuid", Tag: tag, Summary: "Delete a workflow",
 		Description: "Runs and versions stay for audit. System workflows cannot be deleted (403).",
@@ -180,20 +180,21 @@ func validateWorkflowSteps(steps json.RawMessage) validate.Errors {
 	return errs
 }
 
-// checkSecretHosts refuses steps that would send a secret to a written-out host outside its
-// allowed_hosts (responses.CheckSecretHosts): 422 SECRET_HOST_NOT_ALLOWED.
-func (s *Server) checkSecretHosts(ctx context.Context, steps json.RawMessage) error {
-	cfg, err := responses.ParseSteps(steps)
-	if err != nil {
-		return err
-	}
-	err = responses.CheckSecretHosts(ctx, s.deps.Workflows, cfg)
+// checkSave applies the rules of saving a workflow (responses.CheckSave; before is nil on create):
+// 422 SECRET_HOST_NOT_ALLOWED for a secret (or what a step received for one) sent to a written-out
+// host outside its allowed_hosts, 403 FORBIDDEN for what needs admin.
+func (s *Server) checkSave(c *fiber.Ctx, before *responses.Definition, after responses.Definition) error {
+	err := responses.CheckSave(c.UserContext(), s.deps.Workflows, responses.ActorOf(principal(c), responses.ActorAPI), before, after)
 	var he *responses.SecretHostError
 	if errors.As(err, &he) {
 		return NewError(http.StatusUnprocessableEntity, httpsteps.CodeSecretHostNotAllowed,
-			"Step "+strconv.Itoa(he.StepIndex)+" ("+he.StepName+") would send secret "+he.Secret+" to "+he.Host+
+			"Step "+strconv.Itoa(he.StepIndex)+" ("+he.StepName+") would send secret "+he.Secret+" (or what a step received for it) to "+he.Host+
 				", which is not in its allowed_hosts; an admin sets them with PUT /v1/workflow-secrets/"+he.Secret+".").
 			WithDetails(map[string]any{"step_index": he.StepIndex, "step_name": he.StepName, "secret": he.Secret, "host": he.Host})
+	}
+	var fb *responses.ForbiddenError
+	if errors.As(err, &fb) {
+		return responsesError(err)
 	}
 	return err
 }
@@ -231,7 +232,7 @@ func (s *Server) createWorkflow(c *fiber.Ctx) error {
 		RequiredApprovals: derefOr(req.RequiredApprovals, 1), RiskLevel: derefOr(req.RiskLevel, "medium"), Tags: req.Tags,
 		TimeSavedMinutes: req.TimeSavedMinutes}
 	w.RequiredSecrets = workflowSecretNames(w.Steps)
-	if err := s.checkSecretHosts(c.UserContext(), w.Steps); err != nil {
+	if err := s.checkSave(c, nil, responses.DefinitionOf(w.Definition())); err != nil {
 		return err
 	}
 	if err := s.deps.Workflows.CreateWorkflow(c.UserContext(), &w); err != nil {
@@ -371,11 +372,12 @@ func (s *Server) updateWorkflow(c *fiber.Ctx) error {
 	}
 	cols := []string{}
 	if changed {
-		w.ApplyDefinition(d)
-		w.RequiredSecrets = workflowSecretNames(w.Steps)
-		if err := s.checkSecretHosts(ctx, w.Steps); err != nil {
+		prev := responses.DefinitionOf(w.Definition())
+		if err := s.checkSave(c, &prev, responses.DefinitionOf(d)); err != nil {
 			return err
 		}
+		w.ApplyDefinition(d)
+		w.RequiredSecrets = workflowSecretNames(w.Steps)
 		cols = append(cols, "name", "description", "documentation", "workflow_type", "indicator_types", "steps", "timeout_seconds",
 			"retry_max_attempts", "retry_initial_interval_seconds", "approval_mode", "approval_timeout_seconds", "approval_channel",
 			"required_approvals", "risk_level", "tags", "time_saved_minutes", "required_secrets")

@@ -250,7 +250,9 @@ func TestWorkflowDryRun(t *testing.T) {
 		map[string]any{"name": "block", "method": "POST", "url": "https://fw.example.com/api/objects/{{steps.lookup.response.id}}/block",
 			"json_body": map[string]any{"ip": "{{indicator.value}}"}, "expected_status": []int{201}},
 	}
-	created := ts.do(t, http.MethodPost, "/v1/workflows", x, body)
+	// Step block sends what lookup received for FW_TOKEN: saving that needs admin (issue 27).
+	requireError(t, ts.do(t, http.MethodPost, "/v1/workflows", x, body), http.StatusForbidden, "FORBIDDEN")
+	created := ts.do(t, http.MethodPost, "/v1/workflows", admin, body)
 	require.Equal(t, http.StatusCreated, created.Status, string(created.Body))
 	id := created.JSON(t)["data"].(map[string]any)["uuid"].(string)
 
@@ -264,7 +266,10 @@ func TestWorkflowDryRun(t *testing.T) {
 	first, second := steps[0].(map[string]any), steps[1].(map[string]any)
 	require.Equal(t, "https://fw.example.com/api/objects?ip=192.0.2.9", first["request_url"])
 	require.NotContains(t, string(r.Body), "fw-token-123456", "secrets masked in the dry run")
-	require.Equal(t, "https://fw.example.com/api/objects/obj%2F42/block", second["request_url"], "earlier step's response, path-escaped")
+	require.Equal(t, "https://fw.example.com/api/objects/****/block", second["request_url"],
+		"earlier step's response, path-escaped, masked like FW_TOKEN it was received for (issue 27)")
+	require.NotContains(t, string(r.Body), "obj%2F42")
+	require.NotContains(t, string(r.Body), "obj/42")
 	require.EqualValues(t, 201, second["response_status_code"], "default mock answers the expected status")
 
 	// A mocked failure is reported in the result, not as an HTTP error.

@@ -31,8 +31,11 @@ type Agent struct {
 	IsActive            bool            `bun:"is_active"`
 	Documentation       *string         `bun:"documentation"`
 	CreatedBy           *string         `bun:"created_by"`
-	CreatedAt           time.Time       `bun:"created_at"`
-	UpdatedAt           time.Time       `bun:"updated_at"`
+	// RegisteredScopes are the scopes of the key that registered the agent (or last moved its
+	// endpoint): what it may receive. nil: registered without a key, unrestricted.
+	RegisteredScopes []string  `bun:"registered_scopes,array"`
+	CreatedAt        time.Time `bun:"created_at"`
+	UpdatedAt        time.Time `bun:"updated_at"`
 }
 
 // AgentFilter selects agents for the list route.

@@ -124,7 +124,7 @@ func TestAgentEvents_RaisedWithTheirChangesAndMatched(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, status, body)
 	require.Equal(t, "AGENT_INACTIVE", body["error"].(map[string]any)["code"])
 	on := true
-	_, err := e.agents.Update(t.Context(), agents.Actor{}, dormant.UUID, agents.Spec{IsActive: &on,
+	_, _, err := e.agents.Update(t.Context(), agents.Actor{}, dormant.UUID, agents.Spec{IsActive: &on,
 		TriggerOnSources: []string{"splunk"}})
 	require.NoError(t, err)
 	status, body = e.do(t, http.MethodPost, "/v1/alerts/"+id.String()+"/dispatch-agent?agent_uuid="+dormant.UUID.String(), "")

@@ -83,10 +83,21 @@ type Doer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
-// Actor is who changes a registration, for the activity trail.
+// Actor is who changes a registration, for the activity trail, and the key's scopes, which bound
+// what an agent it registers receives (nil: Vigil itself, no key).
 type Actor struct {
 	Type      string // store.ActorAPI, store.ActorMCP, …
 	KeyPrefix string
+	Scopes    []string
+}
+
+// registeredScopes is what an agent registered by actor may receive: a copy of the key's scopes (nil
+// without a key).
+func (a Actor) registeredScopes() []string {
+	if a.Scopes == nil {
+		return nil
+	}
+	return append([]string{}, a.Scopes...)
 }
 
 // Service applies the agent rules.
@@ -251,6 +262,7 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 	if actor.KeyPrefix != "" {
 		a.CreatedBy = &actor.KeyPrefix
 	}
+	a.RegisteredScopes = actor.registeredScopes()
 	if _, err := s.apply(&a, spec); err != nil {
 		return store.Agent{}, "", err
 	}
@@ -264,23 +276,57 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 	return a, secret, s.audit(ctx, actor, "agent_created", a)
 }
 
-// Update applies spec's set fields to the agent id.
-func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Spec) (store.Agent, error) {
+// Update applies spec's set fields to the agent id. When endpoint_url moves to another origin
+// (scheme, host, port), the credentials that belonged to the old endpoint do not follow it (issue 27):
+// the sealed auth header is dropped unless the same request sets one, the signing secret is rotated,
+// and the agent now receives what the moving key can read (its scopes are recorded); the new secret
+// is returned (shown once), "" when it was not rotated.
+func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Spec) (store.Agent, string, error) {
 	if errs := s.check(spec, false); len(errs) > 0 {
-		return store.Agent{}, errs
+		return store.Agent{}, "", errs
 	}
 	a, err := s.store.GetAgent(ctx, id)
 	if err != nil {
-		return store.Agent{}, err
+		return store.Agent{}, "", err
 	}
+	moved := spec.EndpointURL != nil && endpointOrigin(*spec.EndpointURL) != endpointOrigin(a.EndpointURL)
 	cols, err := s.apply(&a, spec)
 	if err != nil || len(cols) == 0 {
-		return a, err
+		return a, "", err
+	}
+	secret := ""
+	if moved {
+		if spec.AuthHeaderName == nil && a.AuthHeaderName != nil {
+			a.AuthHeaderName, a.AuthHeaderValue = nil, nil
+			cols = append(cols, "auth_header_name", "auth_header_value")
+		}
+		if secret, err = s.newSecret(&a); err != nil {
+			return store.Agent{}, "", err
+		}
+		// The key that decides where deliveries go is the one whose reading rights they carry.
+		a.RegisteredScopes = actor.registeredScopes()
+		cols = append(cols, "signing_secret", "registered_scopes")
 	}
 	if err := s.store.UpdateAgent(ctx, &a, cols...); err != nil {
-		return store.Agent{}, err
+		return store.Agent{}, "", err
 	}
-	return a, s.audit(ctx, actor, "agent_updated", a)
+	return a, secret, s.audit(ctx, actor, "agent_updated", a)
+}
+
+// endpointOrigin is scheme://host:port of an endpoint URL, the default port made explicit.
+func endpointOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // Delete removes the agent id and its delivery records.

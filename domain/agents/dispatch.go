@@ -24,7 +24,8 @@ type Queued struct {
 }
 
 // Trigger hands the alert, as it stands, to every agent that matches it now (active, subscribed to
-// alert.enriched, its sources, severities and trigger_filter): an alert.enriched event with a
+// alert.enriched, its sources, severities and trigger_filter, registered by a key that could read
+// alerts): an alert.enriched event with a
 // "trigger" fact, committed and delivered like any other (docs/WEBHOOKS.md). The names are those
 // matching when the request is answered. store.ErrNotFound when the alert does not exist.
 func (s *Service) Trigger(ctx context.Context, actor Actor, alert uuid.UUID) (Queued, error) {
@@ -38,7 +39,7 @@ func (s *Service) Trigger(ctx context.Context, actor Actor, alert uuid.UUID) (Qu
 	}
 	q := Queued{AgentNames: []string{}}
 	for _, a := range subscribed {
-		if Matches(a, EventAlertEnriched, subject) {
+		if Matches(a, EventAlertEnriched, subject) && Receives(a, EventAlertEnriched, true) {
 			q.AgentNames = append(q.AgentNames, a.Name)
 		}
 	}
@@ -50,7 +51,8 @@ func (s *Service) Trigger(ctx context.Context, actor Actor, alert uuid.UUID) (Qu
 
 // Dispatch hands the alert to one agent, its subscriptions and filters bypassed: an alert.enriched
 // event addressed to that agent alone. ErrAgentNotFound for an unknown agent, store.ErrNotFound for
-// an unknown alert, ErrAgentInactive when the agent is not active.
+// an unknown alert, ErrAgentInactive when the agent is not active, CannotReceiveError when the key
+// that registered it could not read alerts.
 func (s *Service) Dispatch(ctx context.Context, actor Actor, alert, agent uuid.UUID) (Queued, error) {
 	a, err := s.store.GetAgent(ctx, agent)
 	if errors.Is(err, store.ErrNotFound) {
@@ -64,6 +66,9 @@ func (s *Service) Dispatch(ctx context.Context, actor Actor, alert, agent uuid.U
 	}
 	if _, err := s.store.AlertSubject(ctx, alert); err != nil {
 		return Queued{}, err
+	}
+	if need := MissingScope(a, EventAlertEnriched, true); need != "" {
+		return Queued{}, &CannotReceiveError{Agent: a.Name, Scope: need}
 	}
 	return Queued{AgentNames: []string{a.Name}}, s.raise(ctx, actor, alert, &a.UUID, "dispatch-agent")
 }

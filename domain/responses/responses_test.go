@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -224,7 +225,9 @@ func TestDryRun(t *testing.T) {
 	require.True(t, res.Result.Success, res.Result.Error)
 	require.Len(t, res.Result.Steps, 2)
 	require.Equal(t, 200, res.Result.Steps[0].ResponseStatusCode)
-	require.Contains(t, res.Result.Steps[1].RequestURL, "/act/mock-7", "the second step reads the first's mock response")
+	require.Contains(t, res.Result.Steps[1].RequestURL, "/act/"+httpsteps.Mask("mock-7"),
+		"the second step reads the first's mock response, masked like the secret it was received for (issue 27)")
+	require.NotContains(t, res.Result.Steps[1].RequestURL, "mock-7")
 	require.Equal(t, 201, res.Result.Steps[1].ResponseStatusCode)
 	require.NotEqual(t, secret, res.Result.Steps[0].RequestHeaders["X-Token"])
 	require.Zero(t, hits.Load())

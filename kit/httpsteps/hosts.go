@@ -23,18 +23,24 @@ const CodeSecretHostNotAllowed = "SECRET_HOST_NOT_ALLOWED"
 // HostPolicy says where credentials may go: a credential reference ("secrets.NAME", "auth.api_key")
 // → the hosts a request carrying it may be sent to. A Runner with a policy refuses, before anything is
 // sent, a step whose templates reference a credential the policy does not list or whose rendered URL
-// is on a host outside that credential's list. A nil policy (no WithHostPolicy) checks nothing.
+// is on a host outside that credential's list; a step reading an earlier step's outputs carries that
+// step's credentials (StepTaint). A nil policy (no WithHostPolicy) checks nothing.
 type HostPolicy map[string]netguard.HostList
 
 // WithHostPolicy binds the Runner's requests to p.
 func WithHostPolicy(p HostPolicy) Option { return func(r *Runner) { r.hosts = p } }
 
-// SecretHostError is a step refused by the host policy.
+// SecretHostError is a step refused by the host policy. Via names the earlier step whose outputs
+// (received in exchange for Ref) the step would send; "" when the step names Ref itself.
 type SecretHostError struct {
-	Ref, Host string
+	Ref, Host, Via string
 }
 
 func (e *SecretHostError) Error() string {
+	if e.Via != "" {
+		return fmt.Sprintf("%s: a value from step %s's response, received in exchange for %s, may not be sent to %s (not in %s's allowed hosts)",
+			CodeSecretHostNotAllowed, e.Via, e.Ref, e.Host, e.Ref)
+	}
 	return fmt.Sprintf("%s: %s may not be sent to %s (not in its allowed hosts)", CodeSecretHostNotAllowed, e.Ref, e.Host)
 }
 
@@ -50,34 +56,17 @@ func (p HostPolicy) checkHosts(req PreparedRequest) error {
 	host, port := netguard.HostPort(u.Scheme, u.Host)
 	for _, ref := range req.CredentialRefs {
 		if list, ok := p[ref]; !ok || !list.Matches(host, port) {
-			return &SecretHostError{Ref: ref, Host: u.Host}
+			return &SecretHostError{Ref: ref, Host: u.Host, Via: req.DerivedVia[ref]}
 		}
 	}
 	return nil
 }
 
-// credentialRefs are the secrets.* and auth.* references (namespace and first key) of the templates
-// of step i as it is rendered (step 0's URL override by indicator type included), sorted.
-func credentialRefs(cfg Config, i int, urlTemplate string) []string {
-	st := cfg.Steps[i]
-	set := map[string]bool{}
-	for _, s := range stepTemplates(st, urlTemplate) {
-		t, err := ParseTemplate(s)
-		if err != nil {
-			continue
-		}
-		for _, e := range t.Exprs() {
-			if len(e.Path) >= 2 && (e.Path[0] == namespaceSecrets || e.Path[0] == namespaceAuth) {
-				set[e.Path[0]+"."+e.Path[1]] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+// credentialRefs are the credential references step i of cfg carries as it is rendered (step 0's
+// URL override by indicator type included): its own secrets.* and auth.* references and those it
+// reads through earlier steps' outputs (StepTaint), sorted, with where each inherited one came from.
+func credentialRefs(cfg Config, i int, urlTemplate string) ([]string, map[string]string) {
+	return cfg.taint(i, []string{urlTemplate})
 }
 
 // stepTemplates lists every template string of st (URL, headers, query, form and JSON body leaves).
@@ -172,8 +161,12 @@ func (c Config) LiteralHosts() []string {
 	return out
 }
 
-// StepCredentialRefs are the credential references of step i of cfg (its URL as written).
-func (c Config) StepCredentialRefs(i int) []string { return credentialRefs(c, i, c.Steps[i].URL) }
+// StepCredentialRefs are the credential references step i of cfg carries (its URL as written): its
+// own and those it reads through earlier steps' outputs (StepTaint).
+func (c Config) StepCredentialRefs(i int) []string {
+	refs, _ := credentialRefs(c, i, c.Steps[i].URL)
+	return refs
+}
 
 // OwnHostsPolicy binds credentials to the hosts of cfg's own steps: each of keys (the auth.*
 // namespace of a provider) may be sent only to cfg.LiteralHosts(). A step whose host is a template

@@ -29,9 +29,13 @@ type PreparedRequest struct {
 	FollowRedirects bool
 	IndicatorValue  string
 	Secrets         []string // values to mask in the record: auth.* and secrets.* leaves plus any given
-	// CredentialRefs are the secrets.* and auth.* references of the step's templates ("secrets.NAME"),
+	// CredentialRefs are the secrets.* and auth.* references the step carries ("secrets.NAME"): its
+	// templates' own and those of the earlier steps whose outputs it reads (Config.StepTaint),
 	// checked against the Runner's HostPolicy before sending.
 	CredentialRefs []string
+	// DerivedVia maps each of CredentialRefs the step carries only through an earlier step's outputs
+	// to that step's name.
+	DerivedVia map[string]string
 }
 
 // BuildError is a step that could not be rendered (unknown variable, bad URL, oversized output). It
@@ -98,7 +102,7 @@ func buildRequest(cfg Config, i int, st Step, vars map[string]any) (PreparedRequ
 			urlTpl = override
 		}
 	}
-	p.CredentialRefs = credentialRefs(cfg, i, urlTpl)
+	p.CredentialRefs, p.DerivedVia = credentialRefs(cfg, i, urlTpl)
 	rawURL, err := renderURLTemplate(urlTpl, vars)
 	if err != nil {
 		return p, fmt.Errorf("url: %w", err)

@@ -180,7 +180,14 @@ func (r *Runner) Do(ctx context.Context, p PreparedRequest, extraSecrets ...stri
 	out.Status = resp.StatusCode
 	out.Headers = flattenHeaders(resp.Header)
 	out.Record.ResponseStatusCode = resp.StatusCode
-	out.Record.ResponseHeaders = masker.Headers(out.Headers)
+	// What a step carrying a named secret receives is received in exchange for it: recorded masked
+	// like the secret (every string of the body, every header but the plain transport ones).
+	held := carriesSecret(p.CredentialRefs)
+	if held {
+		out.Record.ResponseHeaders = maskAllHeaders(out.Headers)
+	} else {
+		out.Record.ResponseHeaders = masker.Headers(out.Headers)
+	}
 
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, r.maxBytes+1))
 	if err != nil {
@@ -193,7 +200,11 @@ func (r *Runner) Do(ctx context.Context, p PreparedRequest, extraSecrets ...stri
 		return fail(KindPermanent, resp.StatusCode, 0, fmt.Errorf("response body exceeds %d bytes", r.maxBytes))
 	}
 	decoded := decodeBody(raw)
-	out.Record.ResponseBody = recordBody(raw, decoded, masker)
+	if held {
+		out.Record.ResponseBody = recordBody(raw, maskAll(decoded, 0))
+	} else {
+		out.Record.ResponseBody = recordBody(raw, masker.Value(decoded))
+	}
 
 	code := resp.StatusCode
 	switch {
@@ -298,10 +309,9 @@ func decodeBody(raw []byte) any {
 	return string(raw)
 }
 
-// recordBody masks the decoded body and cuts it to MaxRecordedBodyBytes: a larger body is recorded
-// as its first 50 KB of (masked) text followed by TruncatedMarker.
-func recordBody(raw []byte, decoded any, m *Masker) any {
-	masked := m.Value(decoded)
+// recordBody cuts the masked decoded body to MaxRecordedBodyBytes: a larger body is recorded as its
+// first 50 KB of (masked) text followed by TruncatedMarker.
+func recordBody(raw []byte, masked any) any {
 	if len(raw) <= MaxRecordedBodyBytes {
 		return masked
 	}
@@ -383,7 +393,8 @@ func (r Result) Extract(exts []Extraction) map[string]any {
 }
 
 // Run executes every step of cfg in order, without retries (dry runs, the provider test endpoint,
-// tests). vars is not modified; each successful step is exposed to later ones as steps.<name>.
+// tests). vars is not modified; each successful step is exposed to later ones as steps.<name>, and
+// what a step carrying a named secret received is masked in every later record (DerivedSecretValues).
 // A not-found status ends the call as a success with NotFound set. A failing optional step is recorded
 // as skipped and the run goes on; a failing required step ends the run. secrets are masked in every
 // record in addition to the auth.* and secrets.* values found in vars.
@@ -402,13 +413,15 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 	if ind, ok := root[namespaceIndicator].(map[string]any); ok {
 		indicatorValue, _ = ind["value"].(string)
 	}
-	masker := NewMasker(append(collectSecrets(root), secrets...))
+	base := append(collectSecrets(root), secrets...)
 
 	for i, st := range cfg.Steps {
+		// What earlier steps received for a named secret is masked like it in this step's record.
+		derived := cfg.DerivedSecretValues(stepVars)
 		p, err := BuildRequest(cfg, i, root)
 		if err != nil {
 			rec := FailedRecord(cfg, i, indicatorValue, err)
-			rec.Error = masker.String(rec.Error)
+			rec.Error = NewMasker(append(append([]string(nil), base...), derived...)).String(rec.Error)
 			if st.Optional {
 				rec.Skipped = true
 				res.Steps = append(res.Steps, rec)
@@ -418,7 +431,7 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 			res.Err, res.Error = err, rec.Error
 			return res
 		}
-		out, err := r.Do(ctx, p, secrets...)
+		out, err := r.Do(ctx, p, append(append([]string(nil), secrets...), derived...)...)
 		if err != nil {
 			if st.Optional {
 				out.MarkSkipped(err)

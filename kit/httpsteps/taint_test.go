@@ -1,0 +1,77 @@
+package httpsteps
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-soc/vigil/kit/netguard"
+)
+
+// Issue 27 item 1: what a step receives in exchange for a secret carries the secret's hosts and its
+// masking. A token minted with the secret at its own host cannot be sent elsewhere by a later step,
+// and it appears in no record.
+func TestDerivedValuesKeepTheSecretsHostsAndMasking(t *testing.T) {
+	const secret, token = "client-secret-value-1", "minted-graph-token-abcdefghijklmnop"
+	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Session", "sess-"+token)
+		_, _ = w.Write([]byte(`{"token_type":"Bearer","value":"` + token + `","expires_in":3599}`))
+	}))
+	defer issuer.Close()
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer other.Close()
+	steps := func(sendTo string) Config {
+		raw, _ := json.Marshal(map[string]any{"steps": []any{
+			map[string]any{"name": "token", "method": "POST", "url": issuer.URL + "/token", "form_body": map[string]any{"client_secret": "{{secrets.CS}}"}},
+			map[string]any{"name": "mid", "url": issuer.URL + "/mid?x={{steps.token.response.value}}"},
+			map[string]any{"name": "send", "method": "POST", "url": sendTo + "/collect", "json_body": map[string]any{"t": "{{steps.mid.status}}{{steps.token.response.value}}"}},
+		}})
+		cfg, errs := ParseConfig(raw)
+		require.Empty(t, errs)
+		return cfg
+	}
+	cfg := steps(other.URL)
+	refs, via := cfg.StepTaint(2)
+	require.Equal(t, []string{"secrets.CS"}, refs)
+	require.Equal(t, "mid", via["secrets.CS"], "read through the nearest step that carries it")
+	require.True(t, cfg.StepCarriesSecret(0))
+	require.True(t, cfg.StepCarriesSecret(1))
+	require.Equal(t, []string{"secrets.CS"}, cfg.StepCredentialRefs(1))
+
+	policy := HostPolicy{"secrets.CS": netguard.NewHostList([]string{strings.TrimPrefix(issuer.URL, "http://")})}
+	vars := map[string]any{"indicator": map[string]any{"type": "ip", "value": "192.0.2.1"}, "secrets": map[string]any{"CS": secret}}
+	res := NewRunner(http.DefaultClient, WithHostPolicy(policy)).Run(context.Background(), cfg, vars, []string{secret})
+	require.False(t, res.Success)
+	var he *SecretHostError
+	require.ErrorAs(t, res.Err, &he)
+	require.Equal(t, "secrets.CS", he.Ref)
+	require.Contains(t, res.Error, CodeSecretHostNotAllowed)
+	require.Contains(t, res.Error, "step mid's response")
+	require.Zero(t, otherHits.Load(), "the other host never saw the token")
+	rec, err := json.Marshal(res.Steps)
+	require.NoError(t, err)
+	require.NotContains(t, string(rec), token, "neither the issuer's answer nor the later request shows the token")
+	require.NotContains(t, string(rec), secret)
+	require.Contains(t, string(rec), `"expires_in":3599`, "numbers and keys stay readable")
+	require.Len(t, res.Steps, 3)
+	require.Equal(t, "application/json", res.Steps[0].ResponseHeaders["Content-Type"])
+
+	// To the secret's own host the derived value goes, and is masked in the record there too.
+	res = NewRunner(http.DefaultClient, WithHostPolicy(policy)).Run(context.Background(), steps(issuer.URL), vars, []string{secret})
+	require.True(t, res.Success, res.Error)
+	rec, err = json.Marshal(res.Steps)
+	require.NoError(t, err)
+	require.NotContains(t, string(rec), token)
+	require.Zero(t, otherHits.Load())
+}
