@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/kit/sources"
 )
@@ -90,6 +91,7 @@ type Server struct {
 	apiDoc docCache
 	// routePaths are the registered route templates: the metrics label a request by one of them.
 	routePaths map[string]bool
+	limits     ratelimit.Policy // the doors' one request-budget rule, over Deps.Limiter
 
 	ingest     *ingest.Service    // ingestion, with the integrations and mappings it caches
 	alertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
@@ -119,7 +121,8 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log, limits: ratelimit.Policy{Limiter: deps.Limiter,
+		DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: deps.Log}}
 	s.responses = newResponses(deps)
 	if s.deps.SourceRegistry == nil {
 		s.deps.SourceRegistry = sources.NewRegistry()

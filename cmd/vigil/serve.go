@@ -58,20 +58,22 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 	return pm.run(ctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
 }
 
-// frontDoor is what the API and the MCP server share in one process: the key cache (a revocation
-// through the API reaches MCP at once), the rate-limit budget and the health checks.
+// frontDoor is what the doors (REST, the console, MCP) share in one process: the key cache (a
+// revocation through the API reaches MCP at once), the rate-limit budget and the health checks.
 type frontDoor struct {
 	authn   *auth.Authenticator
-	limiter api.RateLimiter
+	limiter ratelimit.Limiter
+	limits  ratelimit.Policy // the one budget rule over limiter, with RATE_LIMIT_DEFAULT_PER_MINUTE and TRUSTED_PROXY_COUNT
 	health  api.HealthChecks
 }
 
 func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logger) frontDoor {
-	var limiter api.RateLimiter = ratelimit.NewMemory()
+	var limiter ratelimit.Limiter = ratelimit.NewMemory()
 	if cfg.RateLimitStore == "postgres" {
 		limiter = ratelimit.NewPostgres(st)
 	}
-	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, health: api.HealthChecks{
+	limits := ratelimit.Policy{Limiter: limiter, DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: log}
+	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, limits: limits, health: api.HealthChecks{
 		Database: st.Ping,
 		Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
 		Providers: func(ctx context.Context) (map[string]string, error) {
@@ -113,7 +115,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
-	apiDeps.Console = newConsole(cfg, st, box, authn, tc, log)
+	apiDeps.Console = newConsole(cfg, st, box, fd, tc, log)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -184,7 +186,8 @@ func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
 func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener) error {
 	acts := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	srv := mcp.New(mcp.Config{
-		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, MaxBodyBytes: int64(cfg.MaxBodyMB) << 20,
+		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, TrustedProxyCount: cfg.TrustedProxyCount,
+		MaxBodyBytes: int64(cfg.MaxBodyMB) << 20, Listener: mcp.ListenerLimits{MaxConnsPerIP: cfg.MaxConnsPerIP},
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}),
@@ -302,9 +305,9 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 }
 
 // newConsole wires the analyst console over the same rules as the API (alerts, responses).
-func newConsole(cfg config, st *store.Store, box *secretbox.Box, authn *auth.Authenticator, tc client.Client, log *slog.Logger) *console.Console {
+func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, tc client.Client, log *slog.Logger) *console.Console {
 	rs := responses.New(responses.Deps{Store: st, Signaler: temporal.NewRunSignaler(tc), Log: log})
-	deps := console.Deps{Auth: authn, Store: st, Alerts: alerts.New(st, log), Log: log, Approvals: rs, Runs: rs, Env: cfg.ProviderEnv,
+	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: alerts.New(st, log), Log: log, Approvals: rs, Runs: rs, Env: cfg.ProviderEnv,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box
