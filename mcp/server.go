@@ -146,7 +146,7 @@ func (l ListenerLimits) withDefaults() ListenerLimits {
 type Server struct {
 	cfg        Config
 	limits     ratelimit.Policy // the doors' one request-budget rule
-	streamable *sdk.Server // one server for every streamable-HTTP session; the caller comes with each request
+	streamable *sdk.Server      // one server for every streamable-HTTP session; the caller comes with each request
 
 	sseMu     sync.Mutex
 	sseOwners map[string]uuid.UUID // SSE session id → the key that opened it
