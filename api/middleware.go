@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 )
 
@@ -133,11 +134,8 @@ func (s *Server) resolvePrincipal(c *fiber.Ctx) (auth.Principal, error) {
 	}
 	p, err := s.deps.Auth.Authenticate(c.UserContext(), token)
 	if err != nil {
-		switch {
-		case errors.Is(err, auth.ErrKeyExpired):
-			err = NewError(http.StatusUnauthorized, "KEY_EXPIRED", "The API key has expired.")
-		case errors.Is(err, auth.ErrInvalidKey):
-			err = NewError(http.StatusUnauthorized, "UNAUTHORIZED", "The API key is invalid or revoked.")
+		if f, ok := errcode.Of(err); ok && f.Status == http.StatusUnauthorized {
+			err = faultError(f)
 		}
 		c.Locals(localsAuthErr, err)
 		return auth.Principal{}, err

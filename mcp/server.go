@@ -22,6 +22,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
@@ -337,15 +338,13 @@ func (w *sessionSniffer) Flush() {
 
 func (w *sessionSniffer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// authFailure names an authentication failure as the API does; "" for an outage.
+// authFailure names an authentication failure by the one error table; "" for an outage.
 func authFailure(err error) (code, msg string) {
-	switch {
-	case errors.Is(err, errMissingKey):
+	if errors.Is(err, errMissingKey) {
 		return "UNAUTHORIZED", "A bearer API key is required."
-	case errors.Is(err, auth.ErrKeyExpired):
-		return "KEY_EXPIRED", "The API key has expired."
-	case errors.Is(err, auth.ErrInvalidKey):
-		return "UNAUTHORIZED", "The API key is invalid or revoked."
+	}
+	if f, ok := errcode.Of(err); ok && f.Status == http.StatusUnauthorized {
+		return f.Code, f.Message
 	}
 	return "", ""
 }

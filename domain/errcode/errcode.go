@@ -1,0 +1,92 @@
+// Package errcode is the one table from a rule owner's or the store's error to the contract's answer
+// (API.md §0): its HTTP status, its error code, message and details. REST answers it as the error
+// body, MCP as a tool error (or a JSON-RPC error for a resource read), the console as a page; none
+// of them maps an error on its own.
+package errcode
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/validate"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// Fault is an error in the contract's terms.
+type Fault struct {
+	Status  int
+	Code    string
+	Message string
+	Details map[string]any  // nil when there are none
+	Fields  validate.Errors // VALIDATION_ERROR's field list (the body's "detail")
+	Subject string          // NOT_FOUND: what was not found ("Workflow"), when the rule named it
+}
+
+// Of answers err in the contract's terms; ok is false for an error no rule names (an internal
+// error: the door logs it and answers 500 without its text).
+func Of(err error) (f Fault, ok bool) {
+	var (
+		verrs validate.Errors
+		nf    *responses.NotFoundError
+		na    *responses.NotActiveError
+		fb    *responses.ForbiddenError
+		un    *responses.UnavailableError
+	)
+	switch {
+	case err == nil:
+		return Fault{}, false
+	case errors.As(err, &verrs):
+		return Fault{Status: http.StatusUnprocessableEntity, Code: "VALIDATION_ERROR", Message: "Request validation failed.", Fields: verrs}, true
+	case errors.As(err, &nf):
+		return Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: nf.What + " not found.", Subject: nf.What}, true
+	case errors.As(err, &na):
+		return Fault{Status: http.StatusConflict, Code: "WORKFLOW_NOT_ACTIVE", Message: "Workflow is " + na.State + ", not active.",
+			Details: map[string]any{"state": na.State}}, true
+	case errors.As(err, &fb):
+		return Fault{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: fb.Reason,
+			Details: map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes}}, true
+	case errors.Is(err, responses.ErrAgentCannotApprove):
+		return Fault{Status: http.StatusForbidden, Code: "AGENT_CANNOT_APPROVE", Message: "Agent keys cannot approve or reject; a person must decide."}, true
+	case errors.Is(err, responses.ErrStepsInvalid):
+		return Fault{Status: http.StatusConflict, Code: "WORKFLOW_INVALID", Message: "The stored steps no longer parse."}, true
+	case errors.As(err, &un):
+		return unavailable(un.Message), true
+	case errors.Is(err, store.ErrApprovalExpired):
+		return Fault{Status: http.StatusConflict, Code: "APPROVAL_EXPIRED", Message: "The approval request has expired."}, true
+	case errors.Is(err, store.ErrApprovalDecided):
+		return Fault{Status: http.StatusConflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "The approval request has already been decided."}, true
+	case errors.Is(err, store.ErrResponderVoted):
+		return Fault{Status: http.StatusConflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}, true
+	case errors.Is(err, store.ErrSelfApproval):
+		return Fault{Status: http.StatusForbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}, true
+	case errors.Is(err, store.ErrDecideToken):
+		return Fault{Status: http.StatusForbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}, true
+	case errors.Is(err, store.ErrNotFound):
+		return Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "Resource not found."}, true
+	case errors.Is(err, store.ErrConflict):
+		return Fault{Status: http.StatusConflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}, true
+	case errors.Is(err, context.DeadlineExceeded):
+		// The request's deadline passed in a dependency (an overloaded database or Temporal).
+		return unavailable("A dependency did not answer in time; retry later."), true
+	case errors.Is(err, enrichment.ErrUnavailable):
+		return unavailable("Enrichment is unavailable right now; retry later."), true
+	case errors.Is(err, auth.ErrKeyExpired):
+		return Fault{Status: http.StatusUnauthorized, Code: "KEY_EXPIRED", Message: "The API key has expired."}, true
+	case errors.Is(err, auth.ErrInvalidKey):
+		return Fault{Status: http.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "The API key is invalid or revoked."}, true
+	}
+	return Fault{}, false
+}
+
+func unavailable(msg string) Fault {
+	return Fault{Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: msg}
+}
+
+// NotFound is the NOT_FOUND fault naming what was not found ("Alert" → "Alert not found.").
+func NotFound(what string) Fault {
+	return Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: what + " not found.", Subject: what}
+}
