@@ -17,15 +17,6 @@ import (
 // WorkflowRunSignaler tells a run's Temporal workflow to re-read its decision (temporal.RunSignaler).
 type WorkflowRunSignaler = responses.RunSignaler
 
-// newResponses builds the response-workflow rules over the API's dependencies.
-func newResponses(deps Deps) *responses.Service {
-	rd := responses.Deps{Store: deps.Workflows, StepClient: deps.WorkflowStepClient, Signaler: deps.RunSignaler, Log: deps.Log}
-	if deps.Secrets != nil {
-		rd.Secrets = deps.Secrets
-	}
-	return responses.New(rd)
-}
-
 // responsesError answers the errors of package responses (and the store errors it passes on) by
 // the one error table (errcode); a secret that cannot be opened for a dry run is an internal error.
 func responsesError(err error) error {

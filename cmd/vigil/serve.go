@@ -16,10 +16,8 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/console"
 	"github.com/vigil-soc/vigil/domain/agents"
-	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
-	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -54,7 +52,7 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
 	}
-	fd := newFrontDoor(cfg, st, tc, log)
+	fd := newFrontDoor(cfg, st, box, tc, log)
 	return pm.run(ctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
 }
 
@@ -65,15 +63,16 @@ type frontDoor struct {
 	limiter ratelimit.Limiter
 	limits  ratelimit.Policy // the one budget rule over limiter, with RATE_LIMIT_DEFAULT_PER_MINUTE and TRUSTED_PROXY_COUNT
 	health  api.HealthChecks
+	svc     services // the domain services every door calls, built once
 }
 
-func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logger) frontDoor {
+func newFrontDoor(cfg config, st *store.Store, box *secretbox.Box, tc client.Client, log *slog.Logger) frontDoor {
 	var limiter ratelimit.Limiter = ratelimit.NewMemory()
 	if cfg.RateLimitStore == "postgres" {
 		limiter = ratelimit.NewPostgres(st)
 	}
 	limits := ratelimit.Policy{Limiter: limiter, DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: log}
-	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, limits: limits, health: api.HealthChecks{
+	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, limits: limits, svc: newServices(cfg, st, box, tc, log), health: api.HealthChecks{
 		Database: st.Ping,
 		Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
 		Providers: func(ctx context.Context) (map[string]string, error) {
@@ -87,7 +86,6 @@ func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logge
 func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener, reg prometheus.Registerer) error {
 	reg.MustRegister(metrics.NewQueueCollector(outboxStats{st}, st, metrics.DefaultQueryTimeout, log))
 	authn, limiter := fd.authn, fd.limiter
-	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	apiCfg, apiDeps := api.Config{
 		Version:            cfg.Version,
 		MaxRequestBodyMB:   cfg.MaxBodyMB,
@@ -109,13 +107,14 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		SourceRegistry: sources.NewRegistry(), Secrets: box,
 		Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
 		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
-			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
+			Enricher: fd.svc.enricher},
 		Metrics:   st,
 		Telemetry: metrics.NewAPI(reg),
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
-	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
-	apiDeps.Console = newConsole(cfg, st, box, fd, tc, log)
+	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
+	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
+	apiDeps.Console = newConsole(cfg, st, box, fd, log)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -169,30 +168,28 @@ func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.MCPAddr, err)
 	}
-	fd := newFrontDoor(cfg, st, tc, log)
+	fd := newFrontDoor(cfg, st, box, tc, log)
 	return pm.run(ctx, log, func(ctx context.Context) error {
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error {
 			fd.authn.Run(gctx, 10*time.Second)
 			return nil
 		})
-		g.Go(func() error { return serveMCP(gctx, cfg, log, st, box, tc, fd, ln) })
+		g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, ln) })
 		return ignoreCanceled(g.Wait())
 	})
 }
 
 // serveMCP runs the MCP server on ln until ctx ends (shared by `mcp` and `dev`). Its write tools call
 // the domain services the REST handlers call.
-func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener) error {
-	acts := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
+func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, fd frontDoor, ln net.Listener) error {
 	srv := mcp.New(mcp.Config{
 		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, TrustedProxyCount: cfg.TrustedProxyCount,
 		MaxBodyBytes: int64(cfg.MaxBodyMB) << 20, Listener: mcp.ListenerLimits{MaxConnsPerIP: cfg.MaxConnsPerIP},
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
-		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}),
-		Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts),
-		Agents:   st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
+		AlertService: fd.svc.alerts, Executor: fd.svc.responses, Enricher: fd.svc.enricher,
+		Agents: st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
 	})
 	log.Info("mcp listening", "addr", ln.Addr().String())
 	if err := srv.Serve(ctx, ln); err != nil {
@@ -305,9 +302,9 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 }
 
 // newConsole wires the analyst console over the same rules as the API (alerts, responses).
-func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, tc client.Client, log *slog.Logger) *console.Console {
-	rs := responses.New(responses.Deps{Store: st, Signaler: temporal.NewRunSignaler(tc), Log: log})
-	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: alerts.New(st, log), Log: log, Approvals: rs, Runs: rs, Env: cfg.ProviderEnv,
+func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, log *slog.Logger) *console.Console {
+	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log,
+		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box
