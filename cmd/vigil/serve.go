@@ -29,12 +29,42 @@ import (
 
 // runAPI serves the REST API until ctx ends.
 func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
+	return runProcess(ctx, cfg, log, processKind{addr: cfg.APIAddr, seed: true}, func(ctx context.Context, d door) error {
+		return serveAPI(ctx, cfg, log, d.st, d.box, d.tc, d.fd, d.ln, d.reg)
+	})
+}
+
+// door is what a process (api, mcp, worker) opens before serving; fd and ln are a front door's.
+type door struct {
+	st  *store.Store
+	box *secretbox.Box
+	tc  client.Client
+	fd  frontDoor
+	ln  net.Listener
+	reg prometheus.Registerer
+}
+
+// processKind says what a process opens: a front door listens on addr (with a lazy Temporal client:
+// it serves while Temporal is down); seed: it seeds the built-ins (api and worker; mcp only reads).
+type processKind struct {
+	addr string
+	seed bool
+}
+
+// runProcess opens the store, the secret box, the process metrics (METRICS_ADDR), the Temporal client
+// and, for a front door, the listener and the front door, then serves until ctx ends.
+func runProcess(ctx context.Context, cfg config, log *slog.Logger, kind processKind, serve func(context.Context, door) error) error {
 	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	box, err := prepareStore(ctx, cfg, st)
+	var box *secretbox.Box
+	if kind.seed {
+		box, err = prepareStore(ctx, cfg, st)
+	} else {
+		box, err = openSecretBox(cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -43,17 +73,24 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer pm.Close()
-	tc, err := temporal.DialLazy(temporalConfig(cfg, pm), log)
+	var tc client.Client
+	if kind.addr != "" {
+		tc, err = temporal.DialLazy(temporalConfig(cfg, pm), log)
+	} else {
+		tc, err = temporal.Dial(ctx, temporalConfig(cfg, pm), log)
+	}
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	ln, err := net.Listen("tcp", cfg.APIAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
+	d := door{st: st, box: box, tc: tc, reg: pm.reg}
+	if kind.addr != "" {
+		if d.ln, err = net.Listen("tcp", kind.addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", kind.addr, err)
+		}
+		d.fd = newFrontDoor(cfg, st, box, tc, log)
 	}
-	fd := newFrontDoor(cfg, st, box, tc, log)
-	return pm.run(ctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
+	return pm.run(ctx, log, func(ctx context.Context) error { return serve(ctx, d) })
 }
 
 // frontDoor is what the doors (REST, the console, MCP) share in one process: the key cache (a
@@ -145,37 +182,13 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 // runMCP serves the MCP server until ctx ends, and its process metrics (Go runtime, the Temporal
 // client) on METRICS_ADDR when set.
 func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
-	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	box, err := openSecretBox(cfg)
-	if err != nil {
-		return err
-	}
-	pm, err := newProcessMetrics(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer pm.Close()
-	tc, err := temporal.DialLazy(temporalConfig(cfg, pm), log)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	ln, err := net.Listen("tcp", cfg.MCPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.MCPAddr, err)
-	}
-	fd := newFrontDoor(cfg, st, box, tc, log)
-	return pm.run(ctx, log, func(ctx context.Context) error {
+	return runProcess(ctx, cfg, log, processKind{addr: cfg.MCPAddr}, func(ctx context.Context, d door) error {
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error {
-			fd.authn.Run(gctx, 10*time.Second)
+			d.fd.authn.Run(gctx, 10*time.Second)
 			return nil
 		})
-		g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, ln) })
+		g.Go(func() error { return serveMCP(gctx, cfg, log, d.st, d.fd, d.ln) })
 		return ignoreCanceled(g.Wait())
 	})
 }
@@ -200,26 +213,9 @@ func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 
 // runWorker runs the Temporal workers until ctx ends.
 func runWorker(ctx context.Context, cfg config, log *slog.Logger) error {
-	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	box, err := prepareStore(ctx, cfg, st)
-	if err != nil {
-		return err
-	}
-	pm, err := newProcessMetrics(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer pm.Close()
-	tc, err := temporal.Dial(ctx, temporalConfig(cfg, pm), log)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	return pm.run(ctx, log, func(ctx context.Context) error { return serveWorker(ctx, cfg, log, st, box, tc, pm.reg) })
+	return runProcess(ctx, cfg, log, processKind{seed: true}, func(ctx context.Context, d door) error {
+		return serveWorker(ctx, cfg, log, d.st, d.box, d.tc, d.reg)
+	})
 }
 
 // serveWorker registers search attributes and runs every worker; its own metrics go to reg (the

@@ -49,37 +49,42 @@ func Of(err error) (f Fault, ok bool) {
 	case errors.As(err, &fb):
 		return Fault{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: fb.Reason,
 			Details: map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes}}, true
-	case errors.Is(err, responses.ErrAgentCannotApprove):
-		return Fault{Status: http.StatusForbidden, Code: "AGENT_CANNOT_APPROVE", Message: "Agent keys cannot approve or reject; a person must decide."}, true
-	case errors.Is(err, responses.ErrStepsInvalid):
-		return Fault{Status: http.StatusConflict, Code: "WORKFLOW_INVALID", Message: "The stored steps no longer parse."}, true
 	case errors.As(err, &un):
 		return unavailable(un.Message), true
-	case errors.Is(err, store.ErrApprovalExpired):
-		return Fault{Status: http.StatusConflict, Code: "APPROVAL_EXPIRED", Message: "The approval request has expired."}, true
-	case errors.Is(err, store.ErrApprovalDecided):
-		return Fault{Status: http.StatusConflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "The approval request has already been decided."}, true
-	case errors.Is(err, store.ErrResponderVoted):
-		return Fault{Status: http.StatusConflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}, true
-	case errors.Is(err, store.ErrSelfApproval):
-		return Fault{Status: http.StatusForbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}, true
-	case errors.Is(err, store.ErrDecideToken):
-		return Fault{Status: http.StatusForbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}, true
-	case errors.Is(err, store.ErrNotFound):
-		return Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "Resource not found."}, true
-	case errors.Is(err, store.ErrConflict):
-		return Fault{Status: http.StatusConflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}, true
-	case errors.Is(err, context.DeadlineExceeded):
-		// The request's deadline passed in a dependency (an overloaded database or Temporal).
-		return unavailable("A dependency did not answer in time; retry later."), true
-	case errors.Is(err, enrichment.ErrUnavailable):
-		return unavailable("Enrichment is unavailable right now; retry later."), true
-	case errors.Is(err, auth.ErrKeyExpired):
-		return Fault{Status: http.StatusUnauthorized, Code: "KEY_EXPIRED", Message: "The API key has expired."}, true
-	case errors.Is(err, auth.ErrInvalidKey):
-		return Fault{Status: http.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "The API key is invalid or revoked."}, true
+	}
+	for _, n := range named() {
+		if errors.Is(err, n.err) {
+			return n.f, true
+		}
 	}
 	return Fault{}, false
+}
+
+// named are the errors the table knows by identity, in the order they are tried.
+func named() []struct {
+	err error
+	f   Fault
+} {
+	const forbidden, conflict, unauthorized = http.StatusForbidden, http.StatusConflict, http.StatusUnauthorized
+	return []struct {
+		err error
+		f   Fault
+	}{
+		{responses.ErrAgentCannotApprove, Fault{Status: forbidden, Code: "AGENT_CANNOT_APPROVE", Message: "Agent keys cannot approve or reject; a person must decide."}},
+		{responses.ErrStepsInvalid, Fault{Status: conflict, Code: "WORKFLOW_INVALID", Message: "The stored steps no longer parse."}},
+		{store.ErrApprovalExpired, Fault{Status: conflict, Code: "APPROVAL_EXPIRED", Message: "The approval request has expired."}},
+		{store.ErrApprovalDecided, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "The approval request has already been decided."}},
+		{store.ErrResponderVoted, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}},
+		{store.ErrSelfApproval, Fault{Status: forbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}},
+		{store.ErrDecideToken, Fault{Status: forbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}},
+		{store.ErrNotFound, Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "Resource not found."}},
+		{store.ErrConflict, Fault{Status: conflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}},
+		// The request's deadline passed in a dependency (an overloaded database or Temporal).
+		{context.DeadlineExceeded, unavailable("A dependency did not answer in time; retry later.")},
+		{enrichment.ErrUnavailable, unavailable("Enrichment is unavailable right now; retry later.")},
+		{auth.ErrKeyExpired, Fault{Status: unauthorized, Code: "KEY_EXPIRED", Message: "The API key has expired."}},
+		{auth.ErrInvalidKey, Fault{Status: unauthorized, Code: "UNAUTHORIZED", Message: "The API key is invalid or revoked."}},
+	}
 }
 
 func unavailable(msg string) Fault {
