@@ -208,4 +208,38 @@ func TestSessionsExpireWhenIdle(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	resp = mcpPost(t, base, token, session, list)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "an idle session expired")
+
+	// An SSE session: its stream closes once no message has used it for SessionIdle.
+	req, err := http.NewRequest(http.MethodGet, base+"/sse", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	stream, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer stream.Body.Close()
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+	events := bufio.NewReader(stream.Body)
+	var endpoint string
+	for endpoint == "" {
+		line, err := events.ReadString('\n')
+		require.NoError(t, err)
+		if strings.HasPrefix(line, "data: ") {
+			endpoint = strings.TrimSpace(strings.TrimPrefix(line, "data: "))
+		}
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, events); ended <- err }()
+	select {
+	case <-ended:
+	case <-time.After(3 * time.Second):
+		t.Fatal("an idle SSE session's stream is still open")
+	}
+	req, err = http.NewRequest(http.MethodPost, base+endpoint, strings.NewReader(list))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	after, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	after.Body.Close()
+	require.Equal(t, http.StatusNotFound, after.StatusCode, "the expired SSE session is gone")
 }

@@ -150,13 +150,13 @@ type Server struct {
 	streamable *sdk.Server      // one server for every streamable-HTTP session; the caller comes with each request
 
 	sseMu     sync.Mutex
-	sseOwners map[string]uuid.UUID // SSE session id → the key that opened it
+	sseOwners map[string]sseSession // SSE session id → the key that opened it
 }
 
 // New builds the server.
 func New(cfg Config) *Server {
 	cfg.Listener = cfg.Listener.withDefaults()
-	s := &Server{cfg: cfg, sseOwners: map[string]uuid.UUID{}, limits: ratelimit.Policy{Limiter: cfg.Limiter,
+	s := &Server{cfg: cfg, sseOwners: map[string]sseSession{}, limits: ratelimit.Policy{Limiter: cfg.Limiter,
 		DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: cfg.Log}}
 	s.streamable = s.newMCPServer(principalFromRequest)
 	return s
@@ -274,39 +274,70 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 var errMissingKey = errors.New("missing bearer key")
 
+// sseSession is an open SSE session: the key that opened it, and a nudge that keeps it alive.
+type sseSession struct {
+	owner uuid.UUID
+	used  chan struct{}
+}
+
 // bindSSESessions binds each SSE session to the key that opened it, as the SDK does for streamable
 // HTTP: a message posted to the session with another key is refused (403), and a session id this
 // server does not know is 404. The SDK announces the session id in the stream's first event, which is
-// where it is read from.
+// where it is read from. A session no message has used for SessionIdle ends: its stream closes.
 func (s *Server) bindSSESessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := r.Context().Value(ctxPrincipal).(auth.Principal)
 		if r.Method == http.MethodPost {
 			s.sseMu.Lock()
-			owner, ok := s.sseOwners[r.URL.Query().Get("sessionid")]
+			sess, ok := s.sseOwners[r.URL.Query().Get("sessionid")]
 			s.sseMu.Unlock()
 			switch {
 			case !ok:
 				writeHTTPError(w, http.StatusNotFound, "NOT_FOUND", "Unknown SSE session; open one with GET /sse.", nil)
-			case owner != p.KeyUUID:
+			case sess.owner != p.KeyUUID:
 				writeHTTPError(w, http.StatusForbidden, "FORBIDDEN", "The SSE session belongs to another API key.", nil)
 			default:
+				select {
+				case sess.used <- struct{}{}:
+				default:
+				}
 				next.ServeHTTP(w, r)
 			}
 			return
 		}
+		used := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go expireWhenIdle(ctx, cancel, used, s.cfg.Listener.SessionIdle)
 		sw := &sessionSniffer{ResponseWriter: w, found: func(id string) {
 			s.sseMu.Lock()
-			s.sseOwners[id] = p.KeyUUID
+			s.sseOwners[id] = sseSession{owner: p.KeyUUID, used: used}
 			s.sseMu.Unlock()
 		}}
-		next.ServeHTTP(sw, r)
+		next.ServeHTTP(sw, r.WithContext(ctx))
 		if sw.id != "" {
 			s.sseMu.Lock()
 			delete(s.sseOwners, sw.id)
 			s.sseMu.Unlock()
 		}
 	})
+}
+
+// expireWhenIdle calls end once idle passes without a value on used, or returns when ctx ends.
+func expireWhenIdle(ctx context.Context, end context.CancelFunc, used <-chan struct{}, idle time.Duration) {
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-used:
+			t.Reset(idle)
+		case <-t.C:
+			end()
+			return
+		}
+	}
 }
 
 // sessionSniffer reads the session id from the SSE stream's endpoint event ("data: /sse?sessionid=…").
