@@ -119,8 +119,8 @@ type Deps struct {
 	RateLimit ratelimit.Policy
 }
 
-// signInBodyLimit bounds the sign-in form (a key is under 200 bytes; a longer one is a 401): a longer body is refused (413)
-// while it is read, before any of it is buffered.
+// signInBodyLimit bounds the sign-in form (a key is under 200 bytes; a longer one is a 401): a longer
+// body is refused (413) while it is read, before any of it is buffered.
 const signInBodyLimit = 8 << 10
 
 // Console serves the pages.

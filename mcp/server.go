@@ -118,13 +118,13 @@ type Config struct {
 // ListenerLimits bound what one client can hold on the listener; zero fields take the defaults.
 type ListenerLimits struct {
 	ReadHeaderTimeout time.Duration // a request's headers (default 10 s)
-	ReadTimeout       time.Duration // a whole POST request, body included (default 60 s; SSE streams are responses, unaffected)
+	ReadTimeout       time.Duration // a whole request, body included (default 60 s; answers and SSE streams are not bounded)
 	IdleTimeout       time.Duration // a kept-alive connection between requests (default 120 s)
 	MaxConnsPerIP     int           // MAX_CONNS_PER_IP: concurrent connections one client IP may hold (0: no cap)
-	SessionIdle       time.Duration // a streamable-HTTP session no request has used (default SessionIdleTimeout)
+	SessionIdle       time.Duration // a session (streamable HTTP or SSE) no request has used (default SessionIdleTimeout)
 }
 
-// SessionIdleTimeout is how long a streamable-HTTP session lives without a request by default.
+// SessionIdleTimeout is how long a session lives without a request by default.
 const SessionIdleTimeout = 30 * time.Minute
 
 func (l ListenerLimits) withDefaults() ListenerLimits {
