@@ -3,10 +3,10 @@ package mcp
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -84,8 +84,7 @@ func requireClosedWithin(t *testing.T, c net.Conn, within time.Duration, why str
 	t.Helper()
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(within)))
 	_, err := io.Copy(io.Discard, c)
-	var ne net.Error
-	require.False(t, errors.As(err, &ne) && ne.Timeout(), "%s: the connection is still open after %s", why, within)
+	require.False(t, os.IsTimeout(err), "%s: the connection is still open after %s", why, within)
 }
 
 // TestListenerTimeoutsCloseSlowClients: slow unauthenticated connections (headers never finished, a
@@ -148,8 +147,7 @@ func TestListenerTimeoutsCloseSlowClients(t *testing.T) {
 	require.Equal(t, http.StatusOK, sr.StatusCode)
 	require.NoError(t, stream.SetReadDeadline(time.Now().Add(1500*time.Millisecond)))
 	_, err = io.Copy(io.Discard, sr.Body)
-	var ne net.Error
-	require.True(t, errors.As(err, &ne) && ne.Timeout(), "the stream is still open after 2.5 × ReadTimeout: %v", err)
+	require.True(t, os.IsTimeout(err), "the stream is still open after 2.5 × ReadTimeout: %v", err)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
 		&sdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{token: token}}}, nil)
 	require.NoError(t, err)
@@ -184,13 +182,16 @@ func TestConnectionCapPerIP(t *testing.T) {
 		c.Close()
 	}
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/health")
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 2*time.Second, 50*time.Millisecond, "released slots are free again")
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		r, err := http.ReadResponse(bufio.NewReader(c), nil)
+		return err == nil && r.StatusCode == http.StatusOK
+	}, 3*time.Second, 50*time.Millisecond, "released slots are free again")
 }
 
 // TestSessionsExpireWhenIdle: a streamable-HTTP session no request used for SessionIdle is gone (404).

@@ -325,17 +325,14 @@ func (s *Server) bindSSESessions(next http.Handler) http.Handler {
 
 // expireWhenIdle calls end once idle passes without a value on used, or returns when ctx ends.
 func expireWhenIdle(ctx context.Context, end context.CancelFunc, used <-chan struct{}, idle time.Duration) {
-	t := time.NewTimer(idle)
-	defer t.Stop()
+	expiry := time.AfterFunc(idle, end) // end cancels ctx: the loop then returns
+	defer expiry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-used:
-			t.Reset(idle)
-		case <-t.C:
-			end()
-			return
+			expiry.Reset(idle)
 		}
 	}
 }
