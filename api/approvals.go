@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -160,23 +161,14 @@ func (s *Server) decideByKey(c *fiber.Ctx, approve bool, responder, comment *str
 	return respond(c, http.StatusOK, toApprovalResponse(a))
 }
 
-// decisionError maps store decision errors to the contract's codes.
+// decisionError answers a decision's errors by the one error table (errcode); a request that is not
+// there is the approval request.
 func decisionError(err error) error {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	if errors.Is(err, store.ErrNotFound) {
 		return errNotFound("Approval request")
-	case errors.As(err, new(*responses.NotFoundError)):
-		return errNotFound("Approval request")
-	case errors.Is(err, store.ErrApprovalExpired):
-		return NewError(http.StatusConflict, "APPROVAL_EXPIRED", "The approval request has expired.")
-	case errors.Is(err, store.ErrApprovalDecided):
-		return NewError(http.StatusConflict, "APPROVAL_ALREADY_DECIDED", "The approval request has already been decided.")
-	case errors.Is(err, store.ErrResponderVoted):
-		return NewError(http.StatusConflict, "APPROVAL_ALREADY_DECIDED", "This responder has already decided this request.")
-	case errors.Is(err, store.ErrSelfApproval):
-		return NewError(http.StatusForbidden, "SELF_APPROVAL_FORBIDDEN", "A key may not decide a run it triggered.")
-	case errors.Is(err, store.ErrDecideToken):
-		return NewError(http.StatusForbidden, "INVALID_DECIDE_TOKEN", "This approval link is invalid or has already been used.")
+	}
+	if f, ok := errcode.Of(err); ok {
+		return faultError(f)
 	}
 	return err
 }

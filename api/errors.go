@@ -10,8 +10,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/validate"
-	"github.com/vigil-soc/vigil/store"
 )
 
 // Error is an API error answered with API.md's error body.
@@ -39,8 +39,11 @@ func (e *Error) WithDetails(d map[string]any) *Error {
 	return e
 }
 
-func errNotFound(what string) *Error {
-	return NewError(http.StatusNotFound, "NOT_FOUND", what+" not found.")
+func errNotFound(what string) *Error { return faultError(errcode.NotFound(what)) }
+
+// faultError is the API error of a fault of the one error table (errcode).
+func faultError(f errcode.Fault) *Error {
+	return &Error{Status: f.Status, Code: f.Code, Message: f.Message, Details: f.Details, Detail: f.Fields}
 }
 
 func errInvalidJSON(raw []byte) *Error {
@@ -109,16 +112,11 @@ func errorHandler(log *slog.Logger, maxBodyMB int) fiber.ErrorHandler {
 			for k, v := range apiErr.Headers {
 				c.Set(k, v)
 			}
-		case errors.Is(err, store.ErrNotFound):
-			status = http.StatusNotFound
-			body.Error.Code, body.Error.Message = "NOT_FOUND", "Resource not found."
-		case errors.Is(err, store.ErrConflict):
-			status = http.StatusConflict
-			body.Error.Code, body.Error.Message = "CONFLICT", "The request conflicts with an existing resource."
 		case errors.Is(err, context.DeadlineExceeded):
 			// The request's deadline passed in a dependency (an overloaded database or Temporal).
-			status = http.StatusServiceUnavailable
-			body.Error.Code, body.Error.Message = "UNAVAILABLE", "A dependency did not answer in time; retry later."
+			f, _ := errcode.Of(err)
+			status = f.Status
+			body.Error.Code, body.Error.Message = f.Code, f.Message
 			body.Error.Details = map[string]any{"request_id": requestID(c)}
 			c.Set("Retry-After", "1")
 			log.WarnContext(c.UserContext(), "request deadline exceeded", "err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))
@@ -132,6 +130,15 @@ func errorHandler(log *slog.Logger, maxBodyMB int) fiber.ErrorHandler {
 			if status == http.StatusRequestEntityTooLarge {
 				body.Error.Message = "Request body exceeds " + strconv.Itoa(maxBodyMB) + " MB."
 				body.Error.Details = map[string]any{"max_bytes": maxBodyMB << 20}
+			}
+		default:
+			// Every rule owner's and the store's errors, by the one table.
+			if f, ok := errcode.Of(err); ok {
+				status = f.Status
+				body.Error.Code, body.Error.Message = f.Code, f.Message
+				if f.Details != nil {
+					body.Error.Details = f.Details
+				}
 			}
 		}
 		if status >= 500 && status != http.StatusServiceUnavailable && apiErr == nil {

@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -46,12 +48,31 @@ func newTestServer(t testing.TB, mutate func(*Config, *Deps)) *testServer {
 	if mutate != nil {
 		mutate(&cfg, &deps)
 	}
+	withServices(st, &deps)
 	srv := New(cfg, deps)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.App().Listener(ln) }()
 	t.Cleanup(func() { _ = srv.App().ShutdownWithTimeout(5 * time.Second) })
 	return &testServer{URL: "http://" + ln.Addr().String(), Store: st, Server: srv}
+}
+
+// withServices builds the domain services cmd/vigil builds once per process, over deps' stores, unless
+// the test brought its own.
+func withServices(st *store.Store, deps *Deps) {
+	if deps.Responses == nil {
+		rd := responses.Deps{Store: deps.Workflows, StepClient: deps.WorkflowStepClient, Signaler: deps.RunSignaler, Log: deps.Log}
+		if deps.Workflows == nil {
+			rd.Store = st
+		}
+		if deps.Secrets != nil {
+			rd.Secrets = deps.Secrets
+		}
+		deps.Responses = responses.New(rd)
+	}
+	if deps.AlertRules == nil {
+		deps.AlertRules = alerts.New(st, deps.Log)
+	}
 }
 
 // mustKey creates a key with scopes directly in the store and returns its plaintext.

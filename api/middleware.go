@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 )
 
@@ -135,11 +134,8 @@ func (s *Server) resolvePrincipal(c *fiber.Ctx) (auth.Principal, error) {
 	}
 	p, err := s.deps.Auth.Authenticate(c.UserContext(), token)
 	if err != nil {
-		switch {
-		case errors.Is(err, auth.ErrKeyExpired):
-			err = NewError(http.StatusUnauthorized, "KEY_EXPIRED", "The API key has expired.")
-		case errors.Is(err, auth.ErrInvalidKey):
-			err = NewError(http.StatusUnauthorized, "UNAUTHORIZED", "The API key is invalid or revoked.")
+		if f, ok := errcode.Of(err); ok && f.Status == http.StatusUnauthorized {
+			err = faultError(f)
 		}
 		c.Locals(localsAuthErr, err)
 		return auth.Principal{}, err
@@ -173,57 +169,31 @@ func principal(c *fiber.Ctx) auth.Principal {
 	return p
 }
 
-// clientIP is the socket peer, or with TRUSTED_PROXY_COUNT = N > 0 the N-th address from the right of
-// X-Forwarded-For (the peer when the header has fewer entries or a malformed one).
+// clientIP is the request's client address by the doors' one proxy rule (ratelimit.Policy.ClientIP).
 func (s *Server) clientIP(c *fiber.Ctx) string {
-	peer := c.Context().RemoteIP().String()
-	n := s.cfg.TrustedProxyCount
-	if n <= 0 {
-		return peer
-	}
-	var hops []string
+	var xff []string
 	for _, h := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
-		for _, part := range strings.Split(string(h), ",") {
-			hops = append(hops, strings.TrimSpace(part))
-		}
+		xff = append(xff, string(h))
 	}
-	if len(hops) < n {
-		return peer
-	}
-	ip := net.ParseIP(hops[len(hops)-n])
-	if ip == nil {
-		return peer
-	}
-	return ip.String()
+	return s.limits.ClientIP(c.Context().RemoteIP().String(), xff)
 }
 
-// rateLimit applies the fixed per-minute budget per key prefix (authenticated) or client IP.
+// rateLimit counts the request against its key's budget (authenticated) or its client IP's, by the
+// doors' one rule (ratelimit.Policy).
 func (s *Server) rateLimit(c *fiber.Ctx) error {
-	kind, bucket, limit := "ip", ratelimit.IPBucket(s.clientIP(c)), s.cfg.RateLimitPerMinute
+	caller := ratelimit.Caller{IP: s.clientIP(c)}
 	if _, ok := bearer(c); ok {
 		if p, err := s.resolvePrincipal(c); err == nil {
-			kind, bucket = "key", ratelimit.KeyBucket(p.KeyUUID)
-			if p.RateLimit > 0 {
-				limit = p.RateLimit
-			}
+			caller.KeyID, caller.KeyLimit = p.KeyUUID, p.RateLimit
 		}
 	}
-	d, err := s.deps.Limiter.Take(c.UserContext(), bucket, limit)
-	if err != nil {
-		// A limiter outage must not take the API down: log and let the request through.
-		s.log.WarnContext(c.UserContext(), "rate limiter unavailable", "err", err)
-		return c.Next()
+	v := s.limits.Take(c.UserContext(), caller)
+	for _, h := range v.Headers() {
+		c.Set(h[0], h[1])
 	}
-	c.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	c.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	c.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.Unix(), 10))
-	if !d.Allowed {
-		s.deps.Telemetry.RateLimited(kind)
-		retry := strconv.Itoa(max(1, int(d.RetryAfter.Seconds()+0.999)))
-		e := NewError(http.StatusTooManyRequests, "RATE_LIMITED", "Rate limit exceeded; retry after "+retry+" s.")
-		e.Headers = map[string]string{"Retry-After": retry}
-		e.Details = map[string]any{"limit": d.Limit, "retry_after_seconds": retry}
-		return e
+	if !v.Allowed {
+		s.deps.Telemetry.RateLimited(v.Kind)
+		return NewError(http.StatusTooManyRequests, ratelimit.Code, v.Message()).WithDetails(v.Details())
 	}
 	return c.Next()
 }

@@ -1,12 +1,6 @@
 package api
 
-import (
-	"context"
+import "github.com/vigil-soc/vigil/kit/ratelimit"
 
-	"github.com/vigil-soc/vigil/kit/ratelimit"
-)
-
-// RateLimiter counts requests per bucket in fixed one-minute windows.
-type RateLimiter interface {
-	Take(ctx context.Context, bucket string, limit int) (ratelimit.Decision, error)
-}
+// RateLimiter counts requests per bucket in fixed one-minute windows (the doors' shared limiter).
+type RateLimiter = ratelimit.Limiter

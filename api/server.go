@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/kit/sources"
 )
@@ -67,6 +68,10 @@ type Deps struct {
 	Telemetry Telemetry // request, 429 and ingest-ack counters for /metrics (metrics.API); nil counts nothing
 
 	Console Mounter // the analyst console at /console (console.Console); nil serves none
+
+	// The domain services, built once in cmd/vigil and shared with MCP, the console and the activities.
+	AlertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
+	Responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
 }
 
 // Mounter adds routes of its own to the app (the console, with its own sign-in).
@@ -90,16 +95,11 @@ type Server struct {
 	apiDoc docCache
 	// routePaths are the registered route templates: the metrics label a request by one of them.
 	routePaths map[string]bool
+	limits     ratelimit.Policy // the doors' one request-budget rule, over Deps.Limiter
 
 	ingest     *ingest.Service    // ingestion, with the integrations and mappings it caches
 	alertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
 	responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
-}
-
-// alertRulesStore is what the alerts service needs, from the alert and indicator stores of Deps.
-type alertRulesStore struct {
-	AlertStore
-	IndicatorStore
 }
 
 // New builds the Fiber app with every route registered.
@@ -119,8 +119,9 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
-	s.responses = newResponses(deps)
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log, limits: ratelimit.Policy{Limiter: deps.Limiter,
+		DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: deps.Log}}
+	s.responses, s.alertRules = deps.Responses, deps.AlertRules
 	if s.deps.SourceRegistry == nil {
 		s.deps.SourceRegistry = sources.NewRegistry()
 	}
@@ -129,7 +130,6 @@ func New(cfg Config, deps Deps) *Server {
 		secrets = s.deps.Secrets
 	}
 	s.ingest = ingest.New(deps.Ingest, s.deps.SourceRegistry, secrets, cfg.AlertDedupWindow)
-	s.alertRules = alerts.New(alertRulesStore{deps.Alerts, deps.Indicators}, deps.Log)
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
 		// Every body is streamed: fasthttp hands the request over after the headers (and at most 8 KiB

@@ -192,7 +192,8 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 		d.Secrets = box
 		d.WorkflowStepClient = guard.HTTPClient(30 * time.Second)
 		cfg.SlackSigningSecret = slackTestSecret
-		rs := responses.New(responses.Deps{Store: st, Signaler: d.RunSignaler, Log: d.Log})
+		rs := responses.New(responses.Deps{Store: st, Signaler: d.RunSignaler, StepClient: d.WorkflowStepClient, Secrets: box, Log: d.Log})
+		d.Responses = rs // one service for REST and the console, as cmd/vigil wires it
 		d.Console = console.New(console.Deps{Auth: d.Auth, Box: box, Store: st, Alerts: alerts.New(st, d.Log),
 			Approvals: rs, Runs: rs, Log: d.Log, LiveRefresh: 300 * time.Millisecond})
 	})

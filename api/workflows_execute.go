@@ -17,38 +17,12 @@ import (
 // WorkflowRunSignaler tells a run's Temporal workflow to re-read its decision (temporal.RunSignaler).
 type WorkflowRunSignaler = responses.RunSignaler
 
-// newResponses builds the response-workflow rules over the API's dependencies.
-func newResponses(deps Deps) *responses.Service {
-	rd := responses.Deps{Store: deps.Workflows, StepClient: deps.WorkflowStepClient, Signaler: deps.RunSignaler, Log: deps.Log}
-	if deps.Secrets != nil {
-		rd.Secrets = deps.Secrets
-	}
-	return responses.New(rd)
-}
-
-// responsesError maps the errors of package responses (and the store errors it passes on) to the
-// contract's codes.
+// responsesError answers the errors of package responses (and the store errors it passes on) by
+// the one error table (errcode); a secret that cannot be opened for a dry run is an internal error.
 func responsesError(err error) error {
-	var nf *responses.NotFoundError
-	var na *responses.NotActiveError
-	var fb *responses.ForbiddenError
 	var so *responses.SecretOpenError
-	var un *responses.UnavailableError
-	switch {
-	case errors.As(err, &nf):
-		return errNotFound(nf.What)
-	case errors.As(err, &na):
-		return NewError(http.StatusConflict, "WORKFLOW_NOT_ACTIVE", "Workflow is "+na.State+", not active.").WithDetails(map[string]any{"state": na.State})
-	case errors.As(err, &fb):
-		return NewError(http.StatusForbidden, "FORBIDDEN", fb.Reason).WithDetails(map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes})
-	case errors.Is(err, responses.ErrAgentCannotApprove):
-		return NewError(http.StatusForbidden, "AGENT_CANNOT_APPROVE", "Agent keys cannot approve or reject; a person must decide.")
-	case errors.Is(err, responses.ErrStepsInvalid):
-		return NewError(http.StatusConflict, "WORKFLOW_INVALID", "The stored steps no longer parse.")
-	case errors.As(err, &so):
+	if errors.As(err, &so) {
 		return fmt.Errorf("dry run: %w", err)
-	case errors.As(err, &un):
-		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", un.Message)
 	}
 	return decisionError(err)
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -15,10 +16,10 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/indicators"
-	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -209,43 +210,36 @@ func deref(s *string) string {
 	return *s
 }
 
-// refusal says why a domain rule refused a console action, in the contract's terms, with the status
-// the REST route would answer ("" for an error that is not a refusal).
+// refusal says why a rule refused a console action: the status and code come from the one error
+// table (errcode), the sentence is the console's own where the contract's speaks to an API client
+// ("" for an error that is not a refusal: an internal one, or an outage the console answers 500).
 func refusal(err error) (string, int) {
-	var verrs validate.Errors
-	var nf *responses.NotFoundError
-	var na *responses.NotActiveError
-	var fb *responses.ForbiddenError
-	var un *responses.UnavailableError
-	switch {
-	case errors.As(err, &verrs):
-		msgs := make([]string, len(verrs))
-		for i, fe := range verrs {
+	f, ok := errcode.Of(err)
+	if !ok || f.Status == http.StatusUnauthorized {
+		return "", 0
+	}
+	switch f.Code {
+	case "VALIDATION_ERROR":
+		msgs := make([]string, len(f.Fields))
+		for i, fe := range f.Fields {
 			msgs[i] = fe.Msg
 		}
-		return strings.Join(msgs, " "), http.StatusUnprocessableEntity
-	case errors.As(err, &nf):
-		return "No such " + strings.ToLower(nf.What) + ".", http.StatusNotFound
-	case errors.As(err, &na):
-		return "That workflow is " + na.State + ", not active.", http.StatusConflict
-	case errors.As(err, &fb):
-		return fb.Reason, http.StatusForbidden
-	case errors.As(err, &un):
-		return un.Message, http.StatusServiceUnavailable
-	case errors.Is(err, responses.ErrAgentCannotApprove):
-		return "Agent keys cannot approve or reject; a person must decide.", http.StatusForbidden
-	case errors.Is(err, store.ErrSelfApproval):
-		return "A key may not approve a run it triggered.", http.StatusForbidden
-	case errors.Is(err, store.ErrApprovalDecided):
-		return "This request was already decided.", http.StatusConflict
-	case errors.Is(err, store.ErrApprovalExpired):
-		return "This request has expired.", http.StatusConflict
-	case errors.Is(err, store.ErrResponderVoted):
-		return "You have already decided this request.", http.StatusConflict
-	case errors.Is(err, store.ErrNotFound):
-		return "Not found.", http.StatusNotFound
+		return strings.Join(msgs, " "), f.Status
+	case "NOT_FOUND":
+		if f.Subject == "" {
+			return "Not found.", f.Status
+		}
+		return "No such " + strings.ToLower(f.Subject) + ".", f.Status
+	case "WORKFLOW_NOT_ACTIVE":
+		return "That workflow is " + fmt.Sprint(f.Details["state"]) + ", not active.", f.Status
+	case "APPROVAL_ALREADY_DECIDED":
+		return "This request was already decided.", f.Status
+	case "APPROVAL_EXPIRED":
+		return "This request has expired.", f.Status
+	case "SELF_APPROVAL_FORBIDDEN":
+		return "A key may not approve a run it triggered.", f.Status
 	}
-	return "", 0
+	return f.Message, f.Status
 }
 
 // alertAction answers an alert form: back to the page on success, the page with the rule's refusal

@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -28,6 +29,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -110,7 +112,16 @@ type Deps struct {
 	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
 	LiveRefresh time.Duration
 	Log         *slog.Logger
+	// RateLimit is the doors' one request-budget rule (shared with REST and MCP): pages count against
+	// the signed-in key's budget, anything else against the client IP's, sign-in attempts against the
+	// client IP's sign-in budget. Its TrustedProxies also decides whether X-Forwarded-Proto/-Host are
+	// believed. A nil Limiter counts nothing.
+	RateLimit ratelimit.Policy
 }
+
+// signInBodyLimit bounds the sign-in form (a key is under 200 bytes; a longer one is a 401): a longer
+// body is refused (413) while it is read, before any of it is buffered.
+const signInBodyLimit = 8 << 10
 
 // Console serves the pages.
 type Console struct {
@@ -149,7 +160,7 @@ func (c *Console) Register(r fiber.Router) {
 		ctx.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 		return ctx.Send(script)
 	})
-	g.Get("/login", c.loginPage)
+	g.Get("/login", c.ipLimited, c.loginPage)
 	g.Post("/login", c.login)
 	g.Post("/logout", c.session, c.csrf, c.logout)
 	g.Get("/", c.session, c.need(auth.ScopeAlertsRead), c.queue)
@@ -195,38 +206,92 @@ func hashID(id string) []byte { h := sha256.Sum256([]byte(id)); return h[:] }
 // expired key ends the session at once); without one it redirects to the sign-in page.
 func (c *Console) session(ctx *fiber.Ctx) error {
 	id := ctx.Cookies(cookieName)
+	toSignIn := func() error {
+		return c.limitByIP(ctx, func() error { return ctx.Redirect("/console/login", http.StatusSeeOther) })
+	}
 	if id == "" || c.deps.Box == nil {
-		return ctx.Redirect("/console/login", http.StatusSeeOther)
+		return toSignIn()
 	}
 	sess, err := c.deps.Store.GetConsoleSession(ctx.UserContext(), hashID(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return ctx.Redirect("/console/login", http.StatusSeeOther)
+		return toSignIn()
 	}
 	if err != nil {
 		return err
 	}
 	key, err := c.deps.Box.Open(sess.KeySealed)
 	if err != nil {
-		return ctx.Redirect("/console/login", http.StatusSeeOther)
+		return toSignIn()
 	}
 	p, err := c.deps.Auth.Authenticate(ctx.UserContext(), string(key))
 	if err != nil {
 		_ = c.deps.Store.DeleteConsoleSession(ctx.UserContext(), sess.IDHash)
-		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "Your key is no longer valid; sign in again."})
+		return c.limitByIP(ctx, func() error {
+			return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "Your key is no longer valid; sign in again."})
+		})
 	}
 	ctx.Locals(localWho, who{p: p, idHash: sess.IDHash, csrf: sess.CSRFToken})
-	return ctx.Next()
+	return c.answer(ctx, c.deps.RateLimit.Take(ctx.UserContext(), ratelimit.Caller{KeyID: p.KeyUUID, KeyLimit: p.RateLimit}), ctx.Next)
+}
+
+// limitByIP counts a request with no signed-in key against its client IP's budget, then runs next.
+func (c *Console) limitByIP(ctx *fiber.Ctx, next func() error) error {
+	return c.answer(ctx, c.deps.RateLimit.Take(ctx.UserContext(), ratelimit.Caller{IP: c.clientIP(ctx)}), next)
+}
+
+// ipLimited is limitByIP as a route handler.
+func (c *Console) ipLimited(ctx *fiber.Ctx) error { return c.limitByIP(ctx, ctx.Next) }
+
+// answer sets the verdict's X-RateLimit headers and runs next, or answers the refusal as the console
+// answers its other errors: a page (429, Retry-After).
+func (c *Console) answer(ctx *fiber.Ctx, v ratelimit.Verdict, next func() error) error {
+	for _, h := range v.Headers() {
+		ctx.Set(h[0], h[1])
+	}
+	if v.Allowed {
+		return next()
+	}
+	title := "Slow down"
+	if v.Kind == "sign-in" {
+		title = "Sign in"
+	}
+	return c.render(ctx, http.StatusTooManyRequests, "login", c.base(ctx, title, "Too many requests: "+v.Message()))
+}
+
+// clientIP is the request's client address by the doors' one proxy rule.
+func (c *Console) clientIP(ctx *fiber.Ctx) string {
+	var xff []string
+	for _, h := range ctx.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
+		xff = append(xff, string(h))
+	}
+	return c.deps.RateLimit.ClientIP(ctx.Context().RemoteIP().String(), xff)
+}
+
+// scheme and host are the request's as the browser sent it: from X-Forwarded-Proto/-Host only behind
+// trusted proxies (TRUSTED_PROXY_COUNT > 0); otherwise those headers are the client's own words.
+func (c *Console) scheme(ctx *fiber.Ctx) string {
+	if c.deps.RateLimit.BehindProxy() || ctx.Context().IsTLS() {
+		return ctx.Protocol()
+	}
+	return "http"
+}
+
+func (c *Console) host(ctx *fiber.Ctx) string {
+	if c.deps.RateLimit.BehindProxy() {
+		return ctx.Hostname()
+	}
+	return string(ctx.Request().URI().Host())
 }
 
 // sameSite refuses a form posted from another site: a cross-site Sec-Fetch-Site, or an Origin whose
 // host is not this request's.
-func sameSite(ctx *fiber.Ctx) bool {
+func (c *Console) sameSite(ctx *fiber.Ctx) bool {
 	if s := ctx.Get("Sec-Fetch-Site"); s == "cross-site" || s == "same-site" {
 		return false
 	}
 	if o := ctx.Get(fiber.HeaderOrigin); o != "" {
 		u, err := url.Parse(o)
-		if err != nil || u.Host != ctx.Hostname() {
+		if err != nil || u.Host != c.host(ctx) {
 			return false
 		}
 	}
@@ -236,7 +301,7 @@ func sameSite(ctx *fiber.Ctx) bool {
 // csrf checks a form post: same site, and the session's token in the csrf field.
 func (c *Console) csrf(ctx *fiber.Ctx) error {
 	w := whoOf(ctx)
-	if !sameSite(ctx) || subtle.ConstantTimeCompare([]byte(ctx.FormValue("csrf")), []byte(w.csrf)) != 1 {
+	if !c.sameSite(ctx) || subtle.ConstantTimeCompare([]byte(ctx.FormValue("csrf")), []byte(w.csrf)) != 1 {
 		return c.render(ctx, http.StatusForbidden, "login", page{Title: "Refused", Error: "This form was not posted from the console page (CSRF check failed)."})
 	}
 	return ctx.Next()
@@ -291,13 +356,24 @@ func (c *Console) loginPage(ctx *fiber.Ctx) error {
 	return c.render(ctx, http.StatusOK, "login", page{Title: "Sign in"})
 }
 
-// login checks the key like every request does and opens a session holding it sealed.
+// login checks the key like every request does and opens a session holding it sealed. Every attempt,
+// good or bad, counts against the client IP's sign-in budget before the key is looked at (counting
+// only failures would need the answer first, and a refusal after it would tell a right guess from a
+// wrong one); the form is read bounded.
 func (c *Console) login(ctx *fiber.Ctx) error {
-	if !sameSite(ctx) {
+	if !c.sameSite(ctx) {
 		return c.render(ctx, http.StatusForbidden, "login", page{Title: "Sign in", Error: "Sign in from the console page."})
 	}
+	v := c.deps.RateLimit.TakeSignIn(ctx.UserContext(), c.clientIP(ctx))
+	return c.answer(ctx, v, func() error { return c.signIn(ctx) })
+}
+
+func (c *Console) signIn(ctx *fiber.Ctx) error {
 	if c.deps.Box == nil {
 		return c.render(ctx, http.StatusServiceUnavailable, "login", page{Title: "Sign in", Error: "The console needs ENCRYPTION_KEY to keep your key on the server."})
+	}
+	if !readBounded(ctx, signInBodyLimit) {
+		return c.render(ctx, http.StatusRequestEntityTooLarge, "login", page{Title: "Sign in", Error: "The sign-in form is too large."})
 	}
 	key := ctx.FormValue("key")
 	if len(key) > 200 {
@@ -316,7 +392,7 @@ func (c *Console) login(ctx *fiber.Ctx) error {
 		return err
 	}
 	ctx.Cookie(&fiber.Cookie{Name: cookieName, Value: id, Path: "/console", HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,
-		Secure: ctx.Protocol() == "https", MaxAge: int(SessionTTL.Seconds())})
+		Secure: c.scheme(ctx) == "https", MaxAge: int(SessionTTL.Seconds())})
 	return ctx.Redirect("/console/", http.StatusSeeOther)
 }
 
@@ -326,6 +402,31 @@ func (c *Console) logout(ctx *fiber.Ctx) error {
 	}
 	ctx.Cookie(&fiber.Cookie{Name: cookieName, Value: "", Path: "/console", HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, MaxAge: -1})
 	return ctx.Redirect("/console/login", http.StatusSeeOther)
+}
+
+// readBounded reads the request body into memory if it holds at most limit bytes: a declared
+// Content-Length over it is refused before a byte is read, a streamed body is read up to limit+1
+// bytes. A refused body is left unread and the connection closed after the answer.
+func readBounded(ctx *fiber.Ctx, limit int) bool {
+	req := ctx.Request()
+	refuse := func() bool {
+		ctx.Context().SetConnectionClose()
+		_ = req.CloseBodyStream()
+		return false
+	}
+	if req.Header.ContentLength() > limit {
+		return refuse()
+	}
+	if !req.IsBodyStream() {
+		return len(req.Body()) <= limit
+	}
+	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), int64(limit)+1))
+	if err != nil || len(body) > limit {
+		return refuse()
+	}
+	_ = req.CloseBodyStream()
+	req.SetBody(body)
+	return true
 }
 
 func randomToken() string {

@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -33,14 +34,18 @@ type harness struct {
 	srv *httptest.Server
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, mutate ...func(*console.Deps)) *harness {
 	st := testenv.Store(t)
 	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
 	rs := responses.New(responses.Deps{Store: st, Log: log})
-	c := console.New(console.Deps{Auth: auth.NewAuthenticator(st, log, 0), Box: box, Store: st, Alerts: alerts.New(st, log),
-		Approvals: rs, Runs: rs, Log: log, Temporal: console.TemporalUI{BaseURL: "http://temporal-ui.test:8233", Namespace: "default"}})
+	deps := console.Deps{Auth: auth.NewAuthenticator(st, log, 0), Box: box, Store: st, Alerts: alerts.New(st, log),
+		Approvals: rs, Runs: rs, Log: log, Temporal: console.TemporalUI{BaseURL: "http://temporal-ui.test:8233", Namespace: "default"}}
+	for _, m := range mutate {
+		m(&deps)
+	}
+	c := console.New(deps)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	c.Register(app)
 	h := &harness{st: st}
@@ -342,4 +347,29 @@ func TestApprovalsInbox(t *testing.T) {
 	require.Contains(t, page, "already decided")
 	resp, _ = b.do(http.MethodPost, "/console/approvals/"+uuid.NewString()+"/decide", url.Values{"csrf": {csrf}, "decision": {"approve"}})
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// TestForwardedHeadersNeedATrustedProxy: X-Forwarded-Proto and X-Forwarded-Host are the client's own
+// words unless TRUSTED_PROXY_COUNT > 0: they neither set the cookie's Secure flag nor pass the
+// same-site check for a forged Origin.
+func TestForwardedHeadersNeedATrustedProxy(t *testing.T) {
+	direct := newHarness(t)
+	key, _ := direct.key(t, auth.KeyTypeHuman, auth.ScopeAlertsRead)
+	b := direct.browser(t)
+	resp, _ := b.do(http.MethodPost, "/console/login", url.Values{"key": {key}}, "X-Forwarded-Proto", "https")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.NotNil(t, b.cookie)
+	require.False(t, b.cookie.Secure, "a client-sent X-Forwarded-Proto does not make a plain-HTTP cookie Secure")
+	resp, _ = direct.browser(t).do(http.MethodPost, "/console/login", url.Values{"key": {key}},
+		"Origin", "http://evil.test", "X-Forwarded-Host", "evil.test")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a client-sent X-Forwarded-Host does not vouch for a forged Origin")
+
+	proxied := newHarness(t, func(d *console.Deps) { d.RateLimit = ratelimit.Policy{TrustedProxies: 1} })
+	pb := proxied.browser(t)
+	resp, _ = pb.do(http.MethodPost, "/console/login", url.Values{"key": {key}}, "X-Forwarded-Proto", "https")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.True(t, pb.cookie.Secure, "behind a trusted proxy, its X-Forwarded-Proto is the browser's scheme")
+	resp, _ = proxied.browser(t).do(http.MethodPost, "/console/login", url.Values{"key": {key}},
+		"Origin", "https://vigil.example", "X-Forwarded-Host", "vigil.example")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "behind a trusted proxy, its X-Forwarded-Host is the browser's host")
 }

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -294,7 +295,7 @@ func (s *Server) enrichment(ctx context.Context, typ, rawValue string) (any, err
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return nil, notFound{what: "Indicator"}
+		return nil, fault{errcode.NotFound("Indicator")}
 	}
 	n, err := s.cfg.Indicators.IndicatorAlertCount(ctx, rows[0].UUID)
 	if err != nil {

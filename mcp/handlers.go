@@ -12,9 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigil-soc/vigil/domain/auth"
-	"github.com/vigil-soc/vigil/domain/enrichment"
-	"github.com/vigil-soc/vigil/domain/responses"
-	"github.com/vigil-soc/vigil/kit/validate"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -131,72 +129,49 @@ func requireScopes(p auth.Principal, scopes []string) error {
 	return nil
 }
 
-// notFound names what was not found, as the API does ("Alert not found.").
-type notFound struct{ what string }
+// fault is an error already in the contract's terms.
+type fault struct{ errcode.Fault }
 
-func (e notFound) Error() string { return e.what + " not found." }
+func (e fault) Error() string { return e.Message }
 
-// notFoundAs turns store.ErrNotFound into a named not-found error.
+// notFoundAs turns store.ErrNotFound into a named not-found error ("Alert not found.").
 func notFoundAs(err error, what string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound{what: what}
+		return fault{errcode.NotFound(what)}
 	}
 	return err
 }
 
-// errorFor maps an error to API.md §0's error body; internal errors are logged, not shown.
+// errorFor answers an error with API.md §0's error body by the one error table (errcode); internal
+// errors are logged, not shown.
 func (s *Server) errorFor(ctx context.Context, err error) errorBody {
 	var (
-		verrs validate.Errors
-		forb  errForbidden
-		nf    notFound
+		forb errForbidden
+		f    fault
 	)
 	switch {
-	case errors.As(err, &verrs):
-		b := newErrorBody("VALIDATION_ERROR", "Tool arguments failed validation: "+verrs.Error(), nil)
-		b.Detail = verrs
-		return b
 	case errors.As(err, &forb):
 		return newErrorBody("FORBIDDEN", "The API key lacks a required scope: "+strings.Join(forb.missing, ", ")+".",
 			map[string]any{"required_scopes": forb.required, "missing_scopes": forb.missing})
-	case errors.As(err, &nf):
-		return newErrorBody("NOT_FOUND", nf.Error(), nil)
-	case errors.Is(err, store.ErrNotFound):
-		return newErrorBody("NOT_FOUND", "Resource not found.", nil)
-	case errors.Is(err, context.DeadlineExceeded):
-		return newErrorBody("UNAVAILABLE", "A dependency did not answer in time; retry later.", nil)
-	case errors.Is(err, enrichment.ErrUnavailable):
-		return newErrorBody("UNAVAILABLE", "Enrichment is unavailable right now; retry later.", nil)
+	case errors.As(err, &f):
+		return faultBody(f.Fault)
 	}
-	if b, ok := responsesErrorBody(err); ok {
-		return b
-	}
-	if code, msg := authFailure(err); code != "" {
-		return newErrorBody(code, msg, nil)
+	if f, ok := errcode.Of(err); ok {
+		return faultBody(f)
 	}
 	s.cfg.Log.ErrorContext(ctx, "mcp call failed", "err", err)
 	return newErrorBody("INTERNAL_ERROR", "An internal error occurred.", nil)
 }
 
-// responsesErrorBody maps the errors of package responses to the contract's codes, as REST does.
-func responsesErrorBody(err error) (errorBody, bool) {
-	var (
-		nf *responses.NotFoundError
-		na *responses.NotActiveError
-		fb *responses.ForbiddenError
-		un *responses.UnavailableError
-	)
-	switch {
-	case errors.As(err, &nf):
-		return newErrorBody("NOT_FOUND", nf.What+" not found.", nil), true
-	case errors.As(err, &na):
-		return newErrorBody("WORKFLOW_NOT_ACTIVE", "Workflow is "+na.State+", not active.", map[string]any{"state": na.State}), true
-	case errors.As(err, &fb):
-		return newErrorBody("FORBIDDEN", fb.Reason, map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes}), true
-	case errors.As(err, &un):
-		return newErrorBody("UNAVAILABLE", un.Message, nil), true
+// faultBody is f's error body; a validation failure names every problem in its message, since a
+// tool's caller reads the text.
+func faultBody(f errcode.Fault) errorBody {
+	if f.Code == "VALIDATION_ERROR" {
+		b := newErrorBody(f.Code, "Tool arguments failed validation: "+f.Fields.Error(), nil)
+		b.Detail = f.Fields
+		return b
 	}
-	return errorBody{}, false
+	return newErrorBody(f.Code, f.Message, f.Details)
 }
 
 // toolError is a failed call as an MCP tool error: isError, the error body as structured content and

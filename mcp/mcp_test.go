@@ -58,17 +58,20 @@ type harness struct {
 	srv   *Server
 }
 
-func newHarness(t *testing.T, perMinute int) *harness {
+func newHarness(t *testing.T, perMinute int, mutate ...func(*Config)) *harness {
 	st := testStore(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	authn := auth.NewAuthenticator(st, log, 0)
 	health := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
-	srv := New(Config{Version: "test", RateLimitPerMinute: perMinute, MaxBodyBytes: 1 << 20, Log: log, Auth: authn,
+	cfg := Config{Version: "test", RateLimitPerMinute: perMinute, MaxBodyBytes: 1 << 20, Log: log, Auth: authn,
 		Limiter: ratelimit.NewMemory(), Health: health,
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}), Enricher: cannedEnricher{},
-		Agents: st, Metrics: st})
-	return &harness{st: st, authn: authn, srv: srv}
+		Agents: st, Metrics: st}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	return &harness{st: st, authn: authn, srv: New(cfg)}
 }
 
 // key creates an API key and returns its plaintext and record.

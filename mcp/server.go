@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
@@ -33,10 +33,8 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (auth.Principal, error)
 }
 
-// RateLimiter counts requests per bucket (implemented by the ratelimit package, as for the API).
-type RateLimiter interface {
-	Take(ctx context.Context, bucket string, limit int) (ratelimit.Decision, error)
-}
+// RateLimiter counts requests per bucket (the ratelimit package's limiter, shared with the API).
+type RateLimiter = ratelimit.Limiter
 
 // AlertReader is what the alert tools and resources read.
 type AlertReader interface {
@@ -88,7 +86,9 @@ type WorkflowReader interface {
 type Config struct {
 	Version            string
 	RateLimitPerMinute int   // the API's RATE_LIMIT_DEFAULT_PER_MINUTE; a key's own limit overrides it
+	TrustedProxyCount  int   // TRUSTED_PROXY_COUNT: the client IP comes from X-Forwarded-For, as on the API
 	MaxBodyBytes       int64 // the API's MAX_REQUEST_BODY_SIZE_MB
+	Listener           ListenerLimits
 	Log                *slog.Logger
 	Auth               Authenticator
 	Limiter            RateLimiter
@@ -115,18 +115,49 @@ type Config struct {
 	ProviderEnv store.Env
 }
 
+// ListenerLimits bound what one client can hold on the listener; zero fields take the defaults.
+type ListenerLimits struct {
+	ReadHeaderTimeout time.Duration // a request's headers (default 10 s)
+	ReadTimeout       time.Duration // a whole request, body included (default 60 s; answers and SSE streams are not bounded)
+	IdleTimeout       time.Duration // a kept-alive connection between requests (default 120 s)
+	MaxConnsPerIP     int           // MAX_CONNS_PER_IP: concurrent connections one client IP may hold (0: no cap)
+	SessionIdle       time.Duration // a session (streamable HTTP or SSE) no request has used (default SessionIdleTimeout)
+}
+
+// SessionIdleTimeout is how long a session lives without a request by default.
+const SessionIdleTimeout = 30 * time.Minute
+
+func (l ListenerLimits) withDefaults() ListenerLimits {
+	if l.ReadHeaderTimeout <= 0 {
+		l.ReadHeaderTimeout = 10 * time.Second
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = 60 * time.Second
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = 120 * time.Second
+	}
+	if l.SessionIdle <= 0 {
+		l.SessionIdle = SessionIdleTimeout
+	}
+	return l
+}
+
 // Server is the MCP server.
 type Server struct {
 	cfg        Config
-	streamable *sdk.Server // one server for every streamable-HTTP session; the caller comes with each request
+	limits     ratelimit.Policy // the doors' one request-budget rule
+	streamable *sdk.Server      // one server for every streamable-HTTP session; the caller comes with each request
 
 	sseMu     sync.Mutex
-	sseOwners map[string]uuid.UUID // SSE session id → the key that opened it
+	sseOwners map[string]sseSession // SSE session id → the key that opened it
 }
 
 // New builds the server.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, sseOwners: map[string]uuid.UUID{}}
+	cfg.Listener = cfg.Listener.withDefaults()
+	s := &Server{cfg: cfg, sseOwners: map[string]sseSession{}, limits: ratelimit.Policy{Limiter: cfg.Limiter,
+		DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: cfg.Log}}
 	s.streamable = s.newMCPServer(principalFromRequest)
 	return s
 }
@@ -183,7 +214,7 @@ const instructions = `Vigil holds security alerts from SIEMs, their indicators a
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.streamable },
-		&sdk.StreamableHTTPOptions{Logger: s.cfg.Log, DisableLocalhostProtection: true})
+		&sdk.StreamableHTTPOptions{Logger: s.cfg.Log, DisableLocalhostProtection: true, SessionTimeout: s.cfg.Listener.SessionIdle})
 	// The SDK carries TokenInfo to handlers and binds each session to the key that opened it (UserID).
 	withToken := sdkauth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
 		p, ok := r.Context().Value(ctxPrincipal).(auth.Principal)
@@ -218,14 +249,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if hasToken {
 			p, authErr = s.cfg.Auth.Authenticate(r.Context(), token)
 		}
-		bucket, limit := ratelimit.IPBucket(peerIP(r)), s.cfg.RateLimitPerMinute
+		caller := ratelimit.Caller{IP: s.limits.ClientIP(peerIP(r), r.Header.Values("X-Forwarded-For"))}
 		if authErr == nil {
-			bucket = ratelimit.KeyBucket(p.KeyUUID)
-			if p.RateLimit > 0 {
-				limit = p.RateLimit
-			}
+			caller.KeyID, caller.KeyLimit = p.KeyUUID, p.RateLimit
 		}
-		if !s.allow(w, r, bucket, limit) {
+		if !s.allow(w, r, caller) {
 			return
 		}
 		if authErr != nil {
@@ -246,39 +274,67 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 var errMissingKey = errors.New("missing bearer key")
 
+// sseSession is an open SSE session: the key that opened it, and a nudge that keeps it alive.
+type sseSession struct {
+	owner uuid.UUID
+	used  chan struct{}
+}
+
 // bindSSESessions binds each SSE session to the key that opened it, as the SDK does for streamable
 // HTTP: a message posted to the session with another key is refused (403), and a session id this
 // server does not know is 404. The SDK announces the session id in the stream's first event, which is
-// where it is read from.
+// where it is read from. A session no message has used for SessionIdle ends: its stream closes.
 func (s *Server) bindSSESessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := r.Context().Value(ctxPrincipal).(auth.Principal)
 		if r.Method == http.MethodPost {
 			s.sseMu.Lock()
-			owner, ok := s.sseOwners[r.URL.Query().Get("sessionid")]
+			sess, ok := s.sseOwners[r.URL.Query().Get("sessionid")]
 			s.sseMu.Unlock()
 			switch {
 			case !ok:
 				writeHTTPError(w, http.StatusNotFound, "NOT_FOUND", "Unknown SSE session; open one with GET /sse.", nil)
-			case owner != p.KeyUUID:
+			case sess.owner != p.KeyUUID:
 				writeHTTPError(w, http.StatusForbidden, "FORBIDDEN", "The SSE session belongs to another API key.", nil)
 			default:
+				select {
+				case sess.used <- struct{}{}:
+				default:
+				}
 				next.ServeHTTP(w, r)
 			}
 			return
 		}
+		used := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go expireWhenIdle(ctx, cancel, used, s.cfg.Listener.SessionIdle)
 		sw := &sessionSniffer{ResponseWriter: w, found: func(id string) {
 			s.sseMu.Lock()
-			s.sseOwners[id] = p.KeyUUID
+			s.sseOwners[id] = sseSession{owner: p.KeyUUID, used: used}
 			s.sseMu.Unlock()
 		}}
-		next.ServeHTTP(sw, r)
+		next.ServeHTTP(sw, r.WithContext(ctx))
 		if sw.id != "" {
 			s.sseMu.Lock()
 			delete(s.sseOwners, sw.id)
 			s.sseMu.Unlock()
 		}
 	})
+}
+
+// expireWhenIdle calls end once idle passes without a value on used, or returns when ctx ends.
+func expireWhenIdle(ctx context.Context, end context.CancelFunc, used <-chan struct{}, idle time.Duration) {
+	expiry := time.AfterFunc(idle, end) // end cancels ctx: the loop then returns
+	defer expiry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-used:
+			expiry.Reset(idle)
+		}
+	}
 }
 
 // sessionSniffer reads the session id from the SSE stream's endpoint event ("data: /sse?sessionid=…").
@@ -310,39 +366,28 @@ func (w *sessionSniffer) Flush() {
 
 func (w *sessionSniffer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// authFailure names an authentication failure as the API does; "" for an outage.
+// authFailure names an authentication failure by the one error table; "" for an outage.
 func authFailure(err error) (code, msg string) {
-	switch {
-	case errors.Is(err, errMissingKey):
+	if errors.Is(err, errMissingKey) {
 		return "UNAUTHORIZED", "A bearer API key is required."
-	case errors.Is(err, auth.ErrKeyExpired):
-		return "KEY_EXPIRED", "The API key has expired."
-	case errors.Is(err, auth.ErrInvalidKey):
-		return "UNAUTHORIZED", "The API key is invalid or revoked."
+	}
+	if f, ok := errcode.Of(err); ok && f.Status == http.StatusUnauthorized {
+		return f.Code, f.Message
 	}
 	return "", ""
 }
 
-// allow takes one request from bucket, writing the X-RateLimit headers, or the 429 when refused.
-func (s *Server) allow(w http.ResponseWriter, r *http.Request, bucket string, limit int) bool {
-	d, err := s.cfg.Limiter.Take(r.Context(), bucket, limit)
-	if err != nil {
-		// As on the API: a limiter outage must not take the server down.
-		s.cfg.Log.WarnContext(r.Context(), "rate limiter unavailable", "err", err)
-		return true
+// allow counts the request by the doors' one rule, writing the X-RateLimit headers, or the 429 when
+// refused.
+func (s *Server) allow(w http.ResponseWriter, r *http.Request, c ratelimit.Caller) bool {
+	v := s.limits.Take(r.Context(), c)
+	for _, h := range v.Headers() {
+		w.Header().Set(h[0], h[1])
 	}
-	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.Unix(), 10))
-	if d.Allowed {
-		return true
+	if !v.Allowed {
+		writeHTTPError(w, http.StatusTooManyRequests, ratelimit.Code, v.Message(), v.Details())
 	}
-	retry := strconv.Itoa(max(1, int(d.RetryAfter.Seconds()+0.999)))
-	h.Set("Retry-After", retry)
-	writeHTTPError(w, http.StatusTooManyRequests, "RATE_LIMITED", "Rate limit exceeded; retry after "+retry+" s.",
-		map[string]any{"limit": d.Limit, "retry_after_seconds": retry})
-	return false
+	return v.Allowed
 }
 
 func bearer(r *http.Request) (string, bool) {
@@ -399,9 +444,18 @@ func writeHTTPError(w http.ResponseWriter, status int, code, msg string, details
 	_ = json.NewEncoder(w).Encode(newErrorBody(code, msg, details))
 }
 
-// Serve runs the handler on ln until ctx ends, then shuts down within 10 s.
+// Serve runs the handler on ln until ctx ends, then shuts down within 10 s. The listener holds the
+// API's guards: a client must send its headers within ReadHeaderTimeout and its whole request within
+// ReadTimeout (what the server answers, an SSE stream included, is not bounded by it), a
+// kept-alive connection closes after IdleTimeout, and one client IP holds at most MaxConnsPerIP
+// connections.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelWarn)}
+	l := s.cfg.Listener
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, IdleTimeout: l.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelWarn)}
+	if l.MaxConnsPerIP > 0 {
+		ln = &capListener{Listener: ln, max: l.MaxConnsPerIP, open: map[string]int{}}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -416,4 +470,51 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = hs.Close()
 	}
 	return nil
+}
+
+// capListener refuses (closes at once) a connection from an IP already holding max of them.
+type capListener struct {
+	net.Listener
+	max  int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := c.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(ip); err == nil {
+			ip = host
+		}
+		l.mu.Lock()
+		if l.open[ip] >= l.max {
+			l.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		l.open[ip]++
+		l.mu.Unlock()
+		return &cappedConn{Conn: c, release: func() {
+			l.mu.Lock()
+			if l.open[ip]--; l.open[ip] <= 0 {
+				delete(l.open, ip)
+			}
+			l.mu.Unlock()
+		}}, nil
+	}
+}
+
+type cappedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *cappedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }

@@ -26,8 +26,10 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
@@ -129,7 +131,8 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
 		Limiter: ratelimit.NewMemory(), APIKeys: st, DetectionRules: st, ContextDocuments: st,
 		SourceRegistry: reg, Secrets: box, Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
-		Agents: e.agents, AgentStore: st,
+		Agents: e.agents, AgentStore: st, AlertRules: alerts.New(st, slog.New(slog.DiscardHandler)),
+		Responses: responses.New(responses.Deps{Store: st, Log: slog.New(slog.DiscardHandler)}),
 	})
 	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

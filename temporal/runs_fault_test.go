@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
@@ -63,7 +64,8 @@ func TestWorkflowRun_TemporalUnreachableAtExecute(t *testing.T) {
 
 	srv := api.New(api.Config{RateLimitPerMinute: 1_000_000}, api.Deps{
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
-		Limiter: ratelimit.NewMemory(), APIKeys: st, Secrets: box, Workflows: st, RunSignaler: temporal.NewRunSignaler(lazy)})
+		Limiter: ratelimit.NewMemory(), APIKeys: st, Secrets: box, Workflows: st, RunSignaler: temporal.NewRunSignaler(lazy),
+		Responses: responses.New(responses.Deps{Store: st, Secrets: box, Signaler: temporal.NewRunSignaler(lazy), Log: slog.New(slog.DiscardHandler)})})
 	newKey := func(scopes ...string) string {
 		k, plain, err := api.NewAPIKey("fault-"+uuid.NewString()[:8], scopes, "", nil, nil, nil)
 		require.NoError(t, err)

@@ -83,9 +83,9 @@ func settings() []setting {
 		{"METRICS_ADDR", "", "Listen address of GET /metrics (Prometheus), apart from the API; empty serves none.", func(c *config, v string) error { c.MetricsAddr = v; return nil }},
 		{"RATE_LIMIT_DEFAULT_PER_MINUTE", "60", "Requests per minute per API key (or client IP when unauthenticated).", intSetting(func(c *config) *int { return &c.RateLimitPerMinute }, 1, 10_000_000)},
 		{"RATE_LIMIT_STORE", "memory", "memory (one API replica) or postgres (shared by replicas).", enumSetting(func(c *config) *string { return &c.RateLimitStore }, "memory", "postgres")},
-		{"TRUSTED_PROXY_COUNT", "0", "Proxies in front of the API; >0 reads the client IP from X-Forwarded-For.", intSetting(func(c *config) *int { return &c.TrustedProxyCount }, 0, 10)},
+		{"TRUSTED_PROXY_COUNT", "0", "Proxies in front of the API, the console and MCP; >0 reads the client IP from X-Forwarded-For (and the console its X-Forwarded-Proto/-Host).", intSetting(func(c *config) *int { return &c.TrustedProxyCount }, 0, 10)},
 		{"MAX_REQUEST_BODY_SIZE_MB", "10", "Largest accepted request body.", intSetting(func(c *config) *int { return &c.MaxBodyMB }, 1, 1024)},
-		{"MAX_CONNS_PER_IP", "256", "Concurrent connections one client IP may hold (0: no cap); behind a proxy every client shares its IP, so raise it or cap at the proxy.", intSetting(func(c *config) *int { return &c.MaxConnsPerIP }, 0, 1_000_000)},
+		{"MAX_CONNS_PER_IP", "256", "Concurrent connections one client IP may hold on the API and MCP listeners (0: no cap); behind a proxy every client shares its IP, so raise it or cap at the proxy.", intSetting(func(c *config) *int { return &c.MaxConnsPerIP }, 0, 1_000_000)},
 		{"ENCRYPTION_KEY", "", "32-byte key (base64 or hex) sealing secrets at rest with AES-256-GCM. Required by api and worker.", func(c *config, v string) error { c.EncryptionKey = v; return nil }},
 		{"SSRF_ALLOWED_HOSTS", "", "Comma-separated hosts exempt from the SSRF guard (development only).", func(c *config, v string) error { c.SSRFAllowedHosts = splitList(v); return nil }},
 		{"PROVIDER_ENV_ALLOWLIST", "", "Comma-separated environment variables a provider's env_var_mapping may read besides the builtin providers' documented names (VIRUSTOTAL_API_KEY, …); any other name reads as unset.", func(c *config, v string) error {

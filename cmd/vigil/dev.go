@@ -140,12 +140,12 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	}
 
 	// The API and the MCP server share one key cache, rate-limit budget and health checks.
-	fd := newFrontDoor(cfg, st, tc, log)
+	fd := newFrontDoor(cfg, st, box, tc, log)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return pm.run(gctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
 	})
-	g.Go(func() error { return serveMCP(gctx, cfg, log, st, box, tc, fd, mcpLn) })
+	g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, mcpLn) })
 	g.Go(func() error { return runWorkerProcess(gctx, cfg, log, stderr) })
 	g.Go(func() error {
 		probeCtx, cancel := context.WithTimeout(gctx, time.Minute)

@@ -16,10 +16,8 @@ import (
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/console"
 	"github.com/vigil-soc/vigil/domain/agents"
-	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
-	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -31,12 +29,42 @@ import (
 
 // runAPI serves the REST API until ctx ends.
 func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
+	return runProcess(ctx, cfg, log, processKind{addr: cfg.APIAddr, seed: true}, func(ctx context.Context, d door) error {
+		return serveAPI(ctx, cfg, log, d.st, d.box, d.tc, d.fd, d.ln, d.reg)
+	})
+}
+
+// door is what a process (api, mcp, worker) opens before serving; fd and ln are a front door's.
+type door struct {
+	st  *store.Store
+	box *secretbox.Box
+	tc  client.Client
+	fd  frontDoor
+	ln  net.Listener
+	reg prometheus.Registerer
+}
+
+// processKind says what a process opens: a front door listens on addr (with a lazy Temporal client:
+// it serves while Temporal is down); seed: it seeds the built-ins (api and worker; mcp only reads).
+type processKind struct {
+	addr string
+	seed bool
+}
+
+// runProcess opens the store, the secret box, the process metrics (METRICS_ADDR), the Temporal client
+// and, for a front door, the listener and the front door, then serves until ctx ends.
+func runProcess(ctx context.Context, cfg config, log *slog.Logger, kind processKind, serve func(context.Context, door) error) error {
 	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	box, err := prepareStore(ctx, cfg, st)
+	var box *secretbox.Box
+	if kind.seed {
+		box, err = prepareStore(ctx, cfg, st)
+	} else {
+		box, err = openSecretBox(cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -45,33 +73,43 @@ func runAPI(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer pm.Close()
-	tc, err := temporal.DialLazy(temporalConfig(cfg, pm), log)
+	var tc client.Client
+	if kind.addr != "" {
+		tc, err = temporal.DialLazy(temporalConfig(cfg, pm), log)
+	} else {
+		tc, err = temporal.Dial(ctx, temporalConfig(cfg, pm), log)
+	}
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	ln, err := net.Listen("tcp", cfg.APIAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
+	d := door{st: st, box: box, tc: tc, reg: pm.reg}
+	if kind.addr != "" {
+		if d.ln, err = net.Listen("tcp", kind.addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", kind.addr, err)
+		}
+		d.fd = newFrontDoor(cfg, st, box, tc, log)
 	}
-	fd := newFrontDoor(cfg, st, tc, log)
-	return pm.run(ctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
+	return pm.run(ctx, log, func(ctx context.Context) error { return serve(ctx, d) })
 }
 
-// frontDoor is what the API and the MCP server share in one process: the key cache (a revocation
-// through the API reaches MCP at once), the rate-limit budget and the health checks.
+// frontDoor is what the doors (REST, the console, MCP) share in one process: the key cache (a
+// revocation through the API reaches MCP at once), the rate-limit budget and the health checks.
 type frontDoor struct {
 	authn   *auth.Authenticator
-	limiter api.RateLimiter
+	limiter ratelimit.Limiter
+	limits  ratelimit.Policy // the one budget rule over limiter, with RATE_LIMIT_DEFAULT_PER_MINUTE and TRUSTED_PROXY_COUNT
 	health  api.HealthChecks
+	svc     services // the domain services every door calls, built once
 }
 
-func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logger) frontDoor {
-	var limiter api.RateLimiter = ratelimit.NewMemory()
+func newFrontDoor(cfg config, st *store.Store, box *secretbox.Box, tc client.Client, log *slog.Logger) frontDoor {
+	var limiter ratelimit.Limiter = ratelimit.NewMemory()
 	if cfg.RateLimitStore == "postgres" {
 		limiter = ratelimit.NewPostgres(st)
 	}
-	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, health: api.HealthChecks{
+	limits := ratelimit.Policy{Limiter: limiter, DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: log}
+	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, limits: limits, svc: newServices(cfg, st, box, tc, log), health: api.HealthChecks{
 		Database: st.Ping,
 		Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
 		Providers: func(ctx context.Context) (map[string]string, error) {
@@ -85,7 +123,6 @@ func newFrontDoor(cfg config, st *store.Store, tc client.Client, log *slog.Logge
 func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener, reg prometheus.Registerer) error {
 	reg.MustRegister(metrics.NewQueueCollector(outboxStats{st}, st, metrics.DefaultQueryTimeout, log))
 	authn, limiter := fd.authn, fd.limiter
-	apiActs := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
 	apiCfg, apiDeps := api.Config{
 		Version:            cfg.Version,
 		MaxRequestBodyMB:   cfg.MaxBodyMB,
@@ -107,13 +144,14 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		SourceRegistry: sources.NewRegistry(), Secrets: box,
 		Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
 		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
-			Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), apiActs)},
+			Enricher: fd.svc.enricher},
 		Metrics:   st,
 		Telemetry: metrics.NewAPI(reg),
 	}
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
-	apiDeps.Agents, apiDeps.AgentStore = newAgentService(cfg, st, box), st
-	apiDeps.Console = newConsole(cfg, st, box, authn, tc, log)
+	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
+	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
+	apiDeps.Console = newConsole(cfg, st, box, fd, log)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -144,52 +182,27 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 // runMCP serves the MCP server until ctx ends, and its process metrics (Go runtime, the Temporal
 // client) on METRICS_ADDR when set.
 func runMCP(ctx context.Context, cfg config, log *slog.Logger) error {
-	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	box, err := openSecretBox(cfg)
-	if err != nil {
-		return err
-	}
-	pm, err := newProcessMetrics(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer pm.Close()
-	tc, err := temporal.DialLazy(temporalConfig(cfg, pm), log)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	ln, err := net.Listen("tcp", cfg.MCPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.MCPAddr, err)
-	}
-	fd := newFrontDoor(cfg, st, tc, log)
-	return pm.run(ctx, log, func(ctx context.Context) error {
+	return runProcess(ctx, cfg, log, processKind{addr: cfg.MCPAddr}, func(ctx context.Context, d door) error {
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error {
-			fd.authn.Run(gctx, 10*time.Second)
+			d.fd.authn.Run(gctx, 10*time.Second)
 			return nil
 		})
-		g.Go(func() error { return serveMCP(gctx, cfg, log, st, box, tc, fd, ln) })
+		g.Go(func() error { return serveMCP(gctx, cfg, log, d.st, d.fd, d.ln) })
 		return ignoreCanceled(g.Wait())
 	})
 }
 
 // serveMCP runs the MCP server on ln until ctx ends (shared by `mcp` and `dev`). Its write tools call
 // the domain services the REST handlers call.
-func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener) error {
-	acts := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
+func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, fd frontDoor, ln net.Listener) error {
 	srv := mcp.New(mcp.Config{
-		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, MaxBodyBytes: int64(cfg.MaxBodyMB) << 20,
+		Version: cfg.Version, RateLimitPerMinute: cfg.RateLimitPerMinute, TrustedProxyCount: cfg.TrustedProxyCount,
+		MaxBodyBytes: int64(cfg.MaxBodyMB) << 20, Listener: mcp.ListenerLimits{MaxConnsPerIP: cfg.MaxConnsPerIP},
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
-		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}),
-		Enricher: temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts),
-		Agents:   st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
+		AlertService: fd.svc.alerts, Executor: fd.svc.responses, Enricher: fd.svc.enricher,
+		Agents: st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
 	})
 	log.Info("mcp listening", "addr", ln.Addr().String())
 	if err := srv.Serve(ctx, ln); err != nil {
@@ -200,26 +213,9 @@ func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 
 // runWorker runs the Temporal workers until ctx ends.
 func runWorker(ctx context.Context, cfg config, log *slog.Logger) error {
-	st, err := openStore(ctx, cfg, cfg.AutoMigrate)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	box, err := prepareStore(ctx, cfg, st)
-	if err != nil {
-		return err
-	}
-	pm, err := newProcessMetrics(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer pm.Close()
-	tc, err := temporal.Dial(ctx, temporalConfig(cfg, pm), log)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	return pm.run(ctx, log, func(ctx context.Context) error { return serveWorker(ctx, cfg, log, st, box, tc, pm.reg) })
+	return runProcess(ctx, cfg, log, processKind{seed: true}, func(ctx context.Context, d door) error {
+		return serveWorker(ctx, cfg, log, d.st, d.box, d.tc, d.reg)
+	})
 }
 
 // serveWorker registers search attributes and runs every worker; its own metrics go to reg (the
@@ -302,9 +298,9 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 }
 
 // newConsole wires the analyst console over the same rules as the API (alerts, responses).
-func newConsole(cfg config, st *store.Store, box *secretbox.Box, authn *auth.Authenticator, tc client.Client, log *slog.Logger) *console.Console {
-	rs := responses.New(responses.Deps{Store: st, Signaler: temporal.NewRunSignaler(tc), Log: log})
-	deps := console.Deps{Auth: authn, Store: st, Alerts: alerts.New(st, log), Log: log, Approvals: rs, Runs: rs, Env: cfg.ProviderEnv,
+func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, log *slog.Logger) *console.Console {
+	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log,
+		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box

@@ -1,5 +1,6 @@
-// Package ratelimit implements the API's fixed-window request budget, in process memory (one replica)
-// or in Postgres (shared by every replica).
+// Package ratelimit implements the doors' fixed-window request budget, in process memory (one replica)
+// or in Postgres (shared by every replica), and Policy, the one budget rule REST, MCP and the console
+// apply.
 package ratelimit
 
 import (

@@ -1,0 +1,97 @@
+// Package errcode is the one table from a rule owner's or the store's error to the contract's answer
+// (API.md §0): its HTTP status, its error code, message and details. REST answers it as the error
+// body, MCP as a tool error (or a JSON-RPC error for a resource read), the console as a page; none
+// of them maps an error on its own.
+package errcode
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/validate"
+	"github.com/vigil-soc/vigil/store"
+)
+
+// Fault is an error in the contract's terms.
+type Fault struct {
+	Status  int
+	Code    string
+	Message string
+	Details map[string]any  // nil when there are none
+	Fields  validate.Errors // VALIDATION_ERROR's field list (the body's "detail")
+	Subject string          // NOT_FOUND: what was not found ("Workflow"), when the rule named it
+}
+
+// Of answers err in the contract's terms; ok is false for an error no rule names (an internal
+// error: the door logs it and answers 500 without its text).
+func Of(err error) (f Fault, ok bool) {
+	var (
+		verrs validate.Errors
+		nf    *responses.NotFoundError
+		na    *responses.NotActiveError
+		fb    *responses.ForbiddenError
+		un    *responses.UnavailableError
+	)
+	switch {
+	case err == nil:
+		return Fault{}, false
+	case errors.As(err, &verrs):
+		return Fault{Status: http.StatusUnprocessableEntity, Code: "VALIDATION_ERROR", Message: "Request validation failed.", Fields: verrs}, true
+	case errors.As(err, &nf):
+		return Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: nf.What + " not found.", Subject: nf.What}, true
+	case errors.As(err, &na):
+		return Fault{Status: http.StatusConflict, Code: "WORKFLOW_NOT_ACTIVE", Message: "Workflow is " + na.State + ", not active.",
+			Details: map[string]any{"state": na.State}}, true
+	case errors.As(err, &fb):
+		return Fault{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: fb.Reason,
+			Details: map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes}}, true
+	case errors.As(err, &un):
+		return unavailable(un.Message), true
+	}
+	for _, n := range named() {
+		if errors.Is(err, n.err) {
+			return n.f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// named are the errors the table knows by identity, in the order they are tried.
+func named() []struct {
+	err error
+	f   Fault
+} {
+	const forbidden, conflict, unauthorized = http.StatusForbidden, http.StatusConflict, http.StatusUnauthorized
+	return []struct {
+		err error
+		f   Fault
+	}{
+		{responses.ErrAgentCannotApprove, Fault{Status: forbidden, Code: "AGENT_CANNOT_APPROVE", Message: "Agent keys cannot approve or reject; a person must decide."}},
+		{responses.ErrStepsInvalid, Fault{Status: conflict, Code: "WORKFLOW_INVALID", Message: "The stored steps no longer parse."}},
+		{store.ErrApprovalExpired, Fault{Status: conflict, Code: "APPROVAL_EXPIRED", Message: "The approval request has expired."}},
+		{store.ErrApprovalDecided, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "The approval request has already been decided."}},
+		{store.ErrResponderVoted, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}},
+		{store.ErrSelfApproval, Fault{Status: forbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}},
+		{store.ErrDecideToken, Fault{Status: forbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}},
+		{store.ErrNotFound, Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "Resource not found."}},
+		{store.ErrConflict, Fault{Status: conflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}},
+		// The request's deadline passed in a dependency (an overloaded database or Temporal).
+		{context.DeadlineExceeded, unavailable("A dependency did not answer in time; retry later.")},
+		{enrichment.ErrUnavailable, unavailable("Enrichment is unavailable right now; retry later.")},
+		{auth.ErrKeyExpired, Fault{Status: unauthorized, Code: "KEY_EXPIRED", Message: "The API key has expired."}},
+		{auth.ErrInvalidKey, Fault{Status: unauthorized, Code: "UNAUTHORIZED", Message: "The API key is invalid or revoked."}},
+	}
+}
+
+func unavailable(msg string) Fault {
+	return Fault{Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: msg}
+}
+
+// NotFound is the NOT_FOUND fault naming what was not found ("Alert" → "Alert not found.").
+func NotFound(what string) Fault {
+	return Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: what + " not found.", Subject: what}
+}
