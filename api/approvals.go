@@ -160,22 +160,22 @@ func (s *Server) decideByKey(c *fiber.Ctx, approve bool, responder, comment *str
 	return respond(c, http.StatusOK, toApprovalResponse(a))
 }
 
-// decisionError maps store decision errors to the contract's codes.
+// decisionError maps the decision errors of responses.Decide to the contract's codes.
 func decisionError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return errNotFound("Approval request")
 	case errors.As(err, new(*responses.NotFoundError)):
 		return errNotFound("Approval request")
-	case errors.Is(err, store.ErrApprovalExpired):
+	case errors.Is(err, responses.ErrApprovalExpired):
 		return NewError(http.StatusConflict, "APPROVAL_EXPIRED", "The approval request has expired.")
-	case errors.Is(err, store.ErrApprovalDecided):
+	case errors.Is(err, responses.ErrApprovalDecided):
 		return NewError(http.StatusConflict, "APPROVAL_ALREADY_DECIDED", "The approval request has already been decided.")
-	case errors.Is(err, store.ErrResponderVoted):
+	case errors.Is(err, responses.ErrResponderVoted):
 		return NewError(http.StatusConflict, "APPROVAL_ALREADY_DECIDED", "This responder has already decided this request.")
-	case errors.Is(err, store.ErrSelfApproval):
+	case errors.Is(err, responses.ErrSelfApproval):
 		return NewError(http.StatusForbidden, "SELF_APPROVAL_FORBIDDEN", "A key may not decide a run it triggered.")
-	case errors.Is(err, store.ErrDecideToken):
+	case errors.Is(err, responses.ErrDecideToken):
 		return NewError(http.StatusForbidden, "INVALID_DECIDE_TOKEN", "This approval link is invalid or has already been used.")
 	}
 	return err

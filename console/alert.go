@@ -234,13 +234,13 @@ func refusal(err error) (string, int) {
 		return un.Message, http.StatusServiceUnavailable
 	case errors.Is(err, responses.ErrAgentCannotApprove):
 		return "Agent keys cannot approve or reject; a person must decide.", http.StatusForbidden
-	case errors.Is(err, store.ErrSelfApproval):
+	case errors.Is(err, responses.ErrSelfApproval):
 		return "A key may not approve a run it triggered.", http.StatusForbidden
-	case errors.Is(err, store.ErrApprovalDecided):
+	case errors.Is(err, responses.ErrApprovalDecided):
 		return "This request was already decided.", http.StatusConflict
-	case errors.Is(err, store.ErrApprovalExpired):
+	case errors.Is(err, responses.ErrApprovalExpired):
 		return "This request has expired.", http.StatusConflict
-	case errors.Is(err, store.ErrResponderVoted):
+	case errors.Is(err, responses.ErrResponderVoted):
 		return "You have already decided this request.", http.StatusConflict
 	case errors.Is(err, store.ErrNotFound):
 		return "Not found.", http.StatusNotFound
