@@ -38,9 +38,9 @@ type EnrichmentStore interface {
 // Enricher runs enrichments through Temporal (implemented by temporal.Enricher).
 type Enricher interface {
 	// Enrich enriches a value with every configured provider for its type, cache first, within ctx.
-	Enrich(ctx context.Context, typ, value string) ([]store.EnrichmentResult, error)
+	Enrich(ctx context.Context, typ, value string) ([]enrichment.Answer, error)
 	// TestProvider runs one provider's real multi-step call and returns its result and step records.
-	TestProvider(ctx context.Context, provider, typ, value string) (store.EnrichmentResult, []httpsteps.StepRecord, error)
+	TestProvider(ctx context.Context, provider, typ, value string) (enrichment.Answer, []httpsteps.StepRecord, error)
 }
 
 // CredentialSealer seals provider credentials at rest (secretbox.Box).

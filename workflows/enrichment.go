@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
-	"github.com/vigil-soc/vigil/store"
 )
 
 // Enrichment limits.
@@ -275,7 +275,7 @@ type ProviderCallInput struct {
 // ProviderCallResult is the provider's result and, in test mode, every step record.
 type ProviderCallResult struct {
 	Target activities.EnrichTarget `json:"target"`
-	Result store.EnrichmentResult  `json:"result"`
+	Result enrichment.Answer       `json:"result"`
 	Found  bool                    `json:"found"` // false when the provider was not run (unconfigured, wrong type)
 	Steps  []httpsteps.StepRecord  `json:"steps,omitempty"`
 }

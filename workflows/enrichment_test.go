@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
-	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/workflows"
 )
 
@@ -47,7 +47,7 @@ func (f *enrichFake) register(env *testsuite.TestWorkflowEnvironment) {
 		f.record = in
 		out := append([]activities.Outcome(nil), in.Plan.Done...)
 		for _, c := range in.Calls {
-			r := store.EnrichmentResult{Provider: in.Plan.Calls[c.Call].Provider, Success: c.Success, NotFound: c.NotFound, ErrorMessage: c.Error}
+			r := enrichment.Answer{Provider: in.Plan.Calls[c.Call].Provider, Success: c.Success, NotFound: c.NotFound, ErrorMessage: c.Error}
 			out = append(out, activities.Outcome{Target: in.Plan.Calls[c.Call].Target, Result: r})
 		}
 		f.outcome = out
@@ -188,7 +188,7 @@ func TestEnrichIndicators_RetryableFailureRetriedThenOptionalSkipped(t *testing.
 func TestEnrichIndicators_ParallelCallsAndDoneOutcomes(t *testing.T) {
 	plan := onePlan("p1", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})
 	plan.Calls = append(plan.Calls, activities.PlannedCall{Target: 0, Provider: "p2", Steps: []activities.PlannedStep{{Name: "a", TimeoutSeconds: 5}}})
-	plan.Done = []activities.Outcome{{Target: 0, Result: store.EnrichmentResult{Provider: "cached", Success: true, CacheHit: true}}}
+	plan.Done = []activities.Outcome{{Target: 0, Result: enrichment.Answer{Provider: "cached", Success: true, CacheHit: true}}}
 	f := &enrichFake{plan: plan}
 	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
 		if in.Provider == "p2" {
@@ -198,7 +198,7 @@ func TestEnrichIndicators_ParallelCallsAndDoneOutcomes(t *testing.T) {
 	}
 	res, _ := runEnrich(t, f, workflows.EnrichIndicatorsInput{})
 	require.Len(t, res.Outcomes, 3)
-	byProvider := map[string]store.EnrichmentResult{}
+	byProvider := map[string]enrichment.Answer{}
 	for _, o := range res.Outcomes {
 		byProvider[o.Result.Provider] = o.Result
 	}
