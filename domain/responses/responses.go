@@ -2,7 +2,8 @@
 // server, agent events, the console): executing a workflow (trigger source, agent reason and
 // confidence, the active and indicator-type checks, the gate decision, the approval request,
 // idempotency, the start through the outbox), dry runs (through the one httpsteps runner), the
-// secrets a workflow names, and deciding approval requests (who may decide, quorum, self-approval,
+// secrets a workflow names, saving workflow definitions (steps, required secrets, secret hosts,
+// versions, system workflows), and deciding approval requests (who may decide, quorum, self-approval,
 // expiry, duplicate decisions). Front doors parse, call one function here with an Actor or a
 // Decider, and map the result. Where a rule needs a row lock the store locks and this package
 // decides: store.DecideApproval locks the request and calls back decide.go's rules in the same
@@ -25,6 +26,10 @@ import (
 // Store is what the rules read and write.
 type Store interface {
 	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
+	CreateWorkflow(ctx context.Context, w *store.Workflow) error
+	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
+	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
+	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
 	CreateWorkflowRun(ctx context.Context, run *store.WorkflowRun, approval *store.ApprovalRequest) (bool, error)
 	FindIdempotentRun(ctx context.Context, keyUUID, workflowUUID uuid.UUID, idemKey string) (store.WorkflowRun, error)
 	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
