@@ -75,7 +75,7 @@ func withDefaultDeadline(ctx context.Context) (context.Context, context.CancelFu
 func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]enrichment.Answer, error) {
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
-	plan, err := e.acts.EnrichPlan(ctx, activities.EnrichPlanInput{AdHoc: &activities.EnrichTarget{Type: typ, Value: value}})
+	plan, err := e.acts.EnrichPlan(ctx, enrichment.PlanInput{AdHoc: &enrichment.Target{Type: typ, Value: value}})
 	if err != nil {
 		return nil, fmt.Errorf("enrich: %w", err)
 	}

@@ -115,7 +115,7 @@ func startEnrichEnv(dsn, addr, prefix string) (*enrichEnv, error) {
 		}
 		return ""
 	}
-	acts := &activities.Activities{Enrichment: &activities.EnrichmentDeps{Store: st, Box: box, Env: env, HTTP: guard.HTTPClient(time.Minute)}}
+	acts := &activities.Activities{Enrichment: &enrichment.EngineDeps{Store: st, Box: box, Env: env, HTTP: guard.HTTPClient(time.Minute)}}
 	e.c, err = temporal.Dial(ctx, temporal.Config{HostPort: addr}, nil)
 	if err != nil {
 		return nil, err

@@ -80,9 +80,9 @@ func TestAlertPipeline_Enriched(t *testing.T) {
 	m := pipelineEnv(t)
 	var a *activities.Activities
 	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(2), nil)
-	plan := activities.EnrichPlan{Targets: []activities.EnrichTarget{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}, {IndicatorUUID: "2", Type: "domain", Value: "evil.com"}}}
-	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.MatchedBy(func(in activities.EnrichPlanInput) bool { return len(in.IndicatorUUIDs) == 2 })).Return(plan, nil).Once()
-	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(activities.EnrichRecordResult{Outcomes: []activities.Outcome{
+	plan := enrichment.Plan{Targets: []enrichment.Target{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}, {IndicatorUUID: "2", Type: "domain", Value: "evil.com"}}}
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.MatchedBy(func(in enrichment.PlanInput) bool { return len(in.IndicatorUUIDs) == 2 })).Return(plan, nil).Once()
+	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(enrichment.RecordResult{Outcomes: []enrichment.Outcome{
 		{Target: 0, Result: enrichment.Answer{Provider: "vt", Status: store.EnrichSuccess}},
 		{Target: 1, Result: enrichment.Answer{Provider: "vt", Status: store.EnrichSuccess}},
 		{Target: 1, Result: enrichment.Answer{Provider: "abuse", Status: store.EnrichFailed}},
@@ -120,8 +120,8 @@ func TestAlertPipeline_AllProvidersFailed(t *testing.T) {
 	m := pipelineEnv(t)
 	var a *activities.Activities
 	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(1), nil)
-	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(activities.EnrichPlan{Targets: []activities.EnrichTarget{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}}}, nil)
-	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(activities.EnrichRecordResult{Outcomes: []activities.Outcome{
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(enrichment.Plan{Targets: []enrichment.Target{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}}}, nil)
+	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(enrichment.RecordResult{Outcomes: []enrichment.Outcome{
 		{Result: enrichment.Answer{Provider: "vt", Status: store.EnrichFailed}}}}, nil)
 	res := run(t, m)
 	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)
@@ -133,7 +133,7 @@ func TestAlertPipeline_EnrichmentErrorMarksFailed(t *testing.T) {
 	m := pipelineEnv(t)
 	var a *activities.Activities
 	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(2), nil)
-	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(activities.EnrichPlan{},
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(enrichment.Plan{},
 		sdktemporal.NewNonRetryableApplicationError("not configured", "EnrichNotConfigured", nil))
 	res := run(t, m)
 	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)

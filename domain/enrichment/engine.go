@@ -60,13 +60,9 @@ type Engine struct {
 	log *slog.Logger
 }
 
-// NewEngine returns an engine over deps (Store and Box must be set); log may be nil.
-func NewEngine(deps EngineDeps, log *slog.Logger) *Engine {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Engine{d: deps, log: log}
-}
+// NewEngine returns an engine over deps (Store and Box must be set); log (nil: no logging) hears
+// when a provider's circuit opens or closes.
+func NewEngine(deps EngineDeps, log *slog.Logger) *Engine { return &Engine{d: deps, log: log} }
 
 // CircuitOpenMessage is the error of a call refused (or not planned) because the provider's circuit
 // is open; the alert is re-run once the provider answers again.
@@ -456,16 +452,16 @@ func (e *Engine) recordCircuit(ctx context.Context, provider string, tracked boo
 	var err error
 	if failed {
 		var open bool
-		if open, err = d.Store.CircuitFailure(ctx, provider, d.circuitPolicy()); err == nil && open {
+		if open, err = d.Store.CircuitFailure(ctx, provider, d.circuitPolicy()); err == nil && open && e.log != nil {
 			e.log.Warn("provider circuit open", "provider", provider, "err", callErr)
 		}
 	} else if tracked {
 		var wasOpen bool
-		if wasOpen, err = d.Store.CircuitSuccess(ctx, provider); err == nil && wasOpen {
+		if wasOpen, err = d.Store.CircuitSuccess(ctx, provider); err == nil && wasOpen && e.log != nil {
 			e.log.Info("provider circuit closed", "provider", provider)
 		}
 	}
-	if err != nil {
+	if err != nil && e.log != nil {
 		e.log.Warn("provider circuit bookkeeping", "provider", provider, "err", err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 )
 
-// The engine's inputs and outputs below are the payloads of the enrichment activities (activities
-// names them by alias): their JSON is the wire format recorded in running workflows' histories, so a
+// The engine's inputs and outputs below are the payloads of the enrichment activities and of the
+// enrichment workflows: their JSON is the wire format recorded in running workflows' histories, so a
 // field renamed or retyped here breaks replay (workflows/testdata holds recorded histories).
 
 // Answer is one provider's answer for one indicator: what POST /v1/enrichments returns per provider,
@@ -95,7 +95,7 @@ type Outcome struct {
 	Result Answer `json:"result"`
 }
 
-// Plan is what Plan decided: the targets, the calls to make, and the results already
+// Plan is what Engine.Plan decided: the targets, the calls to make, and the results already
 // known (cache hits, non-routable skips, configuration failures in test mode).
 type Plan struct {
 	Targets []Target      `json:"targets"`
