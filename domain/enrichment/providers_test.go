@@ -68,3 +68,16 @@ func TestBuiltinProviderRules(t *testing.T) {
 	require.ErrorIs(t, enrichment.CheckProviderDelete(builtin), enrichment.ErrBuiltinNotDeletable)
 	require.NoError(t, enrichment.CheckProviderDelete(custom))
 }
+
+func TestExtractionRules(t *testing.T) {
+	require.Empty(t, enrichment.ValidateSourcePath("data.attributes.stats.*.malicious"))
+	require.Equal(t, []string{`["source_path"]`}, locsOf(enrichment.ValidateSourcePath("data..x")))
+
+	system := store.FieldExtraction{ProviderName: "virustotal", IsSystem: true}
+	custom := store.FieldExtraction{ProviderName: "mine"}
+	require.NoError(t, enrichment.CheckExtractionChange(system, []string{"is_active"}))
+	require.ErrorIs(t, enrichment.CheckExtractionChange(system, []string{"is_active", "description"}), enrichment.ErrSystemExtraction)
+	require.NoError(t, enrichment.CheckExtractionChange(custom, []string{"source_path", "description"}))
+	require.ErrorIs(t, enrichment.CheckExtractionDelete(system), enrichment.ErrSystemExtraction)
+	require.NoError(t, enrichment.CheckExtractionDelete(custom))
+}
