@@ -246,7 +246,7 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Indicator mapping")
 	}
-	if err := ingest.CheckMappingDelete(m); err != nil {
+	if err := ingest.CheckMappingChange(m, []string{"delete"}); err != nil {
 		return mappingError(err)
 	}
 	if err := s.deps.Mappings.DeleteIndicatorMapping(ctx, id); err != nil {

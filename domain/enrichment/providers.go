@@ -132,16 +132,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // CheckProviderChange refuses, for a builtin provider p, a change naming any of BuiltinFixedFields
 // (*BuiltinRestrictedError listing them, in the order given).
 func CheckProviderChange(p store.EnrichmentProvider, fields []string) error {
-	if !p.IsBuiltin {
-		return nil
-	}
-	var fixed []string
-	for _, f := range fields {
-		if slices.Contains(BuiltinFixedFields, f) {
-			fixed = append(fixed, f)
-		}
-	}
-	if len(fixed) > 0 {
+	if fixed := validate.Among(fields, BuiltinFixedFields); p.IsBuiltin && len(fixed) > 0 {
 		return &BuiltinRestrictedError{Fields: fixed}
 	}
 	return nil

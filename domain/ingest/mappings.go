@@ -25,8 +25,9 @@ func ValidateMapping(fieldPath, indicatorType, target string, description *strin
 	return errs
 }
 
-// MappingFixedFields are the fields of a system mapping that cannot change.
-var MappingFixedFields = []string{"source_name", "field_path", "indicator_type", "extraction_target"}
+// MappingFixedFields are the fields of a system mapping that cannot change, and "delete": a
+// system mapping cannot be deleted either (CheckMappingChange(m, []string{"delete"})).
+var MappingFixedFields = []string{"source_name", "field_path", "indicator_type", "extraction_target", "delete"}
 
 // SystemMappingError: a change names Fields a system mapping does not let change ("delete" for a
 // deletion) — 422 SYSTEM_MAPPING_READONLY.
@@ -39,27 +40,8 @@ func (e *SystemMappingError) Error() string {
 // CheckMappingChange refuses, for a system mapping m, a change setting any of MappingFixedFields
 // (*SystemMappingError listing them, in the order given).
 func CheckMappingChange(m store.IndicatorMapping, fields []string) error {
-	if !m.IsSystem {
-		return nil
-	}
-	var fixed []string
-	for _, f := range fields {
-		for _, x := range MappingFixedFields {
-			if f == x {
-				fixed = append(fixed, f)
-			}
-		}
-	}
-	if len(fixed) > 0 {
+	if fixed := validate.Among(fields, MappingFixedFields); m.IsSystem && len(fixed) > 0 {
 		return &SystemMappingError{Fields: fixed}
-	}
-	return nil
-}
-
-// CheckMappingDelete refuses deleting a system mapping (*SystemMappingError naming "delete").
-func CheckMappingDelete(m store.IndicatorMapping) error {
-	if m.IsSystem {
-		return &SystemMappingError{Fields: []string{"delete"}}
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func TestMappingRules(t *testing.T) {
 	require.Equal(t, []string{"source_name", "indicator_type"}, sm.Fields)
 	require.NoError(t, ingest.CheckMappingChange(store.IndicatorMapping{}, []string{"field_path"}))
 
-	require.ErrorAs(t, ingest.CheckMappingDelete(system), &sm)
+	require.ErrorAs(t, ingest.CheckMappingChange(system, []string{"delete"}), &sm)
 	require.Equal(t, []string{"delete"}, sm.Fields)
-	require.NoError(t, ingest.CheckMappingDelete(store.IndicatorMapping{}))
+	require.NoError(t, ingest.CheckMappingChange(store.IndicatorMapping{}, []string{"delete"}))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -32,14 +31,6 @@ type NotConfiguredError struct{ Missing []string }
 func (e *NotConfiguredError) Error() string {
 	return "workflow secrets not stored: " + strings.Join(e.Missing, ", ")
 }
-
-// SecretNamePattern is what a workflow secret's name matches.
-const SecretNamePattern = `^[A-Z][A-Z0-9_]{0,63}$`
-
-var secretNameRE = regexp.MustCompile(SecretNamePattern)
-
-// ValidSecretName reports whether name is a valid workflow secret name (SecretNamePattern).
-func ValidSecretName(name string) bool { return secretNameRE.MatchString(name) }
 
 // ValidateSteps checks a workflow's steps as the engine parses them (httpsteps.ParseConfig), with
 // locations relative to the definition (["steps", 1, "url"]). Workflows have no auth namespace
