@@ -7,6 +7,7 @@ package activities
 import (
 	"log/slog"
 
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 )
 
@@ -14,7 +15,7 @@ import (
 type Activities struct {
 	Log *slog.Logger
 	// Enrichment holds the enrichment activities' dependencies (nil: they fail as not configured).
-	Enrichment *EnrichmentDeps
+	Enrichment *enrichment.EngineDeps
 
 	// Response workflow runs (workflow_run.go, notify.go).
 	WorkflowRuns WorkflowRunStore

@@ -11,8 +11,20 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-soc/vigil/domain/approvals"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/store"
 )
+
+// keyDecider is the decider of API key k (a human's), labelled "r".
+func keyDecider(t *testing.T, k uuid.UUID) responses.Decider {
+	t.Helper()
+	label := "r"
+	who, err := responses.ByKey(responses.Actor{KeyUUID: k, KeyPrefix: "cai_" + k.String()[:4], KeyType: auth.KeyTypeHuman}, &label)
+	require.NoError(t, err)
+	return who
+}
 
 // gatedRun inserts a workflow, a run and its pending approval directly in the store.
 func gatedRun(t *testing.T, st *store.Store, required int, expires time.Time) (store.WorkflowRun, store.ApprovalRequest, uuid.UUID) {
@@ -36,6 +48,7 @@ func gatedRun(t *testing.T, st *store.Store, required int, expires time.Time) (s
 func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 	st := testStore(t)
 	ctx := context.Background()
+	svc := responses.New(responses.Deps{Store: st})
 
 	t.Run("quorum of 2 among 12 distinct responders", func(t *testing.T) {
 		_, ap, _ := gatedRun(t, st, 2, time.Now().Add(time.Hour))
@@ -44,7 +57,7 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 		for i := range errs {
 			wg.Go(func() {
 				k := uuid.New()
-				_, errs[i] = st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "key:" + k.String(), ResponderID: "r", KeyUUID: &k, Approve: true})
+				_, errs[i] = svc.Decide(ctx, ap.UUID, keyDecider(t, k), true, nil)
 			})
 		}
 		wg.Wait()
@@ -53,7 +66,7 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 			if err == nil {
 				ok++
 			} else {
-				require.ErrorIs(t, err, store.ErrApprovalDecided)
+				require.ErrorIs(t, err, responses.ErrApprovalDecided)
 			}
 		}
 		require.Equal(t, 2, ok)
@@ -70,7 +83,7 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 		errs := make([]error, 10)
 		for i := range errs {
 			wg.Go(func() {
-				_, errs[i] = st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "key:" + k.String(), ResponderID: "r", KeyUUID: &k, Approve: true})
+				_, errs[i] = svc.Decide(ctx, ap.UUID, keyDecider(t, k), true, nil)
 			})
 		}
 		wg.Wait()
@@ -79,7 +92,7 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 			if err == nil {
 				ok++
 			} else {
-				require.ErrorIs(t, err, store.ErrResponderVoted)
+				require.ErrorIs(t, err, responses.ErrResponderVoted)
 			}
 		}
 		require.Equal(t, 1, ok)
@@ -95,7 +108,7 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 			var decideErr error
 			wg.Go(func() {
 				k := uuid.New()
-				_, decideErr = st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "key:" + k.String(), ResponderID: "r", KeyUUID: &k, Approve: true})
+				_, decideErr = svc.Decide(ctx, ap.UUID, keyDecider(t, k), true, nil)
 			})
 			wg.Go(func() {
 				_, err := st.ExpireApproval(ctx, ap.UUID)
@@ -109,7 +122,7 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 				require.NoError(t, decideErr)
 				require.Len(t, got.Decisions, 1)
 			case store.ApprovalExpired:
-				require.True(t, errors.Is(decideErr, store.ErrApprovalExpired), "%v", decideErr)
+				require.True(t, errors.Is(decideErr, responses.ErrApprovalExpired), "%v", decideErr)
 				require.Empty(t, got.Decisions)
 			default:
 				t.Fatalf("status %s", got.Status)
@@ -120,27 +133,28 @@ func TestApprovalDecisionsUnderConcurrency(t *testing.T) {
 	t.Run("past expires_at is refused even before the timer fires", func(t *testing.T) {
 		_, ap, _ := gatedRun(t, st, 1, time.Now().Add(-time.Second))
 		k := uuid.New()
-		_, err := st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "key:" + k.String(), ResponderID: "r", KeyUUID: &k, Approve: true})
-		require.ErrorIs(t, err, store.ErrApprovalExpired)
+		_, err := svc.Decide(ctx, ap.UUID, keyDecider(t, k), true, nil)
+		require.ErrorIs(t, err, responses.ErrApprovalExpired)
 	})
 
 	t.Run("self approval and token checks", func(t *testing.T) {
 		_, ap, trigger := gatedRun(t, st, 1, time.Now().Add(time.Hour))
-		_, err := st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "key:" + trigger.String(), ResponderID: "r", KeyUUID: &trigger, Approve: true})
-		require.ErrorIs(t, err, store.ErrSelfApproval)
-		_, err = st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "decide-page:x", ResponderID: "b", Approve: true, TokenHash: make([]byte, 32)})
-		require.ErrorIs(t, err, store.ErrDecideToken, "no token issued yet")
-		hash := []byte("0123456789abcdef0123456789abcdef")
+		_, err := svc.Decide(ctx, ap.UUID, keyDecider(t, trigger), true, nil)
+		require.ErrorIs(t, err, responses.ErrSelfApproval)
+		tok, hash, err := approvals.NewToken()
+		require.NoError(t, err)
+		_, err = svc.Decide(ctx, ap.UUID, responses.ByDecidePage(tok, "b"), true, nil)
+		require.ErrorIs(t, err, responses.ErrDecideToken, "no token issued yet")
 		require.NoError(t, st.MarkApprovalNotified(ctx, ap.UUID, "webhook", nil, hash))
-		wrong := append([]byte(nil), hash...)
-		wrong[31] ^= 1
-		_, err = st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "decide-page:x", ResponderID: "b", Approve: true, TokenHash: wrong})
-		require.ErrorIs(t, err, store.ErrDecideToken)
-		got, err := st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "decide-page:x", ResponderID: "b", Approve: false, TokenHash: hash})
+		wrong := []byte(tok)
+		wrong[len(wrong)-1] ^= 1
+		_, err = svc.Decide(ctx, ap.UUID, responses.ByDecidePage(string(wrong), "b"), true, nil)
+		require.ErrorIs(t, err, responses.ErrDecideToken)
+		got, err := svc.Decide(ctx, ap.UUID, responses.ByDecidePage(tok, "b"), false, nil)
 		require.NoError(t, err)
 		require.Equal(t, store.ApprovalRejected, got.Status)
 		require.NotNil(t, got.DecideTokenUsedAt)
-		_, err = st.DecideApproval(ctx, ap.UUID, store.Decision{Identity: "decide-page:y", ResponderID: "b", Approve: true, TokenHash: hash})
-		require.ErrorIs(t, err, store.ErrDecideToken, "a used token never decides again")
+		_, err = svc.Decide(ctx, ap.UUID, responses.ByDecidePage(tok, "c"), true, nil)
+		require.ErrorIs(t, err, responses.ErrDecideToken, "a used token never decides again")
 	})
 }

@@ -196,7 +196,7 @@ func (s *Server) decideSubmit(c *fiber.Ctx) error {
 	if err != nil {
 		var apiErr *Error
 		mapped := decisionError(err)
-		if errors.Is(err, store.ErrDecideToken) {
+		if errors.Is(err, responses.ErrDecideToken) {
 			return s.decideLinkInvalid(c)
 		}
 		if errors.As(mapped, &apiErr) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -38,9 +37,9 @@ type EnrichmentStore interface {
 // Enricher runs enrichments through Temporal (implemented by temporal.Enricher).
 type Enricher interface {
 	// Enrich enriches a value with every configured provider for its type, cache first, within ctx.
-	Enrich(ctx context.Context, typ, value string) ([]store.EnrichmentResult, error)
+	Enrich(ctx context.Context, typ, value string) ([]enrichment.Answer, error)
 	// TestProvider runs one provider's real multi-step call and returns its result and step records.
-	TestProvider(ctx context.Context, provider, typ, value string) (store.EnrichmentResult, []httpsteps.StepRecord, error)
+	TestProvider(ctx context.Context, provider, typ, value string) (enrichment.Answer, []httpsteps.StepRecord, error)
 }
 
 // CredentialSealer seals provider credentials at rest (secretbox.Box).
@@ -56,13 +55,6 @@ type EnrichmentDeps struct {
 	// Env looks up the environment variables env_var_mapping names, for has_credentials.
 	Env store.Env
 }
-
-const enrichTypeEnum = "ip,domain,hash_md5,hash_sha1,hash_sha256,url,email,account"
-
-var envVarNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
-// Provider names that would make workflow ids ambiguous.
-var reservedProviderNames = []string{"indicator"}
 
 func (s *Server) enrichmentRoutes() {
 	read := []string{auth.ScopeEnrichmentsRead}
@@ -233,69 +225,15 @@ type createProviderRequest struct {
 	RateLimit               *rateLimitBody    `json:"rate_limit"`
 }
 
+// Validate applies the provider rules (enrichment.ValidateProviderName, ValidateProviderParts).
 func (r createProviderRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	if slices.Contains(reservedProviderNames, r.ProviderName) {
-		errs.Add([]any{"provider_name"}, validate.TypeValue, fmt.Sprintf("%q is reserved.", r.ProviderName), r.ProviderName)
-	}
-	validateProviderParts(&errs, r.HTTPConfig, r.MaliceRules, r.AuthConfig, r.EnvVarMapping, r.CacheTTLByType, true)
-	return errs
+	errs := enrichment.ValidateProviderName(r.ProviderName)
+	return append(errs, enrichment.ValidateProviderParts(enrichment.ProviderParts{HTTPConfig: r.HTTPConfig, HTTPConfigRequired: true,
+		MaliceRules: r.MaliceRules, AuthConfig: r.AuthConfig, EnvVarMapping: r.EnvVarMapping, CacheTTLByType: r.CacheTTLByType})...)
 }
 
 // enrichRaw is a raw JSON body field (kept as given, validated by a domain parser).
 type enrichRaw = json.RawMessage
-
-func validateProviderParts(errs *validate.Errors, httpConfig, maliceRules enrichRaw, authConfig, envMap map[string]string, ttls map[string]int, httpConfigRequired bool) {
-	if len(httpConfig) > 0 || httpConfigRequired {
-		if _, perrs := httpsteps.ParseConfig([]byte(httpConfig)); perrs != nil {
-			errs.Merge([]any{"http_config"}, perrs)
-		}
-	}
-	if len(maliceRules) > 0 {
-		if _, merrs := httpsteps.ParseMaliceRules([]byte(maliceRules)); merrs != nil {
-			errs.Merge([]any{"malice_rules"}, merrs)
-		}
-	}
-	if len(authConfig) > 50 {
-		errs.Add([]any{"auth_config"}, validate.TypeTooLong, "auth_config has at most 50 fields.", nil)
-	}
-	for _, k := range enrichSortedKeys(authConfig) {
-		if k == "" || len(k) > 100 || len(authConfig[k]) > 8192 {
-			errs.Add([]any{"auth_config", k}, validate.TypeValue, "auth_config fields are named (≤ 100 characters) with values of at most 8192 characters.", nil)
-		}
-	}
-	if len(envMap) > 50 {
-		errs.Add([]any{"env_var_mapping"}, validate.TypeTooLong, "env_var_mapping has at most 50 fields.", nil)
-	}
-	for _, k := range enrichSortedKeys(envMap) {
-		if k == "" || len(k) > 100 {
-			errs.Add([]any{"env_var_mapping", k}, validate.TypeValue, "auth field names are 1..100 characters.", k)
-		}
-		if !envVarNameRE.MatchString(envMap[k]) {
-			errs.AddCtx([]any{"env_var_mapping", k}, validate.TypePattern, "Environment variable names match ^[A-Za-z_][A-Za-z0-9_]*$.", envMap[k],
-				map[string]any{"pattern": envVarNameRE.String()})
-		}
-	}
-	types := strings.Split(enrichTypeEnum, ",")
-	for _, k := range enrichSortedKeys(ttls) {
-		if !slices.Contains(types, k) {
-			errs.AddCtx([]any{"cache_ttl_by_type", k}, validate.TypeEnum, "Unknown indicator type.", k, map[string]any{"expected": enrichTypeEnum})
-			continue
-		}
-		if v := ttls[k]; v < 0 || v > 86400 {
-			errs.AddCtx([]any{"cache_ttl_by_type", k}, validate.TypeLessThanEqual, "TTL must be between 0 and 86400 seconds.", v, map[string]any{"ge": 0, "le": 86400})
-		}
-	}
-}
-
-func enrichSortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 func enrichDecodeObject(raw enrichRaw) map[string]any {
 	if len(raw) == 0 {
@@ -408,31 +346,43 @@ func (r updateProviderRequest) Validate() validate.Errors {
 		errs.Add([]any{"http_config"}, validate.TypeNullForbidden, "http_config cannot be null.", nil)
 		return errs
 	}
-	validateProviderParts(&errs, r.HTTPConfig, r.MaliceRules, r.AuthConfig.Value, r.EnvVarMapping, r.CacheTTLByType, false)
-	return errs
+	return enrichment.ValidateProviderParts(enrichment.ProviderParts{HTTPConfig: r.HTTPConfig, MaliceRules: r.MaliceRules,
+		AuthConfig: r.AuthConfig.Value, EnvVarMapping: r.EnvVarMapping, CacheTTLByType: r.CacheTTLByType})
 }
 
 func enrichIsNull(raw enrichRaw) bool { return strings.TrimSpace(string(raw)) == "null" }
 
-// restrictedFields lists the fields of r a builtin provider does not let change.
-func (r updateProviderRequest) restrictedFields() []string {
+// fields lists the fields r changes, in body order.
+func (r updateProviderRequest) fields() []string {
+	set := []struct {
+		name string
+		set  bool
+	}{{"display_name", r.DisplayName != nil}, {"description", r.Description != nil}, {"is_active", r.IsActive != nil},
+		{"supported_indicator_types", r.SupportedIndicatorTypes != nil}, {"http_config", len(r.HTTPConfig) > 0},
+		{"auth_type", r.AuthType != nil}, {"auth_config", r.AuthConfig.Set}, {"env_var_mapping", r.EnvVarMapping != nil},
+		{"default_cache_ttl_seconds", r.DefaultCacheTTLSeconds != nil}, {"cache_ttl_by_type", r.CacheTTLByType != nil},
+		{"malice_rules", len(r.MaliceRules) > 0}, {"rate_limit", r.RateLimit.Set}}
 	var out []string
-	if r.DisplayName != nil {
-		out = append(out, "display_name")
-	}
-	if r.SupportedIndicatorTypes != nil {
-		out = append(out, "supported_indicator_types")
-	}
-	if len(r.HTTPConfig) > 0 {
-		out = append(out, "http_config")
-	}
-	if r.AuthType != nil {
-		out = append(out, "auth_type")
-	}
-	if r.EnvVarMapping != nil {
-		out = append(out, "env_var_mapping")
+	for _, f := range set {
+		if f.set {
+			out = append(out, f.name)
+		}
 	}
 	return out
+}
+
+// providerError maps the provider rules' refusals to the contract's codes.
+func providerError(err error) error {
+	var br *enrichment.BuiltinRestrictedError
+	switch {
+	case errors.As(err, &br):
+		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED",
+			"Builtin providers only accept changes to is_active, auth_config, description, malice_rules, TTLs and rate_limit.").
+			WithDetails(map[string]any{"fields": br.Fields})
+	case errors.Is(err, enrichment.ErrBuiltinNotDeletable):
+		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED", "Builtin providers cannot be deleted; deactivate them instead.")
+	}
+	return err
 }
 
 func (s *Server) updateProvider(c *fiber.Ctx) error {
@@ -444,12 +394,8 @@ func (s *Server) updateProvider(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	if p.IsBuiltin {
-		if fields := req.restrictedFields(); len(fields) > 0 {
-			return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED",
-				"Builtin providers only accept changes to is_active, auth_config, description, malice_rules, TTLs and rate_limit.").
-				WithDetails(map[string]any{"fields": fields})
-		}
+	if err := enrichment.CheckProviderChange(p, req.fields()); err != nil {
+		return providerError(err)
 	}
 	var cols []string
 	set := func(col string) { cols = append(cols, col) }
@@ -525,8 +471,8 @@ func (s *Server) deleteProvider(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if p.IsBuiltin {
-		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED", "Builtin providers cannot be deleted; deactivate them instead.")
+	if err := enrichment.CheckProviderDelete(p); err != nil {
+		return providerError(err)
 	}
 	if err := st.DeleteProvider(c.UserContext(), p.UUID); err != nil {
 		return notFoundAs(err, "Enrichment provider")

@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/kit/fieldpath"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -70,11 +70,7 @@ type extractionRequest struct {
 }
 
 func (r extractionRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	if err := fieldpath.Validate(r.SourcePath); err != nil {
-		errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), validate.Truncate(r.SourcePath))
-	}
-	return errs
+	return enrichment.ValidateSourcePath(r.SourcePath)
 }
 
 func (r extractionRequest) toStore() *store.FieldExtraction {
@@ -105,25 +101,6 @@ func errDuplicateExtraction() *Error {
 	return NewError(http.StatusConflict, "DUPLICATE_EXTRACTION", "An extraction with this provider_name, indicator_type and target_key already exists.")
 }
 
-// checkProvidersExist reports unknown provider names at loc(i).
-func (s *Server) checkProvidersExist(c *fiber.Ctx, st EnrichmentStore, names []string, loc func(i int) []any) error {
-	ps, _, err := st.ListProviders(c.UserContext(), store.ProviderFilter{Names: enrichDedup(names)})
-	if err != nil {
-		return err
-	}
-	known := map[string]bool{}
-	for _, p := range ps {
-		known[p.ProviderName] = true
-	}
-	var errs validate.Errors
-	for i, n := range names {
-		if !known[n] {
-			errs.Add(loc(i), validate.TypeValue, "Unknown provider "+n+".", n)
-		}
-	}
-	return errs.Err()
-}
-
 func (s *Server) createExtraction(c *fiber.Ctx) error {
 	st, err := s.enrichStore()
 	if err != nil {
@@ -133,7 +110,7 @@ func (s *Server) createExtraction(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	if err := s.checkProvidersExist(c, st, []string{req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
+	if err := enrichment.CheckProvidersExist(c.UserContext(), st, []string{req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
 		return err
 	}
 	e := req.toStore()
@@ -160,7 +137,7 @@ func (s *Server) bulkCreateExtractions(c *fiber.Ctx) error {
 	for i, r := range req.Extractions {
 		names[i], exts[i] = r.ProviderName, r.toStore()
 	}
-	if err := s.checkProvidersExist(c, st, names, func(i int) []any { return []any{"body", "extractions", i, "provider_name"} }); err != nil {
+	if err := enrichment.CheckProvidersExist(c.UserContext(), st, names, func(i int) []any { return []any{"body", "extractions", i, "provider_name"} }); err != nil {
 		return err
 	}
 	if err := st.CreateFieldExtractions(c.UserContext(), exts); err != nil {
@@ -213,15 +190,33 @@ type updateExtractionRequest struct {
 func (r updateExtractionRequest) Validate() validate.Errors {
 	var errs validate.Errors
 	if r.SourcePath != nil {
-		if err := fieldpath.Validate(*r.SourcePath); err != nil {
-			errs.Add([]any{"source_path"}, validate.TypeValue, "Invalid field path: "+err.Error(), validate.Truncate(*r.SourcePath))
-		}
+		errs = enrichment.ValidateSourcePath(*r.SourcePath)
 	}
 	return errs
 }
 
-func errSystemExtraction() *Error {
-	return NewError(http.StatusForbidden, "SYSTEM_EXTRACTION_RESTRICTED", "System extractions can only be activated or deactivated.")
+// fields lists the fields r sets.
+func (r updateExtractionRequest) fields() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"provider_name", r.ProviderName != nil}, {"indicator_type", r.IndicatorType != nil}, {"source_path", r.SourcePath != nil},
+		{"target_key", r.TargetKey != nil}, {"value_type", r.ValueType != nil}, {"description", r.Description != nil},
+		{"is_active", r.IsActive != nil}} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// extractionError maps the extraction rules' refusals to the contract's codes.
+func extractionError(err error) error {
+	if errors.Is(err, enrichment.ErrSystemExtraction) {
+		return NewError(http.StatusForbidden, "SYSTEM_EXTRACTION_RESTRICTED", "System extractions can only be activated or deactivated.")
+	}
+	return err
 }
 
 func (s *Server) updateExtraction(c *fiber.Ctx) error {
@@ -233,9 +228,8 @@ func (s *Server) updateExtraction(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	if e.IsSystem && (req.ProviderName != nil || req.IndicatorType != nil || req.SourcePath != nil || req.TargetKey != nil ||
-		req.ValueType != nil || req.Description != nil) {
-		return errSystemExtraction()
+	if err := enrichment.CheckExtractionChange(e, req.fields()); err != nil {
+		return extractionError(err)
 	}
 	var cols []string
 	str := func(v *string, dst *string, col string) {
@@ -255,7 +249,7 @@ func (s *Server) updateExtraction(c *fiber.Ctx) error {
 		cols = append(cols, "is_active")
 	}
 	if req.ProviderName != nil {
-		if err := s.checkProvidersExist(c, st, []string{*req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
+		if err := enrichment.CheckProvidersExist(c.UserContext(), st, []string{*req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
 			return err
 		}
 	}
@@ -275,8 +269,8 @@ func (s *Server) deleteExtraction(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if e.IsSystem {
-		return errSystemExtraction()
+	if err := enrichment.CheckExtractionDelete(e); err != nil {
+		return extractionError(err)
 	}
 	if err := st.DeleteFieldExtraction(c.UserContext(), e.UUID); err != nil {
 		return notFoundAs(err, "Field extraction")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -22,20 +23,20 @@ import (
 type fakeEnricher struct {
 	mu      sync.Mutex
 	calls   []string
-	results []store.EnrichmentResult
-	test    store.EnrichmentResult
+	results []enrichment.Answer
+	test    enrichment.Answer
 	steps   []httpsteps.StepRecord
 	err     error
 }
 
-func (f *fakeEnricher) Enrich(_ context.Context, typ, value string) ([]store.EnrichmentResult, error) {
+func (f *fakeEnricher) Enrich(_ context.Context, typ, value string) ([]enrichment.Answer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "enrich:"+typ+":"+value)
 	return f.results, f.err
 }
 
-func (f *fakeEnricher) TestProvider(_ context.Context, provider, typ, value string) (store.EnrichmentResult, []httpsteps.StepRecord, error) {
+func (f *fakeEnricher) TestProvider(_ context.Context, provider, typ, value string) (enrichment.Answer, []httpsteps.StepRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "test:"+provider+":"+typ+":"+value)
@@ -410,7 +411,7 @@ func TestFieldExtractions_CRUDBulkAndSystemRows(t *testing.T) {
 func TestEnrichments_OnDemand(t *testing.T) {
 	e := newEnrichServer(t, nil)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	e.enricher.results = []store.EnrichmentResult{
+	e.enricher.results = []enrichment.Answer{
 		{Provider: "a", Status: store.EnrichSuccess, Success: true, Malice: "Suspicious", Extracted: map[string]any{"x": 1}, EnrichedAt: &now, CacheHit: true},
 		{Provider: "b", Status: store.EnrichSuccess, Success: true, Malice: "Benign", Extracted: map[string]any{}, EnrichedAt: &now},
 		{Provider: "c", Status: store.EnrichFailed, Malice: "Pending", ErrorMessage: "HTTP 500"},
@@ -450,7 +451,7 @@ func TestEnrichments_OnDemand(t *testing.T) {
 func TestProviders_TestEndpoint(t *testing.T) {
 	e := newEnrichServer(t, nil)
 	id := builtinUUID(t, e, "virustotal")
-	e.enricher.test = store.EnrichmentResult{Provider: "virustotal", Status: store.EnrichFailed, Malice: "Pending", ErrorMessage: "step 0 (lookup): HTTP 401: client error"}
+	e.enricher.test = enrichment.Answer{Provider: "virustotal", Status: store.EnrichFailed, Malice: "Pending", ErrorMessage: "step 0 (lookup): HTTP 401: client error"}
 	e.enricher.steps = []httpsteps.StepRecord{{StepName: "lookup", StepIndex: 0, RequestMethod: "GET", RequestURL: "https://www.virustotal.com/api/v3/ip_addresses/8.8.8.8",
 		RequestHeaders: map[string]string{"x-apikey": "abcd****wxyz"}, IndicatorValue: "8.8.8.8", RequestQueryParams: map[string]string{},
 		ResponseStatusCode: 401, ResponseHeaders: map[string]string{}, Error: "step 0 (lookup): HTTP 401: client error"}}

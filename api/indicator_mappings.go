@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -100,17 +99,9 @@ type createMappingRequest struct {
 	Description      *string `json:"description" maxLength:"1000"`
 }
 
-// Validate checks the field path syntax.
+// Validate applies ingest.ValidateMapping.
 func (r createMappingRequest) Validate() validate.Errors {
-	m := indicators.Mapping{FieldPath: r.FieldPath, Type: indicators.Type(r.IndicatorType), Target: indicators.Target(r.ExtractionTarget)}
-	errs := m.Validate()
-	if strings.IndexByte(r.FieldPath, 0) >= 0 {
-		errs.Add([]any{"field_path"}, validate.TypeValue, "NUL characters are not accepted.", nil)
-	}
-	if r.Description != nil && strings.IndexByte(*r.Description, 0) >= 0 {
-		errs.Add([]any{"description"}, validate.TypeValue, "NUL characters are not accepted.", nil)
-	}
-	return errs
+	return ingest.ValidateMapping(r.FieldPath, r.IndicatorType, r.ExtractionTarget, r.Description)
 }
 
 func (s *Server) checkMappingSource(name *string) error {
@@ -169,9 +160,14 @@ type updateMappingRequest struct {
 	Description      Optional[string] `json:"description" maxLength:"1000" doc:"An explicit null clears it."`
 }
 
-func errSystemMapping(fields []string) error {
-	return NewError(http.StatusUnprocessableEntity, "SYSTEM_MAPPING_READONLY",
-		"System mappings are read-only except is_active and description.").WithDetails(map[string]any{"fields": fields})
+// mappingError maps the mapping rules' refusals to the contract's codes.
+func mappingError(err error) error {
+	var sm *ingest.SystemMappingError
+	if errors.As(err, &sm) {
+		return NewError(http.StatusUnprocessableEntity, "SYSTEM_MAPPING_READONLY",
+			"System mappings are read-only except is_active and description.").WithDetails(map[string]any{"fields": sm.Fields})
+	}
+	return err
 }
 
 func (s *Server) updateMapping(c *fiber.Ctx) error {
@@ -188,9 +184,8 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Indicator mapping")
 	}
-	var cols, locked []string
+	var cols []string
 	if req.SourceName.Set {
-		locked = append(locked, "source_name")
 		m.SourceName = nil
 		if !req.SourceName.Null {
 			m.SourceName = &req.SourceName.Value
@@ -198,19 +193,16 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 		cols = append(cols, "source_name")
 	}
 	if req.FieldPath != nil {
-		locked = append(locked, "field_path")
 		m.FieldPath, cols = *req.FieldPath, append(cols, "field_path")
 	}
 	if req.IndicatorType != nil {
-		locked = append(locked, "indicator_type")
 		m.IndicatorType, cols = *req.IndicatorType, append(cols, "indicator_type")
 	}
 	if req.ExtractionTarget != nil {
-		locked = append(locked, "extraction_target")
 		m.ExtractionTarget, cols = *req.ExtractionTarget, append(cols, "extraction_target")
 	}
-	if m.IsSystem && len(locked) > 0 {
-		return errSystemMapping(locked)
+	if err := ingest.CheckMappingChange(m, cols); err != nil {
+		return mappingError(err)
 	}
 	if err := s.checkMappingSource(m.SourceName); err != nil {
 		return err
@@ -226,8 +218,7 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 	if req.IsActive != nil {
 		m.IsActive, cols = *req.IsActive, append(cols, "is_active")
 	}
-	check := createMappingRequest{FieldPath: m.FieldPath, IndicatorType: m.IndicatorType, ExtractionTarget: m.ExtractionTarget, Description: desc}
-	if errs := check.Validate(); len(errs) > 0 {
+	if errs := ingest.ValidateMapping(m.FieldPath, m.IndicatorType, m.ExtractionTarget, desc); len(errs) > 0 {
 		var out validate.Errors
 		out.Merge([]any{"body"}, errs)
 		return out
@@ -255,8 +246,8 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Indicator mapping")
 	}
-	if m.IsSystem {
-		return errSystemMapping([]string{"delete"})
+	if err := ingest.CheckMappingChange(m, []string{"delete"}); err != nil {
+		return mappingError(err)
 	}
 	if err := s.deps.Mappings.DeleteIndicatorMapping(ctx, id); err != nil {
 		return notFoundAs(err, "Indicator mapping")

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
@@ -79,7 +79,7 @@ func newSecurityHarness(t *testing.T, queueSuffix string, env store.Env) *securi
 	st := h.ts.Store
 	guard := netguard.NewGuard([]string{"127.0.0.1"})
 	h.stop()
-	h.acts.Enrichment = &activities.EnrichmentDeps{Store: st, Box: h.box, Env: env, HTTP: guard.HTTPClient(30 * time.Second)}
+	h.acts.Enrichment = &enrichment.EngineDeps{Store: st, Box: h.box, Env: env, HTTP: guard.HTTPClient(30 * time.Second)}
 	h.startWorkers(t)
 	enrich := newTestServer(t, func(_ *Config, d *Deps) {
 		d.Enrichment = EnrichmentDeps{Store: st, Sealer: h.box, Env: env, Enricher: temporal.NewEnricher(h.client, h.queues, h.acts)}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -141,65 +139,36 @@ type createWorkflowRequest struct {
 	TimeSavedMinutes       *int            `json:"time_saved_minutes" minimum:"0" maximum:"100000"`
 }
 
-// Validate checks the steps with the HTTP engine, naming the bad step.
+// Validate checks the steps (responses.ValidateSteps), naming the bad step.
 func (r createWorkflowRequest) Validate() validate.Errors {
-	return validateWorkflowSteps(r.Steps)
+	return responses.ValidateSteps(r.Steps)
 }
 
-var secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
-
-// validateWorkflowSteps parses steps as the engine would, with locations relative to the body
-// (["steps", 1, "url"]). Workflows have no auth namespace: credentials are named secrets.
-func validateWorkflowSteps(steps json.RawMessage) validate.Errors {
-	var errs validate.Errors
-	var list []json.RawMessage
-	if err := json.Unmarshal(steps, &list); err != nil {
-		errs.Add([]any{"steps"}, validate.TypeList, "steps must be a list of step objects.", nil)
-		return errs
-	}
-	raw, _ := json.Marshal(map[string]json.RawMessage{"steps": steps})
-	cfg, verrs := httpsteps.ParseConfig(raw)
-	if len(verrs) > 0 {
-		return verrs
-	}
-	for i, st := range cfg.Steps {
-		one := httpsteps.Config{Steps: []httpsteps.Step{st}}
-		for _, v := range one.Variables() {
-			ns, rest, _ := strings.Cut(v, ".")
-			switch ns {
-			case "auth":
-				errs.Add([]any{"steps", i}, validate.TypeValue, "{{"+v+"}}: workflows have no auth namespace; store credentials as named secrets and use {{secrets.NAME}}.", v)
-			case "secrets":
-				name, _, _ := strings.Cut(rest, ".")
-				if !secretNameRE.MatchString(name) {
-					errs.Add([]any{"steps", i}, validate.TypeValue, "{{"+v+"}}: secret names match ^[A-Z][A-Z0-9_]{0,63}$.", v)
-				}
-			}
-		}
-	}
-	return errs
-}
-
-// checkSave applies the rules of saving a workflow (responses.CheckSave; before is nil on create):
-// 422 SECRET_HOST_NOT_ALLOWED for a secret (or what a step received for one) sent to a written-out
-// host outside its allowed_hosts, 403 FORBIDDEN for what needs admin.
-func (s *Server) checkSave(c *fiber.Ctx, before *responses.Definition, after responses.Definition) error {
-	err := responses.CheckSave(c.UserContext(), s.deps.Workflows, responses.ActorOf(principal(c), responses.ActorAPI), before, after)
+// definitionError maps the errors of saving a workflow definition (responses.CreateWorkflow,
+// UpdateWorkflow, DeleteWorkflow) to the contract's codes.
+func definitionError(err error) error {
 	var he *responses.SecretHostError
-	if errors.As(err, &he) {
+	var nc *responses.NotConfiguredError
+	var verrs validate.Errors
+	switch {
+	case errors.As(err, &he):
 		return NewError(http.StatusUnprocessableEntity, httpsteps.CodeSecretHostNotAllowed,
 			"Step "+strconv.Itoa(he.StepIndex)+" ("+he.StepName+") would send secret "+he.Secret+" (or what a step received for it) to "+he.Host+
 				", which is not in its allowed_hosts; an admin sets them with PUT /v1/workflow-secrets/"+he.Secret+".").
 			WithDetails(map[string]any{"step_index": he.StepIndex, "step_name": he.StepName, "secret": he.Secret, "host": he.Host})
+	case errors.As(err, &nc):
+		return NewError(http.StatusConflict, "WORKFLOW_NOT_CONFIGURED", "Store the workflow's secrets before activating it.").
+			WithDetails(map[string]any{"missing_secrets": nc.Missing})
+	case errors.Is(err, responses.ErrSystemReadOnly):
+		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW_READ_ONLY", "System workflows accept only state changes.")
+	case errors.Is(err, responses.ErrSystemNotDeletable):
+		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW", "System workflows cannot be deleted; set state to inactive instead.")
+	case errors.As(err, &verrs):
+		return inBody(verrs)
 	}
-	var fb *responses.ForbiddenError
-	if errors.As(err, &fb) {
-		return responsesError(err)
-	}
-	return err
+	return responsesError(err)
 }
 
-// workflowSecretNames lists the secrets a stored steps list names.
 func workflowSecretNames(steps json.RawMessage) []string { return responses.WorkflowSecretNames(steps) }
 
 func derefOr[T any](p *T, def T) T {
@@ -231,12 +200,8 @@ func (s *Server) createWorkflow(c *fiber.Ctx) error {
 		ApprovalTimeoutSeconds: derefOr(req.ApprovalTimeoutSeconds, 3600), ApprovalChannel: req.ApprovalChannel,
 		RequiredApprovals: derefOr(req.RequiredApprovals, 1), RiskLevel: derefOr(req.RiskLevel, "medium"), Tags: req.Tags,
 		TimeSavedMinutes: req.TimeSavedMinutes}
-	w.RequiredSecrets = workflowSecretNames(w.Steps)
-	if err := s.checkSave(c, nil, responses.DefinitionOf(w.Definition())); err != nil {
-		return err
-	}
-	if err := s.deps.Workflows.CreateWorkflow(c.UserContext(), &w); err != nil {
-		return err
+	if err := s.responses.CreateWorkflow(c.UserContext(), responses.ActorOf(principal(c), responses.ActorAPI), &w); err != nil {
+		return definitionError(err)
 	}
 	return respond(c, http.StatusCreated, toWorkflowResponse(w))
 }
@@ -301,7 +266,7 @@ func (r updateWorkflowRequest) Validate() validate.Errors {
 	if r.Steps == nil {
 		return nil
 	}
-	return validateWorkflowSteps(r.Steps)
+	return responses.ValidateSteps(r.Steps)
 }
 
 func (s *Server) updateWorkflow(c *fiber.Ctx) error {
@@ -313,114 +278,57 @@ func (s *Server) updateWorkflow(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	w, err := s.deps.Workflows.GetWorkflow(ctx, id)
+	w, err := s.responses.UpdateWorkflow(c.UserContext(), responses.ActorOf(principal(c), responses.ActorAPI), id, func(d *store.WorkflowDefinition) {
+		if req.Name != nil {
+			d.Name = *req.Name
+		}
+		if req.Description.Set {
+			d.Description = optionalPtr(req.Description)
+		}
+		if req.Documentation.Set {
+			d.Documentation = optionalPtr(req.Documentation)
+		}
+		if req.WorkflowType != nil {
+			d.WorkflowType = *req.WorkflowType
+		}
+		if req.IndicatorTypes != nil {
+			d.IndicatorTypes = req.IndicatorTypes
+		}
+		if req.Steps != nil {
+			d.Steps = compactJSON(req.Steps)
+		}
+		if req.TimeoutSeconds != nil {
+			d.TimeoutSeconds = *req.TimeoutSeconds
+		}
+		if req.RetryPolicy != nil {
+			d.RetryMaxAttempts, d.RetryInitialIntervalSeconds = req.RetryPolicy.MaxAttempts, req.RetryPolicy.InitialIntervalSeconds
+		}
+		if req.ApprovalMode != nil {
+			d.ApprovalMode = *req.ApprovalMode
+		}
+		if req.ApprovalTimeoutSeconds != nil {
+			d.ApprovalTimeoutSeconds = *req.ApprovalTimeoutSeconds
+		}
+		if req.ApprovalChannel.Set {
+			d.ApprovalChannel = optionalPtr(req.ApprovalChannel)
+		}
+		if req.RequiredApprovals != nil {
+			d.RequiredApprovals = *req.RequiredApprovals
+		}
+		if req.RiskLevel != nil {
+			d.RiskLevel = *req.RiskLevel
+		}
+		if req.Tags != nil {
+			d.Tags = req.Tags
+		}
+		if req.TimeSavedMinutes.Set {
+			d.TimeSavedMinutes = optionalPtr(req.TimeSavedMinutes)
+		}
+	}, req.State)
 	if err != nil {
-		return notFoundAs(err, "Workflow")
-	}
-	before, _ := json.Marshal(w.Definition())
-	d := w.Definition()
-	if req.Name != nil {
-		d.Name = *req.Name
-	}
-	if req.Description.Set {
-		d.Description = optionalPtr(req.Description)
-	}
-	if req.Documentation.Set {
-		d.Documentation = optionalPtr(req.Documentation)
-	}
-	if req.WorkflowType != nil {
-		d.WorkflowType = *req.WorkflowType
-	}
-	if req.IndicatorTypes != nil {
-		d.IndicatorTypes = req.IndicatorTypes
-	}
-	if req.Steps != nil {
-		d.Steps = compactJSON(req.Steps)
-	}
-	if req.TimeoutSeconds != nil {
-		d.TimeoutSeconds = *req.TimeoutSeconds
-	}
-	if req.RetryPolicy != nil {
-		d.RetryMaxAttempts, d.RetryInitialIntervalSeconds = req.RetryPolicy.MaxAttempts, req.RetryPolicy.InitialIntervalSeconds
-	}
-	if req.ApprovalMode != nil {
-		d.ApprovalMode = *req.ApprovalMode
-	}
-	if req.ApprovalTimeoutSeconds != nil {
-		d.ApprovalTimeoutSeconds = *req.ApprovalTimeoutSeconds
-	}
-	if req.ApprovalChannel.Set {
-		d.ApprovalChannel = optionalPtr(req.ApprovalChannel)
-	}
-	if req.RequiredApprovals != nil {
-		d.RequiredApprovals = *req.RequiredApprovals
-	}
-	if req.RiskLevel != nil {
-		d.RiskLevel = *req.RiskLevel
-	}
-	if req.Tags != nil {
-		d.Tags = req.Tags
-	}
-	if req.TimeSavedMinutes.Set {
-		d.TimeSavedMinutes = optionalPtr(req.TimeSavedMinutes)
-	}
-	after, _ := json.Marshal(d)
-	changed := string(before) != string(after)
-	if changed && w.IsSystem {
-		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW_READ_ONLY", "System workflows accept only state changes.")
-	}
-	cols := []string{}
-	if changed {
-		prev := responses.DefinitionOf(w.Definition())
-		if err := s.checkSave(c, &prev, responses.DefinitionOf(d)); err != nil {
-			return err
-		}
-		w.ApplyDefinition(d)
-		w.RequiredSecrets = workflowSecretNames(w.Steps)
-		cols = append(cols, "name", "description", "documentation", "workflow_type", "indicator_types", "steps", "timeout_seconds",
-			"retry_max_attempts", "retry_initial_interval_seconds", "approval_mode", "approval_timeout_seconds", "approval_channel",
-			"required_approvals", "risk_level", "tags", "time_saved_minutes", "required_secrets")
-	}
-	if w.IsSystem && req.State != nil {
-		return s.switchSystemWorkflow(c, w, *req.State == store.WorkflowStateActive)
-	}
-	if req.State != nil && *req.State != w.State {
-		w.State, cols = *req.State, append(cols, "state")
-	}
-	if len(cols) > 0 {
-		if err := s.deps.Workflows.UpdateWorkflow(ctx, &w, changed, cols...); err != nil {
-			return notFoundAs(err, "Workflow")
-		}
+		return definitionError(err)
 	}
 	return respond(c, http.StatusOK, toWorkflowResponse(w))
-}
-
-// switchSystemWorkflow turns a builtin workflow off (any state but active) or on. On needs every
-// secret it names: 409 WORKFLOW_NOT_CONFIGURED lists the missing ones and changes nothing.
-func (s *Server) switchSystemWorkflow(c *fiber.Ctx, w store.Workflow, enable bool) error {
-	ctx := c.UserContext()
-	if enable {
-		have, err := s.deps.Workflows.SealedWorkflowSecrets(ctx, w.RequiredSecrets)
-		if err != nil {
-			return err
-		}
-		missing := []string{}
-		for _, name := range w.RequiredSecrets {
-			if _, ok := have[name]; !ok {
-				missing = append(missing, name)
-			}
-		}
-		if len(missing) > 0 {
-			return NewError(http.StatusConflict, "WORKFLOW_NOT_CONFIGURED", "Store the workflow's secrets before activating it.").
-				WithDetails(map[string]any{"missing_secrets": missing})
-		}
-	}
-	updated, err := s.deps.Workflows.SetSystemWorkflowEnabled(ctx, w.UUID, enable)
-	if err != nil {
-		return notFoundAs(err, "Workflow")
-	}
-	return respond(c, http.StatusOK, toWorkflowResponse(updated))
 }
 
 func optionalPtr[T any](o Optional[T]) *T {
@@ -436,16 +344,8 @@ func (s *Server) deleteWorkflow(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	w, err := s.deps.Workflows.GetWorkflow(ctx, id)
-	if err != nil {
-		return notFoundAs(err, "Workflow")
-	}
-	if w.IsSystem {
-		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW", "System workflows cannot be deleted; set state to inactive instead.")
-	}
-	if err := s.deps.Workflows.DeleteWorkflow(ctx, id); err != nil {
-		return notFoundAs(err, "Workflow")
+	if err := s.responses.DeleteWorkflow(c.UserContext(), id); err != nil {
+		return definitionError(err)
 	}
 	return c.SendStatus(http.StatusNoContent)
 }

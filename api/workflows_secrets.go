@@ -48,10 +48,10 @@ func (r putWorkflowSecretRequest) Validate() validate.Errors {
 
 func secretName(c *fiber.Ctx) (string, error) {
 	name := c.Params("name")
-	if !secretNameRE.MatchString(name) {
+	if !responses.ValidSecretName(name) {
 		var errs validate.Errors
 		errs.AddCtx([]any{"path", "name"}, validate.TypePattern, "Secret names match ^[A-Z][A-Z0-9_]{0,63}$.", validate.Truncate(name),
-			map[string]any{"pattern": secretNameRE.String()})
+			map[string]any{"pattern": responses.SecretNamePattern})
 		return "", errs
 	}
 	return name, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -302,7 +303,7 @@ func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, defs, 9)
 	for _, d := range defs {
-		require.Empty(t, validateWorkflowSteps(d.Workflow.Steps), d.Key)
+		require.Empty(t, responses.ValidateSteps(d.Workflow.Steps), d.Key)
 		require.Equal(t, d.RequiredSecrets, workflowSecretNames(d.Workflow.Steps), d.Key)
 	}
 	require.NoError(t, ts.Store.SeedSystemWorkflows(ctx, defs))
@@ -367,7 +368,7 @@ func FuzzValidateWorkflowSteps(f *testing.F) {
 		if !json.Valid([]byte(raw)) {
 			return
 		}
-		errs := validateWorkflowSteps(json.RawMessage(raw))
+		errs := responses.ValidateSteps(json.RawMessage(raw))
 		for _, e := range errs {
 			if len(e.Loc) == 0 || e.Loc[0] != "steps" {
 				t.Fatalf("location %v outside steps", e.Loc)
@@ -375,7 +376,7 @@ func FuzzValidateWorkflowSteps(f *testing.F) {
 		}
 		if len(errs) == 0 {
 			for _, name := range workflowSecretNames(json.RawMessage(raw)) {
-				if !secretNameRE.MatchString(name) {
+				if !responses.ValidSecretName(name) {
 					t.Fatalf("accepted secret name %q", name)
 				}
 			}

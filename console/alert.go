@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ids"
@@ -157,12 +158,12 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 	return c.render(ctx, status, "alert", data)
 }
 
-// stepRecords decodes an indicator's enrichment_results (store.EnrichmentResult per provider), by provider.
+// stepRecords decodes an indicator's enrichment_results (enrichment.Answer per provider), by provider.
 func stepRecords(results map[string]any) []stepRecord {
 	out := make([]stepRecord, 0, len(results))
 	for provider, v := range results {
 		m, _ := v.(map[string]any)
-		r, err := store.EnrichmentResultFromMap(m)
+		r, err := enrichment.AnswerFromMap(m)
 		if err != nil {
 			out = append(out, stepRecord{Provider: provider, Status: "unreadable"})
 			continue

@@ -2,22 +2,11 @@ package store
 
 import (
 	"context"
-	"crypto/subtle"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-)
-
-// Errors of DecideApproval.
-var (
-	ErrApprovalDecided = errors.New("approval already decided")
-	ErrApprovalExpired = errors.New("approval expired")
-	ErrSelfApproval    = errors.New("self approval")
-	ErrResponderVoted  = errors.New("responder already decided")
-	ErrDecideToken     = errors.New("decide token invalid or used")
 )
 
 // ApprovalRequest gates one run.
@@ -139,20 +128,19 @@ func (s *Store) ListApprovals(ctx context.Context, f ApprovalFilter) ([]Approval
 	return out, int(total), nil
 }
 
-// Decision is one responder's input to DecideApproval.
-type Decision struct {
-	Identity     string     // what the quorum counts: key:<uuid>, slack:<team>:<user>, decide-page:<token hash>
-	ResponderID  string     // shown in the decisions list (free text)
-	KeyUUID      *uuid.UUID // the deciding API key, checked against the triggering key
-	KeyPrefix    string     // the deciding API key's prefix and name ("" for Slack and the decide page)
-	KeyName      string
-	VerifiedUser string // the Slack user or decide-page holder ("" for API keys)
-	Agent        bool   // an agent decided: recorded, never counted toward the quorum
-	ActorType    string // of the approval.decided event; "" is api
-	Approve      bool
-	Comment      *string
-	TokenHash    []byte // decide page: must match the stored token hash, which is then cleared
+// ApprovalOutcome is what the deciding rule (responses.Decide) made of one decision under the lock:
+// the decision to add and the request's status afterwards.
+type ApprovalOutcome struct {
+	Decision        ApprovalDecision // ApprovalUUID and DecidedAt are set by DecideApproval
+	Status          string           // the request's status afterwards
+	RejectionReason *string          // stored on the request when not nil
+	UseToken        bool             // the decide-page token is spent (decide_token_used_at = now)
+	ActorType       string           // of the approval.decided event; "" is api
 }
+
+// DecideFunc decides one decision on request a (locked, with its decisions) at now: it returns the
+// outcome to write, or an error that leaves the request untouched.
+type DecideFunc func(a ApprovalRequest, now time.Time) (ApprovalOutcome, error)
 
 func optString(s string) *string {
 	if s == "" {
@@ -161,91 +149,73 @@ func optString(s string) *string {
 	return &s
 }
 
-// DecideApproval commits one decision under a row lock: only a pending request before expires_at
-// can be decided (ErrApprovalDecided / ErrApprovalExpired), never by the key that triggered the run
-// (ErrSelfApproval), once per identity (ErrResponderVoted). One rejection rejects; approvals from
-// required_approvals distinct human identities approve (responder_id, free text, is never counted).
-// The deciding key's prefix and name, or the verified user, are stored with the decision and on the
-// event. approval.decided is recorded in the same
-// transaction. It returns the request as stored afterwards.
-func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, d Decision) (ApprovalRequest, error) {
+// nonEmpty is s, or nil when it points to "".
+func nonEmpty(s *string) *string {
+	if s == nil || *s == "" {
+		return nil
+	}
+	return s
+}
+
+// DecideApproval locks request id (ErrNotFound when there is none), loads its decisions and calls
+// decide with them and the store's clock: the store locks, the caller decides. What decide returns
+// is written in the same transaction — the decision row, the request's status (and rejection reason,
+// and the decide-page token spent) — with approval.decided recorded and raised to agents; an error
+// from decide is returned as is and nothing is written. Decisions on one request are serialized by
+// the lock, so decide always sees every decision committed before it. It returns the request as
+// stored afterwards.
+func (s *Store) DecideApproval(ctx context.Context, id uuid.UUID, decide DecideFunc) (ApprovalRequest, error) {
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var a ApprovalRequest
 		if err := tx.NewSelect().Model(&a).Where("uuid = ?", id).For("UPDATE").Scan(ctx); err != nil {
 			return fmt.Errorf("lock approval %s: %w", id, mapErr(err))
 		}
+		locked := []ApprovalRequest{a}
+		if err := s.loadDecisions(ctx, tx, locked); err != nil {
+			return err
+		}
 		now := s.Now()
-		if d.TokenHash != nil && (len(a.DecideTokenHash) == 0 || subtle.ConstantTimeCompare(a.DecideTokenHash, d.TokenHash) != 1 ||
-			a.DecideTokenUsedAt != nil) {
-			return ErrDecideToken
+		out, err := decide(locked[0], now)
+		if err != nil {
+			return err
 		}
-		switch {
-		case a.Status == ApprovalExpired:
-			return ErrApprovalExpired
-		case a.Status != ApprovalPending:
-			return ErrApprovalDecided
-		case !now.Before(a.ExpiresAt):
-			return ErrApprovalExpired
+		row := out.Decision
+		row.ApprovalUUID, row.DecidedAt = id, now
+		row.KeyPrefix, row.KeyName, row.VerifiedUser = nonEmpty(row.KeyPrefix), nonEmpty(row.KeyName), nonEmpty(row.VerifiedUser)
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			return fmt.Errorf("insert decision of %s on approval %s: %w", row.Identity, id, mapErr(err))
 		}
-		if d.KeyUUID != nil && a.TriggerKeyUUID != nil && *d.KeyUUID == *a.TriggerKeyUUID {
-			return ErrSelfApproval
+		q := tx.NewUpdate().Table("workflow_approval_requests").Set("status = ?, updated_at = ?", out.Status, now).Where("uuid = ?", id)
+		if out.RejectionReason != nil {
+			q = q.Set("rejection_reason = ?", *out.RejectionReason)
 		}
-		decision := ApprovalRejected
-		if d.Approve {
-			decision = ApprovalApproved
-		}
-		row := &ApprovalDecision{ApprovalUUID: id, Identity: d.Identity, ResponderID: d.ResponderID, Decision: decision, Comment: d.Comment,
-			DecidedAt: now, KeyPrefix: optString(d.KeyPrefix), KeyName: optString(d.KeyName), VerifiedUser: optString(d.VerifiedUser), Human: !d.Agent}
-		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-			if IsUniqueViolation(err, "") {
-				return ErrResponderVoted
-			}
-			return fmt.Errorf("insert decision: %w", mapErr(err))
-		}
-		status := ApprovalPending
-		if !d.Approve {
-			status = ApprovalRejected
-		} else {
-			// Distinct human identities: the primary key makes each identity decide once.
-			n, err := tx.NewSelect().Table("workflow_approval_decisions").Where("approval_uuid = ? AND decision = ? AND human", id, ApprovalApproved).Count(ctx)
-			if err != nil {
-				return fmt.Errorf("count approvals: %w", mapErr(err))
-			}
-			if int(n) >= a.RequiredApprovals {
-				status = ApprovalApproved
-			}
-		}
-		q := tx.NewUpdate().Table("workflow_approval_requests").Set("status = ?, updated_at = ?", status, now).Where("uuid = ?", id)
-		if !d.Approve && d.Comment != nil {
-			q = q.Set("rejection_reason = ?", *d.Comment)
-		}
-		if d.TokenHash != nil {
+		if out.UseToken {
 			q = q.Set("decide_token_used_at = ?", now)
 		}
 		if _, err := q.Exec(ctx); err != nil {
 			return fmt.Errorf("update approval %s: %w", id, mapErr(err))
 		}
 		wf := a.WorkflowUUID
-		actor := d.ActorType
+		actor := out.ActorType
 		if actor == "" {
 			actor = ActorAPI
 		}
-		refs := map[string]any{"approval_request_uuid": id.String(), "run_uuid": a.RunUUID.String(), "decision": decision,
-			"responder_id": d.ResponderID, "status": status}
-		if d.KeyName != "" {
-			refs["key_name"] = d.KeyName
+		refs := map[string]any{"approval_request_uuid": id.String(), "run_uuid": a.RunUUID.String(), "decision": row.Decision,
+			"responder_id": row.ResponderID, "status": out.Status}
+		if row.KeyName != nil {
+			refs["key_name"] = *row.KeyName
 		}
-		if d.VerifiedUser != "" {
-			refs["verified_user"] = d.VerifiedUser
+		if row.VerifiedUser != nil {
+			refs["verified_user"] = *row.VerifiedUser
 		}
-		if err := s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.decided", ActorType: actor, ActorKeyPrefix: optString(d.KeyPrefix),
+		if err := s.RecordActivity(ctx, tx, &ActivityEvent{EventType: "approval.decided", ActorType: actor, ActorKeyPrefix: row.KeyPrefix,
 			WorkflowUUID: &wf, References: refs, CreatedAt: now}); err != nil {
 			return err
 		}
-		a.Status = status
-		return s.raiseApprovalEvent(ctx, tx, EventApprovalDecided, a, map[string]any{"decision": decision,
-			"responder_id": d.ResponderID, "comment": d.Comment, "key_prefix": optString(d.KeyPrefix), "key_name": optString(d.KeyName),
-			"verified_user": optString(d.VerifiedUser), "decided_at": now})
+		a.Status = out.Status
+		return s.raiseApprovalEvent(ctx, tx, EventApprovalDecided, a, map[string]any{"decision": row.Decision,
+			"responder_id": row.ResponderID, "comment": row.Comment, "key_prefix": row.KeyPrefix, "key_name": row.KeyName,
+			"verified_user": row.VerifiedUser, "decided_at": now})
 	})
 	if err != nil {
 		return ApprovalRequest{}, err

@@ -50,16 +50,3 @@ func TestRateLimit_Interval(t *testing.T) {
 	require.Equal(t, time.Duration(0), store.RateLimit{}.Interval())
 	require.Equal(t, time.Duration(0), store.RateLimit{Requests: -1, PerSeconds: 5}.Interval())
 }
-
-func TestEnrichmentResult_MapRoundTrip(t *testing.T) {
-	now := time.Date(2026, 11, 22, 1, 2, 3, 4000, time.UTC)
-	r := store.EnrichmentResult{Provider: "p", Status: store.EnrichSuccess, Success: true, Extracted: map[string]any{"n": float64(3)},
-		Malice: "Benign", EnrichedAt: &now, RawResponse: map[string]any{"a": "b"}}
-	back, err := store.EnrichmentResultFromMap(r.Map())
-	require.NoError(t, err)
-	require.Equal(t, r.Provider, back.Provider)
-	require.Equal(t, r.Extracted, back.Extracted)
-	require.True(t, now.Equal(*back.EnrichedAt))
-	_, err = store.EnrichmentResultFromMap(map[string]any{"success": "yes"})
-	require.Error(t, err)
-}

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/indicators"
@@ -71,14 +72,14 @@ func withDefaultDeadline(ctx context.Context) (context.Context, context.CancelFu
 // skipped results first, then one ProviderCall workflow per remaining provider, in parallel, waited
 // for until ctx ends. A provider still running then is reported as failed with a message saying it
 // continues in the background (its result lands in the cache). Results are sorted by provider.
-func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]store.EnrichmentResult, error) {
+func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]enrichment.Answer, error) {
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
-	plan, err := e.acts.EnrichPlan(ctx, activities.EnrichPlanInput{AdHoc: &activities.EnrichTarget{Type: typ, Value: value}})
+	plan, err := e.acts.EnrichPlan(ctx, enrichment.PlanInput{AdHoc: &enrichment.Target{Type: typ, Value: value}})
 	if err != nil {
 		return nil, fmt.Errorf("enrich: %w", err)
 	}
-	results := make([]store.EnrichmentResult, 0, len(plan.Done)+len(plan.Calls))
+	results := make([]enrichment.Answer, 0, len(plan.Done)+len(plan.Calls))
 	for _, o := range plan.Done {
 		results = append(results, o.Result)
 	}
@@ -94,7 +95,7 @@ func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]store.Enric
 					errs[i] = err
 					return
 				}
-				res = workflows.ProviderCallResult{Result: store.EnrichmentResult{Provider: call.Provider, Status: store.EnrichFailed,
+				res = workflows.ProviderCallResult{Result: enrichment.Answer{Provider: call.Provider, Status: store.EnrichFailed,
 					Malice: string(indicators.MalicePending), Extracted: map[string]any{},
 					ErrorMessage: "the provider did not answer in time; the call continues in the background and its result will be cached"}}
 			}
@@ -107,22 +108,22 @@ func (e *Enricher) Enrich(ctx context.Context, typ, value string) ([]store.Enric
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(results, func(a, b store.EnrichmentResult) int { return strings.Compare(a.Provider, b.Provider) })
+	slices.SortFunc(results, func(a, b enrichment.Answer) int { return strings.Compare(a.Provider, b.Provider) })
 	return results, nil
 }
 
 // TestProvider runs provider against one value through the real ProviderCall workflow in test mode
 // (no cache, no indicator updates, one attempt per step) and returns its result and step records.
-func (e *Enricher) TestProvider(ctx context.Context, provider, typ, value string) (store.EnrichmentResult, []httpsteps.StepRecord, error) {
+func (e *Enricher) TestProvider(ctx context.Context, provider, typ, value string) (enrichment.Answer, []httpsteps.StepRecord, error) {
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
 	res, err := e.runProviderCall(ctx, ids.AdHocProviderCall(provider),
 		workflows.ProviderCallInput{Provider: provider, Type: typ, Value: value, Test: true})
 	if err != nil {
-		return store.EnrichmentResult{}, nil, err
+		return enrichment.Answer{}, nil, err
 	}
 	if !res.Found {
-		return store.EnrichmentResult{Provider: provider, Status: store.EnrichFailed, Malice: string(indicators.MalicePending),
+		return enrichment.Answer{Provider: provider, Status: store.EnrichFailed, Malice: string(indicators.MalicePending),
 			Extracted: map[string]any{}, ErrorMessage: "provider not found"}, res.Steps, nil
 	}
 	return res.Result, res.Steps, nil

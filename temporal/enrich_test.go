@@ -21,6 +21,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -114,7 +115,7 @@ func startEnrichEnv(dsn, addr, prefix string) (*enrichEnv, error) {
 		}
 		return ""
 	}
-	acts := &activities.Activities{Enrichment: &activities.EnrichmentDeps{Store: st, Box: box, Env: env, HTTP: guard.HTTPClient(time.Minute)}}
+	acts := &activities.Activities{Enrichment: &enrichment.EngineDeps{Store: st, Box: box, Env: env, HTTP: guard.HTTPClient(time.Minute)}}
 	e.c, err = temporal.Dial(ctx, temporal.Config{HostPort: addr}, nil)
 	if err != nil {
 		return nil, err
@@ -182,7 +183,7 @@ func (e *enrichEnv) provider(t testing.TB, spec providerSpec) string {
 	return name
 }
 
-func resultFor(t testing.TB, results []store.EnrichmentResult, provider string) store.EnrichmentResult {
+func resultFor(t testing.TB, results []enrichment.Answer, provider string) enrichment.Answer {
 	t.Helper()
 	for _, r := range results {
 		if r.Provider == provider {
@@ -190,7 +191,7 @@ func resultFor(t testing.TB, results []store.EnrichmentResult, provider string) 
 		}
 	}
 	require.Failf(t, "no result", "provider %s not in %+v", provider, results)
-	return store.EnrichmentResult{}
+	return enrichment.Answer{}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -443,7 +444,7 @@ func TestEnrich_RateLimitSpacesCallsWithoutFailing(t *testing.T) {
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	out := make([]store.EnrichmentResult, n)
+	out := make([]enrichment.Answer, n)
 	for i := range n {
 		wg.Go(func() {
 			results, err := e.enricher.Enrich(ctxFor(t, 60*time.Second), "domain", fmt.Sprintf("rl%d-%s.com", i, name))

@@ -29,6 +29,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/netguard"
@@ -122,7 +123,7 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 	guard := netguard.NewGuard([]string{provLn.Addr().String()})
 	e.agents = agents.New(st, box, guard, agents.NewHTTPClient(guard))
 	e.acts = &activities.Activities{Pipeline: st,
-		Enrichment: &activities.EnrichmentDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
+		Enrichment: &enrichment.EngineDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
 			// A short cool-down so the outage test sees the circuit probe and close within seconds.
 			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},
 		AgentEvents: &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, "http://vigil.test"), Deliverer: e.agents}}
@@ -662,7 +663,7 @@ func TestPipeline_LocalStepFallsBackToActivity(t *testing.T) {
 			http.Error(w, "try again", http.StatusInternalServerError)
 			return
 		case v == slow && n == 1:
-			time.Sleep(workflows.LocalStepBudget + activities.InlineSlotWait + 500*time.Millisecond)
+			time.Sleep(workflows.LocalStepBudget + enrichment.InlineSlotWait + 500*time.Millisecond)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"score": 10}`))

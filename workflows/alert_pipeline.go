@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -164,7 +165,7 @@ func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineRe
 
 // providerOutcomes returns the sorted, distinct providers that succeeded (or were served from the
 // cache) and those that failed; skipped calls count as neither.
-func providerOutcomes(outcomes []activities.Outcome) (succeeded, failed []string) {
+func providerOutcomes(outcomes []enrichment.Outcome) (succeeded, failed []string) {
 	succeeded, failed = []string{}, []string{}
 	for _, o := range outcomes {
 		switch o.Result.Status {

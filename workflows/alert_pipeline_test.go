@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/workflows"
@@ -79,13 +80,13 @@ func TestAlertPipeline_Enriched(t *testing.T) {
 	m := pipelineEnv(t)
 	var a *activities.Activities
 	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(2), nil)
-	plan := activities.EnrichPlan{Targets: []activities.EnrichTarget{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}, {IndicatorUUID: "2", Type: "domain", Value: "evil.com"}}}
-	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.MatchedBy(func(in activities.EnrichPlanInput) bool { return len(in.IndicatorUUIDs) == 2 })).Return(plan, nil).Once()
-	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(activities.EnrichRecordResult{Outcomes: []activities.Outcome{
-		{Target: 0, Result: store.EnrichmentResult{Provider: "vt", Status: store.EnrichSuccess}},
-		{Target: 1, Result: store.EnrichmentResult{Provider: "vt", Status: store.EnrichSuccess}},
-		{Target: 1, Result: store.EnrichmentResult{Provider: "abuse", Status: store.EnrichFailed}},
-		{Target: 0, Result: store.EnrichmentResult{Provider: "skipper", Status: store.EnrichSkipped}},
+	plan := enrichment.Plan{Targets: []enrichment.Target{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}, {IndicatorUUID: "2", Type: "domain", Value: "evil.com"}}}
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.MatchedBy(func(in enrichment.PlanInput) bool { return len(in.IndicatorUUIDs) == 2 })).Return(plan, nil).Once()
+	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(enrichment.RecordResult{Outcomes: []enrichment.Outcome{
+		{Target: 0, Result: enrichment.Answer{Provider: "vt", Status: store.EnrichSuccess}},
+		{Target: 1, Result: enrichment.Answer{Provider: "vt", Status: store.EnrichSuccess}},
+		{Target: 1, Result: enrichment.Answer{Provider: "abuse", Status: store.EnrichFailed}},
+		{Target: 0, Result: enrichment.Answer{Provider: "skipper", Status: store.EnrichSkipped}},
 	}}, nil).Once()
 	m.env.OnUpsertTypedSearchAttributes(mock.Anything).Never() // set at start by the dispatcher
 	res := run(t, m)
@@ -119,9 +120,9 @@ func TestAlertPipeline_AllProvidersFailed(t *testing.T) {
 	m := pipelineEnv(t)
 	var a *activities.Activities
 	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(1), nil)
-	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(activities.EnrichPlan{Targets: []activities.EnrichTarget{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}}}, nil)
-	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(activities.EnrichRecordResult{Outcomes: []activities.Outcome{
-		{Result: store.EnrichmentResult{Provider: "vt", Status: store.EnrichFailed}}}}, nil)
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(enrichment.Plan{Targets: []enrichment.Target{{IndicatorUUID: "1", Type: "ip", Value: "45.33.32.156"}}}, nil)
+	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(enrichment.RecordResult{Outcomes: []enrichment.Outcome{
+		{Result: enrichment.Answer{Provider: "vt", Status: store.EnrichFailed}}}}, nil)
 	res := run(t, m)
 	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)
 	require.Equal(t, store.EnrichmentFailed, m.finished.Status)
@@ -132,7 +133,7 @@ func TestAlertPipeline_EnrichmentErrorMarksFailed(t *testing.T) {
 	m := pipelineEnv(t)
 	var a *activities.Activities
 	m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(extraction(2), nil)
-	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(activities.EnrichPlan{},
+	m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(enrichment.Plan{},
 		sdktemporal.NewNonRetryableApplicationError("not configured", "EnrichNotConfigured", nil))
 	res := run(t, m)
 	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
-	"github.com/vigil-soc/vigil/store"
 )
 
 // Enrichment limits.
@@ -27,9 +27,9 @@ const (
 // EnrichIndicatorsInput says what EnrichIndicators enriches: stored indicators by uuid and/or one
 // ad-hoc value, with every configured provider supporting each type (only Providers when set).
 type EnrichIndicatorsInput struct {
-	IndicatorUUIDs []string                 `json:"indicator_uuids,omitempty"`
-	AdHoc          *activities.EnrichTarget `json:"ad_hoc,omitempty"`
-	Providers      []string                 `json:"providers,omitempty"`
+	IndicatorUUIDs []string           `json:"indicator_uuids,omitempty"`
+	AdHoc          *enrichment.Target `json:"ad_hoc,omitempty"`
+	Providers      []string           `json:"providers,omitempty"`
 	// Test: the provider test endpoint (no cache, no indicator updates, one attempt per step, step
 	// records kept with their response bodies).
 	Test      bool `json:"test,omitempty"`
@@ -45,8 +45,8 @@ type EnrichIndicatorsInput struct {
 // EnrichIndicatorsResult holds the targets and one outcome per (target, provider) that ran, was
 // served from the cache or was skipped (unconfigured providers are left out).
 type EnrichIndicatorsResult struct {
-	Targets  []activities.EnrichTarget `json:"targets"`
-	Outcomes []activities.Outcome      `json:"outcomes"`
+	Targets  []enrichment.Target  `json:"targets"`
+	Outcomes []enrichment.Outcome `json:"outcomes"`
 	// Steps are the step records of each call, by provider name (test mode only).
 	Steps map[string][]httpsteps.StepRecord `json:"steps,omitempty"`
 }
@@ -62,16 +62,16 @@ func EnrichIndicators(ctx workflow.Context, in EnrichIndicatorsInput) (EnrichInd
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &sdktemporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumAttempts: 5, NonRetryableErrorTypes: []string{"EnrichNotConfigured", "EnrichBadInput"}},
 	})
-	var plan activities.EnrichPlan
-	planIn := activities.EnrichPlanInput{IndicatorUUIDs: in.IndicatorUUIDs, AdHoc: in.AdHoc, Providers: in.Providers, Test: in.Test, SkipCache: in.SkipCache}
+	var plan enrichment.Plan
+	planIn := enrichment.PlanInput{IndicatorUUIDs: in.IndicatorUUIDs, AdHoc: in.AdHoc, Providers: in.Providers, Test: in.Test, SkipCache: in.SkipCache}
 	if err := workflow.ExecuteLocalActivity(lctx, a.EnrichPlan, planIn).Get(lctx, &plan); err != nil {
 		return EnrichIndicatorsResult{}, fmt.Errorf("enrichment plan: %w", err)
 	}
 	if len(plan.Targets) == 0 {
-		return EnrichIndicatorsResult{Targets: []activities.EnrichTarget{}, Outcomes: []activities.Outcome{}}, nil
+		return EnrichIndicatorsResult{Targets: []enrichment.Target{}, Outcomes: []enrichment.Outcome{}}, nil
 	}
 
-	calls := make([]activities.CallOutcome, len(plan.Calls))
+	calls := make([]enrichment.CallOutcome, len(plan.Calls))
 	wg := workflow.NewWaitGroup(ctx)
 	for i := range plan.Calls {
 		wg.Add(1)
@@ -90,13 +90,13 @@ func EnrichIndicators(ctx workflow.Context, in EnrichIndicatorsInput) (EnrichInd
 			res.Steps[plan.Calls[i].Provider] = c.Steps
 		}
 	}
-	recIn := activities.EnrichRecordInput{Plan: plan, Calls: calls, Test: in.Test}
+	recIn := enrichment.RecordInput{Plan: plan, Calls: calls, Test: in.Test}
 	if !in.Test {
 		for i := range recIn.Calls {
 			recIn.Calls[i].Steps = nil // records stay in history through the step activities
 		}
 	}
-	var rec activities.EnrichRecordResult
+	var rec enrichment.RecordResult
 	if err := workflow.ExecuteLocalActivity(lctx, a.EnrichRecord, recIn).Get(lctx, &rec); err != nil {
 		return EnrichIndicatorsResult{}, fmt.Errorf("record enrichment: %w", err)
 	}
@@ -106,10 +106,10 @@ func EnrichIndicators(ctx workflow.Context, in EnrichIndicatorsInput) (EnrichInd
 
 // runProviderCall runs the steps of one planned call in order, honouring rate-limit slots and
 // Retry-After with durable timers. It never fails: a failure is reported in the outcome.
-func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target activities.EnrichTarget, call activities.PlannedCall) activities.CallOutcome {
+func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target enrichment.Target, call enrichment.PlannedCall) enrichment.CallOutcome {
 	start := workflow.Now(ctx)
-	out := activities.CallOutcome{}
-	finish := func() activities.CallOutcome {
+	out := enrichment.CallOutcome{}
+	finish := func() enrichment.CallOutcome {
 		out.DurationMS = workflow.Now(ctx).Sub(start).Milliseconds()
 		return out
 	}
@@ -122,8 +122,8 @@ func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target acti
 	rateLimited := 0
 	for i := 0; i < len(call.Steps); {
 		st := call.Steps[i]
-		var res activities.EnrichStepResult
-		err := runStep(ctx, in, st, activities.EnrichStepInput{
+		var res enrichment.StepResult
+		err := runStep(ctx, in, st, enrichment.StepInput{
 			Provider: call.Provider, Target: target, StepIndex: i, State: state, Slot: slot, KeepRecords: in.Test,
 		}, attempts, &res)
 		slot = time.Time{}
@@ -142,7 +142,7 @@ func runProviderCall(ctx workflow.Context, in EnrichIndicatorsInput, target acti
 		switch {
 		case !res.WaitUntil.IsZero():
 			// A rate-limit slot is reserved: sleep durably until just before it, then send on it.
-			if d := res.WaitUntil.Sub(workflow.Now(ctx)) - activities.InlineSlotWait*3/4; d > 0 {
+			if d := res.WaitUntil.Sub(workflow.Now(ctx)) - enrichment.InlineSlotWait*3/4; d > 0 {
 				if err := workflow.Sleep(ctx, d); err != nil {
 					out.Error = "cancelled while waiting for the provider's rate limit"
 					return finish()
@@ -197,16 +197,16 @@ const (
 // queue with the step's full timeout, backoff and remaining attempts (an overrun of the budget by a
 // step allowed longer is not counted as an attempt), so a slow or flaky provider costs what it
 // always did and never holds a workflow task.
-func runStep(ctx workflow.Context, in EnrichIndicatorsInput, st activities.PlannedStep, stepIn activities.EnrichStepInput, attempts int32, res *activities.EnrichStepResult) error {
+func runStep(ctx workflow.Context, in EnrichIndicatorsInput, st enrichment.PlannedStep, stepIn enrichment.StepInput, attempts int32, res *enrichment.StepResult) error {
 	var a *activities.Activities
 	timeout := time.Duration(st.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
 		timeout = httpsteps.DefaultTimeoutSeconds * time.Second
 	}
-	permanent := []string{activities.ErrTypeStepPermanent, "EnrichNotConfigured"}
+	permanent := []string{enrichment.ErrTypeStepPermanent, "EnrichNotConfigured"}
 	if in.LocalSteps && !in.Test {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: min(timeout, LocalStepBudget) + activities.InlineSlotWait,
+			StartToCloseTimeout: min(timeout, LocalStepBudget) + enrichment.InlineSlotWait,
 			RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
 		})
 		err := workflow.ExecuteLocalActivity(lctx, a.EnrichStep, stepIn).Get(lctx, res)
@@ -227,7 +227,7 @@ func runStep(ctx workflow.Context, in EnrichIndicatorsInput, st activities.Plann
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           in.StepQueue,
-		StartToCloseTimeout: timeout + activities.InlineSlotWait + 10*time.Second,
+		StartToCloseTimeout: timeout + enrichment.InlineSlotWait + 10*time.Second,
 		RetryPolicy: &sdktemporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -274,10 +274,10 @@ type ProviderCallInput struct {
 
 // ProviderCallResult is the provider's result and, in test mode, every step record.
 type ProviderCallResult struct {
-	Target activities.EnrichTarget `json:"target"`
-	Result store.EnrichmentResult  `json:"result"`
-	Found  bool                    `json:"found"` // false when the provider was not run (unconfigured, wrong type)
-	Steps  []httpsteps.StepRecord  `json:"steps,omitempty"`
+	Target enrichment.Target      `json:"target"`
+	Result enrichment.Answer      `json:"result"`
+	Found  bool                   `json:"found"` // false when the provider was not run (unconfigured, wrong type)
+	Steps  []httpsteps.StepRecord `json:"steps,omitempty"`
 }
 
 // ProviderCall is the standalone multi-step call of one provider (workflow id
@@ -289,7 +289,7 @@ func ProviderCall(ctx workflow.Context, in ProviderCallInput) (ProviderCallResul
 	if in.IndicatorUUID != "" {
 		ein.IndicatorUUIDs = []string{in.IndicatorUUID}
 	} else {
-		ein.AdHoc = &activities.EnrichTarget{Type: in.Type, Value: in.Value}
+		ein.AdHoc = &enrichment.Target{Type: in.Type, Value: in.Value}
 	}
 	res, err := EnrichIndicators(ctx, ein)
 	if err != nil {

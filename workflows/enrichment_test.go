@@ -14,28 +14,28 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
-	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/workflows"
 )
 
 // enrichFake replaces the three enrichment activities with scripted ones.
 type enrichFake struct {
 	mu      sync.Mutex
-	plan    activities.EnrichPlan
-	step    func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error)
-	inputs  []activities.EnrichStepInput
+	plan    enrichment.Plan
+	step    func(in enrichment.StepInput, n int) (enrichment.StepResult, error)
+	inputs  []enrichment.StepInput
 	local   []bool // per EnrichStep call: was it a local activity
-	record  activities.EnrichRecordInput
-	outcome []activities.Outcome
+	record  enrichment.RecordInput
+	outcome []enrichment.Outcome
 }
 
 func (f *enrichFake) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
-	env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.EnrichPlanInput) (activities.EnrichPlan, error) {
+	env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(func(_ context.Context, _ enrichment.PlanInput) (enrichment.Plan, error) {
 		return f.plan, nil
 	})
-	env.OnActivity(a.EnrichStep, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.EnrichStepInput) (activities.EnrichStepResult, error) {
+	env.OnActivity(a.EnrichStep, mock.Anything, mock.Anything).Return(func(ctx context.Context, in enrichment.StepInput) (enrichment.StepResult, error) {
 		f.mu.Lock()
 		f.inputs = append(f.inputs, in)
 		f.local = append(f.local, activity.GetInfo(ctx).IsLocalActivity)
@@ -43,27 +43,27 @@ func (f *enrichFake) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Unlock()
 		return f.step(in, n)
 	})
-	env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EnrichRecordInput) (activities.EnrichRecordResult, error) {
+	env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in enrichment.RecordInput) (enrichment.RecordResult, error) {
 		f.record = in
-		out := append([]activities.Outcome(nil), in.Plan.Done...)
+		out := append([]enrichment.Outcome(nil), in.Plan.Done...)
 		for _, c := range in.Calls {
-			r := store.EnrichmentResult{Provider: in.Plan.Calls[c.Call].Provider, Success: c.Success, NotFound: c.NotFound, ErrorMessage: c.Error}
-			out = append(out, activities.Outcome{Target: in.Plan.Calls[c.Call].Target, Result: r})
+			r := enrichment.Answer{Provider: in.Plan.Calls[c.Call].Provider, Success: c.Success, NotFound: c.NotFound, ErrorMessage: c.Error}
+			out = append(out, enrichment.Outcome{Target: in.Plan.Calls[c.Call].Target, Result: r})
 		}
 		f.outcome = out
-		return activities.EnrichRecordResult{Outcomes: out}, nil
+		return enrichment.RecordResult{Outcomes: out}, nil
 	})
 }
 
-func onePlan(provider string, steps ...activities.PlannedStep) activities.EnrichPlan {
-	return activities.EnrichPlan{
-		Targets: []activities.EnrichTarget{{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01", Type: "domain", Value: "x.example.com"}},
-		Calls:   []activities.PlannedCall{{Target: 0, Provider: provider, Steps: steps}},
+func onePlan(provider string, steps ...enrichment.PlannedStep) enrichment.Plan {
+	return enrichment.Plan{
+		Targets: []enrichment.Target{{IndicatorUUID: "0b5c6f4e-8a43-4c55-9a43-46ad0c1e0d01", Type: "domain", Value: "x.example.com"}},
+		Calls:   []enrichment.PlannedCall{{Target: 0, Provider: provider, Steps: steps}},
 	}
 }
 
-func ok(name string, i int, state string) activities.EnrichStepResult {
-	return activities.EnrichStepResult{Record: httpsteps.StepRecord{StepName: name, StepIndex: i, ResponseStatusCode: 200}, State: []byte(state)}
+func ok(name string, i int, state string) enrichment.StepResult {
+	return enrichment.StepResult{Record: httpsteps.StepRecord{StepName: name, StepIndex: i, ResponseStatusCode: 200}, State: []byte(state)}
 }
 
 func runEnrich(t *testing.T, f *enrichFake, in workflows.EnrichIndicatorsInput) (workflows.EnrichIndicatorsResult, *testsuite.TestWorkflowEnvironment) {
@@ -82,8 +82,8 @@ func runEnrich(t *testing.T, f *enrichFake, in workflows.EnrichIndicatorsInput) 
 }
 
 func TestEnrichIndicators_StepsPassState(t *testing.T) {
-	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5}, activities.PlannedStep{Name: "b", TimeoutSeconds: 5})}
-	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+	f := &enrichFake{plan: onePlan("p", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5}, enrichment.PlannedStep{Name: "b", TimeoutSeconds: 5})}
+	f.step = func(in enrichment.StepInput, _ int) (enrichment.StepResult, error) {
 		if in.StepIndex == 0 {
 			return ok("a", 0, "state-a"), nil
 		}
@@ -102,12 +102,12 @@ func TestEnrichIndicators_StepsPassState(t *testing.T) {
 }
 
 func TestEnrichIndicators_WaitsForReservedSlotDurably(t *testing.T) {
-	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	f := &enrichFake{plan: onePlan("p", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5})}
 	var slot time.Time
-	f.step = func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error) {
+	f.step = func(in enrichment.StepInput, n int) (enrichment.StepResult, error) {
 		if n == 1 {
 			slot = time.Now().Add(time.Hour)
-			return activities.EnrichStepResult{WaitUntil: slot}, nil
+			return enrichment.StepResult{WaitUntil: slot}, nil
 		}
 		return ok("a", 0, "s"), nil
 	}
@@ -127,10 +127,10 @@ func TestEnrichIndicators_WaitsForReservedSlotDurably(t *testing.T) {
 }
 
 func TestEnrichIndicators_RetryAfterThenSuccess(t *testing.T) {
-	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
-	f.step = func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error) {
+	f := &enrichFake{plan: onePlan("p", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	f.step = func(in enrichment.StepInput, n int) (enrichment.StepResult, error) {
 		if n == 1 {
-			return activities.EnrichStepResult{RetryAfter: 90 * time.Second, Record: httpsteps.StepRecord{ResponseStatusCode: 429}}, nil
+			return enrichment.StepResult{RetryAfter: 90 * time.Second, Record: httpsteps.StepRecord{ResponseStatusCode: 429}}, nil
 		}
 		return ok("a", 0, "s"), nil
 	}
@@ -146,9 +146,9 @@ func TestEnrichIndicators_RetryAfterThenSuccess(t *testing.T) {
 }
 
 func TestEnrichIndicators_RateLimitedTooOftenFails(t *testing.T) {
-	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
-	f.step = func(activities.EnrichStepInput, int) (activities.EnrichStepResult, error) {
-		return activities.EnrichStepResult{RetryAfter: time.Second, Record: httpsteps.StepRecord{StepName: "a", ResponseStatusCode: 429, Error: "HTTP 429"}}, nil
+	f := &enrichFake{plan: onePlan("p", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	f.step = func(enrichment.StepInput, int) (enrichment.StepResult, error) {
+		return enrichment.StepResult{RetryAfter: time.Second, Record: httpsteps.StepRecord{StepName: "a", ResponseStatusCode: 429, Error: "HTTP 429"}}, nil
 	}
 	runEnrich(t, f, workflows.EnrichIndicatorsInput{})
 	require.Len(t, f.inputs, workflows.MaxRateLimitedRetries+1)
@@ -157,10 +157,10 @@ func TestEnrichIndicators_RateLimitedTooOftenFails(t *testing.T) {
 }
 
 func TestEnrichIndicators_PermanentFailureIsRecordedNotRetried(t *testing.T) {
-	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5}, activities.PlannedStep{Name: "b", TimeoutSeconds: 5})}
-	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+	f := &enrichFake{plan: onePlan("p", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5}, enrichment.PlannedStep{Name: "b", TimeoutSeconds: 5})}
+	f.step = func(in enrichment.StepInput, _ int) (enrichment.StepResult, error) {
 		rec := httpsteps.StepRecord{StepName: "a", StepIndex: 0, ResponseStatusCode: 403, Error: "step 0 (a): HTTP 403: client error"}
-		return activities.EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, activities.ErrTypeStepPermanent, nil, rec)
+		return enrichment.StepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, enrichment.ErrTypeStepPermanent, nil, rec)
 	}
 	res, _ := runEnrich(t, f, workflows.EnrichIndicatorsInput{})
 	require.Len(t, f.inputs, 1, "a permanent error is not retried and later steps do not run")
@@ -170,13 +170,13 @@ func TestEnrichIndicators_PermanentFailureIsRecordedNotRetried(t *testing.T) {
 }
 
 func TestEnrichIndicators_RetryableFailureRetriedThenOptionalSkipped(t *testing.T) {
-	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5}, activities.PlannedStep{Name: "b", Optional: true, TimeoutSeconds: 5})}
-	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+	f := &enrichFake{plan: onePlan("p", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5}, enrichment.PlannedStep{Name: "b", Optional: true, TimeoutSeconds: 5})}
+	f.step = func(in enrichment.StepInput, _ int) (enrichment.StepResult, error) {
 		if in.StepIndex == 0 {
 			return ok("a", 0, "sa"), nil
 		}
 		rec := httpsteps.StepRecord{StepName: "b", StepIndex: 1, ResponseStatusCode: 502, Error: "HTTP 502"}
-		return activities.EnrichStepResult{}, sdktemporal.NewApplicationError(rec.Error, activities.ErrTypeStepRetryable, rec)
+		return enrichment.StepResult{}, sdktemporal.NewApplicationError(rec.Error, enrichment.ErrTypeStepRetryable, rec)
 	}
 	runEnrich(t, f, workflows.EnrichIndicatorsInput{})
 	require.Len(t, f.inputs, 1+3, "step b tried 3 times")
@@ -186,19 +186,19 @@ func TestEnrichIndicators_RetryableFailureRetriedThenOptionalSkipped(t *testing.
 }
 
 func TestEnrichIndicators_ParallelCallsAndDoneOutcomes(t *testing.T) {
-	plan := onePlan("p1", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})
-	plan.Calls = append(plan.Calls, activities.PlannedCall{Target: 0, Provider: "p2", Steps: []activities.PlannedStep{{Name: "a", TimeoutSeconds: 5}}})
-	plan.Done = []activities.Outcome{{Target: 0, Result: store.EnrichmentResult{Provider: "cached", Success: true, CacheHit: true}}}
+	plan := onePlan("p1", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5})
+	plan.Calls = append(plan.Calls, enrichment.PlannedCall{Target: 0, Provider: "p2", Steps: []enrichment.PlannedStep{{Name: "a", TimeoutSeconds: 5}}})
+	plan.Done = []enrichment.Outcome{{Target: 0, Result: enrichment.Answer{Provider: "cached", Success: true, CacheHit: true}}}
 	f := &enrichFake{plan: plan}
-	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+	f.step = func(in enrichment.StepInput, _ int) (enrichment.StepResult, error) {
 		if in.Provider == "p2" {
-			return activities.EnrichStepResult{}, errors.New("boom")
+			return enrichment.StepResult{}, errors.New("boom")
 		}
 		return ok("a", 0, "s1"), nil
 	}
 	res, _ := runEnrich(t, f, workflows.EnrichIndicatorsInput{})
 	require.Len(t, res.Outcomes, 3)
-	byProvider := map[string]store.EnrichmentResult{}
+	byProvider := map[string]enrichment.Answer{}
 	for _, o := range res.Outcomes {
 		byProvider[o.Result.Provider] = o.Result
 	}
@@ -209,11 +209,11 @@ func TestEnrichIndicators_ParallelCallsAndDoneOutcomes(t *testing.T) {
 }
 
 func TestProviderCall_TestModeKeepsStepsAndTriesOnce(t *testing.T) {
-	f := &enrichFake{plan: onePlan("p", activities.PlannedStep{Name: "a", TimeoutSeconds: 5})}
+	f := &enrichFake{plan: onePlan("p", enrichment.PlannedStep{Name: "a", TimeoutSeconds: 5})}
 	f.plan.Targets[0].IndicatorUUID = ""
-	f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+	f.step = func(in enrichment.StepInput, _ int) (enrichment.StepResult, error) {
 		rec := httpsteps.StepRecord{StepName: "a", ResponseStatusCode: 500, Error: "HTTP 500"}
-		return activities.EnrichStepResult{}, sdktemporal.NewApplicationError(rec.Error, activities.ErrTypeStepRetryable, rec)
+		return enrichment.StepResult{}, sdktemporal.NewApplicationError(rec.Error, enrichment.ErrTypeStepRetryable, rec)
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -234,14 +234,14 @@ func TestProviderCall_TestModeKeepsStepsAndTriesOnce(t *testing.T) {
 // Local steps: a step that answers runs once, as a local activity; a retryable failure of the local
 // attempt goes to the regular activity with the remaining attempts; a permanent one is not retried.
 func TestEnrichIndicators_LocalSteps(t *testing.T) {
-	steps := []activities.PlannedStep{{Name: "a", TimeoutSeconds: 5}, {Name: "b", TimeoutSeconds: 5}}
+	steps := []enrichment.PlannedStep{{Name: "a", TimeoutSeconds: 5}, {Name: "b", TimeoutSeconds: 5}}
 	retryable := func(name string, i int) error {
 		rec := httpsteps.StepRecord{StepName: name, StepIndex: i, ResponseStatusCode: 502, Error: "HTTP 502"}
-		return sdktemporal.NewApplicationError(rec.Error, activities.ErrTypeStepRetryable, rec)
+		return sdktemporal.NewApplicationError(rec.Error, enrichment.ErrTypeStepRetryable, rec)
 	}
 	t.Run("answered locally", func(t *testing.T) {
 		f := &enrichFake{plan: onePlan("p", steps...)}
-		f.step = func(in activities.EnrichStepInput, _ int) (activities.EnrichStepResult, error) {
+		f.step = func(in enrichment.StepInput, _ int) (enrichment.StepResult, error) {
 			return ok(steps[in.StepIndex].Name, in.StepIndex, "s"+steps[in.StepIndex].Name), nil
 		}
 		runEnrich(t, f, workflows.EnrichIndicatorsInput{LocalSteps: true})
@@ -251,9 +251,9 @@ func TestEnrichIndicators_LocalSteps(t *testing.T) {
 	})
 	t.Run("retryable failure falls back to the regular activity", func(t *testing.T) {
 		f := &enrichFake{plan: onePlan("p", steps[0])}
-		f.step = func(in activities.EnrichStepInput, n int) (activities.EnrichStepResult, error) {
+		f.step = func(in enrichment.StepInput, n int) (enrichment.StepResult, error) {
 			if n < 3 {
-				return activities.EnrichStepResult{}, retryable("a", 0)
+				return enrichment.StepResult{}, retryable("a", 0)
 			}
 			return ok("a", 0, "sa"), nil
 		}
@@ -263,8 +263,8 @@ func TestEnrichIndicators_LocalSteps(t *testing.T) {
 	})
 	t.Run("every attempt fails: three in all", func(t *testing.T) {
 		f := &enrichFake{plan: onePlan("p", steps[0])}
-		f.step = func(activities.EnrichStepInput, int) (activities.EnrichStepResult, error) {
-			return activities.EnrichStepResult{}, retryable("a", 0)
+		f.step = func(enrichment.StepInput, int) (enrichment.StepResult, error) {
+			return enrichment.StepResult{}, retryable("a", 0)
 		}
 		runEnrich(t, f, workflows.EnrichIndicatorsInput{LocalSteps: true})
 		require.Equal(t, []bool{true, false, false}, f.local)
@@ -273,9 +273,9 @@ func TestEnrichIndicators_LocalSteps(t *testing.T) {
 	})
 	t.Run("permanent failure is not retried", func(t *testing.T) {
 		f := &enrichFake{plan: onePlan("p", steps...)}
-		f.step = func(activities.EnrichStepInput, int) (activities.EnrichStepResult, error) {
+		f.step = func(enrichment.StepInput, int) (enrichment.StepResult, error) {
 			rec := httpsteps.StepRecord{StepName: "a", ResponseStatusCode: 403, Error: "HTTP 403"}
-			return activities.EnrichStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, activities.ErrTypeStepPermanent, nil, rec)
+			return enrichment.StepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, enrichment.ErrTypeStepPermanent, nil, rec)
 		}
 		runEnrich(t, f, workflows.EnrichIndicatorsInput{LocalSteps: true})
 		require.Equal(t, []bool{true}, f.local)

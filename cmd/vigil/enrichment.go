@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -51,11 +51,11 @@ func providerEnv(getenv func(string) string, allow []string) (store.Env, error) 
 
 // enrichmentDeps builds the enrichment activities' dependencies: provider calls go through the SSRF
 // guard (SSRF_ALLOWED_HOSTS are its only exceptions).
-func enrichmentDeps(st *store.Store, box *secretbox.Box, cfg config) *activities.EnrichmentDeps {
+func enrichmentDeps(st *store.Store, box *secretbox.Box, cfg config) *enrichment.EngineDeps {
 	guard := netguard.NewGuard(cfg.SSRFAllowedHosts)
 	circuit := store.DefaultCircuitPolicy()
 	circuit.Failures, circuit.Cooldown = cfg.CircuitFailures, time.Duration(cfg.CircuitCooldownSec)*time.Second
-	return &activities.EnrichmentDeps{Store: st, Box: box, Env: cfg.ProviderEnv, HTTP: guard.HTTPClient(providerCallTimeout), Circuit: circuit}
+	return &enrichment.EngineDeps{Store: st, Box: box, Env: cfg.ProviderEnv, HTTP: guard.HTTPClient(providerCallTimeout), Circuit: circuit}
 }
 
 // purgeEnrichmentCache reclaims expired enrichment cache rows every interval until ctx ends (the

@@ -13,12 +13,11 @@ import (
 
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
-	"github.com/vigil-soc/vigil/store"
 )
 
 // Enricher runs the providers for one value, cache first, within ctx (temporal.Enricher).
 type Enricher interface {
-	Enrich(ctx context.Context, typ, value string) ([]store.EnrichmentResult, error)
+	Enrich(ctx context.Context, typ, value string) ([]Answer, error)
 }
 
 // ErrUnavailable wraps every failure of the Enricher (Temporal unreachable, the bound exceeded): the

@@ -16,9 +16,9 @@ import (
 )
 
 // enricherFunc is an Enricher answering with a function (the real one runs Temporal workflows).
-type enricherFunc func(ctx context.Context, typ, value string) ([]store.EnrichmentResult, error)
+type enricherFunc func(ctx context.Context, typ, value string) ([]enrichment.Answer, error)
 
-func (f enricherFunc) Enrich(ctx context.Context, typ, value string) ([]store.EnrichmentResult, error) {
+func (f enricherFunc) Enrich(ctx context.Context, typ, value string) ([]enrichment.Answer, error) {
 	return f(ctx, typ, value)
 }
 
@@ -26,7 +26,7 @@ var fixedNow = func() time.Time { return time.Date(2026, 11, 23, 7, 0, 0, 0, tim
 
 func TestOnDemand_RejectsInvalidInput(t *testing.T) {
 	called := false
-	en := enricherFunc(func(context.Context, string, string) ([]store.EnrichmentResult, error) {
+	en := enricherFunc(func(context.Context, string, string) ([]enrichment.Answer, error) {
 		called = true
 		return nil, nil
 	})
@@ -65,9 +65,9 @@ func TestOnDemand_RejectsInvalidInput(t *testing.T) {
 func TestOnDemand_NormalizesAndAggregates(t *testing.T) {
 	at := time.Date(2026, 11, 23, 6, 0, 0, 0, time.FixedZone("y", -3600))
 	var gotType, gotValue string
-	en := enricherFunc(func(_ context.Context, typ, value string) ([]store.EnrichmentResult, error) {
+	en := enricherFunc(func(_ context.Context, typ, value string) ([]enrichment.Answer, error) {
 		gotType, gotValue = typ, value
-		return []store.EnrichmentResult{
+		return []enrichment.Answer{
 			{Provider: "a", Status: store.EnrichSuccess, Success: true, Malice: "Suspicious", Extracted: map[string]any{"n": 1.0}, EnrichedAt: &at, CacheHit: true},
 			{Provider: "b", Status: store.EnrichSuccess, Success: true, Malice: "Benign"},
 			{Provider: "c", Status: store.EnrichFailed, Success: false, Malice: "Malicious", ErrorMessage: "HTTP 500"},
@@ -95,7 +95,7 @@ func TestOnDemand_NormalizesAndAggregates(t *testing.T) {
 	require.Equal(t, map[string]any{}, res.Results["d"].Extracted)
 	require.Nil(t, res.Results["d"].EnrichedAt)
 
-	none := enricherFunc(func(context.Context, string, string) ([]store.EnrichmentResult, error) { return nil, nil })
+	none := enricherFunc(func(context.Context, string, string) ([]enrichment.Answer, error) { return nil, nil })
 	res, err = enrichment.OnDemand(context.Background(), none, fixedNow, "ip", "::ffff:10.0.0.1")
 	require.NoError(t, err)
 	require.Equal(t, "10.0.0.1", res.Value)
@@ -109,7 +109,7 @@ func TestOnDemand_Unavailable(t *testing.T) {
 	require.ErrorIs(t, err, enrichment.ErrUnavailable)
 
 	boom := errors.New("temporal unreachable")
-	en := enricherFunc(func(context.Context, string, string) ([]store.EnrichmentResult, error) { return nil, boom })
+	en := enricherFunc(func(context.Context, string, string) ([]enrichment.Answer, error) { return nil, boom })
 	_, err = enrichment.OnDemand(context.Background(), en, fixedNow, "ip", "1.2.3.4")
 	require.ErrorIs(t, err, enrichment.ErrUnavailable)
 	require.ErrorIs(t, err, boom)

@@ -72,11 +72,11 @@ func named() []struct {
 	}{
 		{responses.ErrAgentCannotApprove, Fault{Status: forbidden, Code: "AGENT_CANNOT_APPROVE", Message: "Agent keys cannot approve or reject; a person must decide."}},
 		{responses.ErrStepsInvalid, Fault{Status: conflict, Code: "WORKFLOW_INVALID", Message: "The stored steps no longer parse."}},
-		{store.ErrApprovalExpired, Fault{Status: conflict, Code: "APPROVAL_EXPIRED", Message: "The approval request has expired."}},
-		{store.ErrApprovalDecided, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "The approval request has already been decided."}},
-		{store.ErrResponderVoted, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}},
-		{store.ErrSelfApproval, Fault{Status: forbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}},
-		{store.ErrDecideToken, Fault{Status: forbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}},
+		{responses.ErrApprovalExpired, Fault{Status: conflict, Code: "APPROVAL_EXPIRED", Message: "The approval request has expired."}},
+		{responses.ErrApprovalDecided, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "The approval request has already been decided."}},
+		{responses.ErrResponderVoted, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}},
+		{responses.ErrSelfApproval, Fault{Status: forbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}},
+		{responses.ErrDecideToken, Fault{Status: forbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}},
 		{store.ErrNotFound, Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "Resource not found."}},
 		{store.ErrConflict, Fault{Status: conflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}},
 		// The request's deadline passed in a dependency (an overloaded database or Temporal).

@@ -2,10 +2,12 @@
 // server, agent events, the console): executing a workflow (trigger source, agent reason and
 // confidence, the active and indicator-type checks, the gate decision, the approval request,
 // idempotency, the start through the outbox), dry runs (through the one httpsteps runner), the
-// secrets a workflow names, and deciding approval requests (who may decide, quorum, self-approval,
-// expiry). Front doors parse, call one function here with an Actor or a Decider, and map the
-// result; the rules that need a row lock live in store.DecideApproval and store.CreateWorkflowRun,
-// which only this package calls.
+// secrets a workflow names, saving workflow definitions (steps, required secrets, secret hosts,
+// versions, system workflows), and deciding approval requests (who may decide, quorum, self-approval,
+// expiry, duplicate decisions). Front doors parse, call one function here with an Actor or a
+// Decider, and map the result. Where a rule needs a row lock the store locks and this package
+// decides: store.DecideApproval locks the request and calls back decide.go's rules in the same
+// transaction; store.CreateWorkflowRun commits what Execute decided. Only this package calls them.
 package responses
 
 import (
@@ -24,10 +26,14 @@ import (
 // Store is what the rules read and write.
 type Store interface {
 	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
+	CreateWorkflow(ctx context.Context, w *store.Workflow) error
+	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
+	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
+	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
 	CreateWorkflowRun(ctx context.Context, run *store.WorkflowRun, approval *store.ApprovalRequest) (bool, error)
 	FindIdempotentRun(ctx context.Context, keyUUID, workflowUUID uuid.UUID, idemKey string) (store.WorkflowRun, error)
 	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
-	DecideApproval(ctx context.Context, id uuid.UUID, d store.Decision) (store.ApprovalRequest, error)
+	DecideApproval(ctx context.Context, id uuid.UUID, decide store.DecideFunc) (store.ApprovalRequest, error)
 	SealedWorkflowSecrets(ctx context.Context, names []string) (map[string][]byte, error)
 	WorkflowSecretHosts(ctx context.Context, names []string) (map[string][]string, error)
 	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)

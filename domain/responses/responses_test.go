@@ -161,7 +161,7 @@ func TestDecide(t *testing.T) {
 	self, err := responses.ByKey(trigger, nil)
 	require.NoError(t, err)
 	_, err = svc.Decide(ctx, id, self, true, nil)
-	require.ErrorIs(t, err, store.ErrSelfApproval)
+	require.ErrorIs(t, err, responses.ErrSelfApproval)
 
 	approver := actor(auth.KeyTypeHuman)
 	label := "alice"

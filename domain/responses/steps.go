@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -44,6 +45,14 @@ func SecretNames(cfg httpsteps.Config) []string {
 	}
 	return out
 }
+
+// SecretNamePattern is what a workflow secret's name matches.
+const SecretNamePattern = `^[A-Z][A-Z0-9_]{0,63}$`
+
+var secretNameRE = regexp.MustCompile(SecretNamePattern)
+
+// ValidSecretName reports whether name is a valid workflow secret name (SecretNamePattern).
+func ValidSecretName(name string) bool { return secretNameRE.MatchString(name) }
 
 // WorkflowSecretNames lists the secrets a stored steps list names (none when it does not parse).
 func WorkflowSecretNames(steps json.RawMessage) []string {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -150,4 +151,16 @@ func JSONSize(v any) int {
 		return math.MaxInt
 	}
 	return len(b)
+}
+
+// Among returns the fields that are in set, in the order of fields: the part of a change a rule
+// refuses (the fixed fields of a builtin or system row).
+func Among(fields, set []string) []string {
+	var out []string
+	for _, f := range fields {
+		if slices.Contains(set, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -44,3 +44,13 @@ func TestTruncateAndJSONSize(t *testing.T) {
 		t.Errorf("JSONSize(NaN) = %d, want MaxInt", n)
 	}
 }
+
+func TestAmong(t *testing.T) {
+	got := Among([]string{"b", "x", "a", "b"}, []string{"a", "b"})
+	if strings.Join(got, ",") != "b,a,b" {
+		t.Fatalf("Among = %v, want the fields in set, in their order", got)
+	}
+	if got := Among([]string{"x"}, []string{"a"}); got != nil {
+		t.Fatalf("Among = %v, want nil", got)
+	}
+}

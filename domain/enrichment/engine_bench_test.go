@@ -1,4 +1,4 @@
-package activities
+package enrichment
 
 import (
 	"bytes"
@@ -58,7 +58,7 @@ func BenchmarkEngineStep(b *testing.B) {
 	require.NoError(b, err)
 	runner := httpsteps.NewRunner(memDoer{body: body}, httpsteps.WithMaxResponseBytes(MaxEnrichResponseBytes))
 	vars := map[string]any{
-		"indicator": enrichIndicatorVars(EnrichTarget{Type: "domain", Value: "bench.example.com"}),
+		"indicator": enrichIndicatorVars(Target{Type: "domain", Value: "bench.example.com"}),
 		"auth":      map[string]any{"secret": "client-secret-0123456789", "api_key": "api-key-abcdefghijkl"},
 		"steps":     map[string]any{"token": map[string]any{"response": map[string]any{"access_token": "tok-abcdefghijklmnop"}}},
 	}
