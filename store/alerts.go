@@ -478,8 +478,15 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 			return fmt.Errorf("look up %s event: %w", event.EventType, mapErr(err))
 		}
 		// The pipeline's outbox entries are done, freeing their places in flight: the started ones and
-		// every first-run entry (one a dispatcher is marking started right now included: the delete
-		// waits for its lock). A re-run asked for meanwhile still waits, to run after this one.
+		// every first-run entry. A run can end before the claim transaction that started it commits
+		// (a re-run whose indicators are all cached takes milliseconds): its entry is then locked by
+		// that claim and not yet started in this transaction's snapshot, so a delete matching started
+		// rows would miss it and the entry would hold its place until the recheck. Locking the alert's
+		// entries first waits for such a claim; the delete, a statement of its own, then sees the
+		// entry started. A re-run asked for meanwhile (not started) still waits, to run after this one.
+		if _, err := tx.NewRaw(`SELECT id FROM alert_outbox WHERE alert_uuid = ? FOR UPDATE`, alertID).Exec(ctx); err != nil {
+			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
+		}
 		res, err = tx.NewDelete().Table("alert_outbox").
 			Where("alert_uuid = ? AND (started_at IS NOT NULL OR kind = ?)", alertID, OutboxPipeline).Exec(ctx)
 		if err != nil {

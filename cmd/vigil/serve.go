@@ -229,6 +229,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 		return err
 	}
 	reg.MustRegister(metrics.NewInFlightCollector(outboxStats{st}, cfg.PipelineMaxFlight, metrics.DefaultQueryTimeout, log))
+	wm := metrics.NewWorker(reg)
 	acts := &activities.Activities{Log: log}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
@@ -241,7 +242,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight,
-			Pace: true, BusyInFlight: cfg.PipelineBusyFlight}).Run(gctx)
+			Pace: true, BusyInFlight: cfg.PipelineBusyFlight, Metrics: wm}).Run(gctx)
 	})
 	g.Go(func() error { return temporal.RunWorkersTuned(gctx, tc, queues, acts, log, cfg.WorkerTuning) })
 	// Alerts a provider outage left un-enriched are re-run once the provider answers again.

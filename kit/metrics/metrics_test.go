@@ -167,3 +167,15 @@ func gaugeValue(t *testing.T, reg interface {
 	t.Fatalf("%s not gathered", name)
 	return 0
 }
+
+func TestWorker_StaleStarts(t *testing.T) {
+	reg := metrics.NewRegistry()
+	m := metrics.NewWorker(reg)
+	m.StaleStarts(2)
+	m.StaleStarts(1)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP vigil_outbox_stale_starts_total Outbox entries the recheck found still marked started after their pipeline had ended (deleted then): places held in flight for work that was over.
+# TYPE vigil_outbox_stale_starts_total counter
+vigil_outbox_stale_starts_total 3
+`), "vigil_outbox_stale_starts_total"))
+}
