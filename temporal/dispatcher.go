@@ -59,6 +59,9 @@ type DispatcherOptions struct {
 	RecheckAfter time.Duration
 	// Metrics receives the recheck's findings; nil reports nothing.
 	Metrics DispatcherMetrics
+	// IngestLatencyTarget (> 0, with Pace) replaces BusyInFlight with a cap that follows the 202: an
+	// ingest slower than this halves it, and it grows back while none is (admission.go).
+	IngestLatencyTarget time.Duration
 }
 
 // Dispatcher turns committed outbox rows into Temporal workflows: alert_outbox rows into
@@ -110,8 +113,11 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 	if opts.Quiet <= 0 {
 		opts.Quiet = time.Second
 	}
-	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts,
-		adm: newAdmission(opts.Pace, opts.MaxInFlight, opts.BusyInFlight, opts.BusyRate, opts.Quiet)}
+	adm := newAdmission(opts.Pace, opts.MaxInFlight, opts.BusyInFlight, opts.BusyRate, opts.Quiet)
+	if opts.Pace {
+		adm.withTarget(opts.IngestLatencyTarget)
+	}
+	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts, adm: adm}
 }
 
 // Run dispatches until ctx ends (then it returns nil). A broken LISTEN connection only slows it to
@@ -169,8 +175,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			// One pass covers every notification received so far.
 			var arrivals int
-			alerts, starts, arrivals = drainWakes(n, wake)
+			var slowest time.Duration
+			alerts, starts, arrivals, slowest = drainWakes(n, wake)
 			d.adm.arrived(time.Now(), arrivals)
+			if arrivals > 0 {
+				d.adm.ingestTook(time.Now(), slowest)
+			}
 			if arrivals > 0 && d.adm.busy(time.Now()) {
 				resume.Reset(time.Until(d.adm.quietAt()) + 10*time.Millisecond)
 			}
@@ -179,26 +189,30 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // drainWakes empties the notification channel without blocking and reports which outboxes were
-// notified (alerts, starts), starting with first, and how many of the notifications were alerts
-// arriving (OutboxChannel: the arrivals admission counts; a finished pipeline's FreedChannel is not one).
-func drainWakes(first pgdriver.Notification, wake <-chan pgdriver.Notification) (alerts, starts bool, arrivals int) {
+// notified (alerts, starts), starting with first, how many of the notifications were alerts
+// arriving (OutboxChannel: the arrivals admission counts; a finished pipeline's FreedChannel is not one)
+// and the slowest ingest they report (store.IngestLatency).
+func drainWakes(first pgdriver.Notification, wake <-chan pgdriver.Notification) (alerts, starts bool, arrivals int, slowest time.Duration) {
 	n, ok := first, true
 	for {
 		switch {
 		case !ok:
-			return true, true, arrivals
+			return true, true, arrivals, slowest
 		case n.Channel == store.StartChannel:
 			starts = true
 		case n.Channel == store.OutboxChannel:
 			arrivals++
 			alerts = true
+			if took, ok := store.IngestLatency(n.Payload); ok {
+				slowest = max(slowest, took)
+			}
 		default:
 			alerts = true
 		}
 		select {
 		case n, ok = <-wake:
 		default:
-			return alerts, starts, arrivals
+			return alerts, starts, arrivals, slowest
 		}
 	}
 }

@@ -242,7 +242,8 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight,
-			Pace: true, BusyInFlight: cfg.PipelineBusyFlight, Metrics: wm}).Run(gctx)
+			Pace: true, BusyInFlight: cfg.PipelineBusyFlight, IngestLatencyTarget: time.Duration(cfg.PipelineLatencyMS) * time.Millisecond,
+			Metrics: wm}).Run(gctx)
 	})
 	g.Go(func() error { return temporal.RunWorkersTuned(gctx, tc, queues, acts, log, cfg.WorkerTuning) })
 	// Alerts a provider outage left un-enriched are re-run once the provider answers again.
