@@ -17,7 +17,7 @@ import (
 // maxInFlight (from 0: 1, 2, 4, …), so a sustained stream cannot leave alerts un-enriched for ever: a
 // burst is absorbed at full 202 speed, a flood trades some 202 latency for enrichment that keeps up.
 //
-// With a latency target (IngestLatencyTarget, the default in cmd/vigil) the busy cap is not fixed but
+// With a latency target (IngestLatencyTarget; PIPELINE_INGEST_LATENCY_TARGET_MS, opt-in) the busy cap is not fixed but
 // follows the 202 itself (AIMD): each ingest wake-up carries the slowest ingest statement it covers
 // (store.IngestLatency); one over the target halves the cap (at most once per cutGap, never below 1),
 // and while none is the cap grows by growRate places a second, up to maxInFlight. So pipelines run
