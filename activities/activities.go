@@ -6,6 +6,7 @@ package activities
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
@@ -28,4 +29,16 @@ type Activities struct {
 
 	// AgentEvents delivers events to agents (agent_events.go); nil: its activities fail as not configured.
 	AgentEvents *AgentEventDeps
+
+	// Freshness receives how long alerts waited for their pipeline and agent events for their
+	// delivery (kit/metrics.Worker); nil records nothing.
+	Freshness Freshness
+}
+
+// Freshness records how fresh what the worker hands out is.
+type Freshness interface {
+	// AlertEnriched records an alert's first pipeline finish: its 202 (ingested_at) to its finish.
+	AlertEnriched(lag time.Duration)
+	// AgentEventDelivered records a delivery: the event raised (committed) to the agent's 2xx.
+	AgentEventDelivered(lag time.Duration)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
@@ -188,6 +189,9 @@ func (a *Activities) DeliverAgentEvent(ctx context.Context, in DeliverEventInput
 	case err != nil:
 		return false, fmt.Errorf("deliver %s attempt %d: %w", in.DeliveryUUID, attempt, err)
 	case out.Delivered || out.GiveUp:
+		if out.Delivered && a.Freshness != nil {
+			a.Freshness.AgentEventDelivered(time.Since(e.CreatedAt))
+		}
 		return out.Delivered, nil
 	}
 	return false, sdktemporal.NewApplicationError(out.Error, errTypeAgentAttemptFailed)

@@ -20,7 +20,7 @@ type PipelineStore interface {
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
 	AlertVerdictInputs(ctx context.Context, alertID uuid.UUID) (override *string, malices []string, err error)
-	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.ActivityEvent) error
+	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.ActivityEvent) (store.FinishedEnrichment, error)
 }
 
 // Error types of the pipeline activities (non-retryable).
@@ -209,8 +209,13 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	}
 	// Parked with the alert's finish: a failed provider's alerts are re-run once it answers again
 	// (temporal.CircuitHealer).
-	if err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, in.Failed, event); err != nil {
+	fin, err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, in.Failed, event)
+	if err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)
+	}
+	if fin.First && a.Freshness != nil {
+		// The alert's first pipeline: its 202 to its finish (a re-run's lag would say nothing of it).
+		a.Freshness.AlertEnriched(fin.EnrichedAt.Sub(fin.IngestedAt))
 	}
 	return PipelineFinishResult{Malice: malice}, nil
 }

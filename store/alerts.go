@@ -449,25 +449,36 @@ func (s *Store) associateRule(ctx context.Context, tx bun.Tx, alertID uuid.UUID,
 	return uuid.Nil, fmt.Errorf("find or create rule %s/%s: %w", sourceName, ref.SourceRuleID, ErrConflict)
 }
 
+// FinishedEnrichment is what a pipeline's finish recorded: when the alert was ingested (its 202) and
+// when its enrichment finished, and whether this was the alert's first finish (not a re-run's, nor a
+// retried finish's).
+type FinishedEnrichment struct {
+	IngestedAt time.Time
+	EnrichedAt time.Time
+	First      bool
+}
+
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
 // is_enriched, parks it for the providers that failed (parkEnrichment), records event and raises
 // alert.enriched once per runID (a retried activity records nothing twice) and deletes the alert's
 // started outbox entries, in one transaction. It returns ErrNotFound when the alert is gone.
-func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event ActivityEvent) error {
+func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event ActivityEvent) (FinishedEnrichment, error) {
 	var freed int64
+	var fin FinishedEnrichment
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := s.Now()
-		res, err := tx.NewUpdate().Model((*Alert)(nil)).
-			Set("enrichment_status = ?", status).
-			Set("is_enriched = ?", status == EnrichmentEnriched).
-			Set("enriched_at = ?", now).
-			Set("updated_at = ?", now).
-			Where("uuid = ?", alertID).Exec(ctx)
+		fin = FinishedEnrichment{EnrichedAt: now}
+		// old is the row before this update (enriched_at NULL: never finished before).
+		err := tx.NewRaw(`WITH old AS (SELECT uuid, enriched_at FROM alerts WHERE uuid = ?3 FOR UPDATE)
+			UPDATE alerts AS a SET enrichment_status = ?0, is_enriched = ?1, enriched_at = ?2, updated_at = ?2
+			FROM old WHERE a.uuid = old.uuid
+			RETURNING a.ingested_at, old.enriched_at IS NULL`,
+			status, status == EnrichmentEnriched, now, alertID).Scan(ctx, &fin.IngestedAt, &fin.First)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, ErrNotFound)
+		}
 		if err != nil {
 			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, mapErr(err))
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, ErrNotFound)
 		}
 		if err := parkEnrichment(ctx, tx, alertID, failed); err != nil {
 			return err
@@ -478,9 +489,16 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 			return fmt.Errorf("look up %s event: %w", event.EventType, mapErr(err))
 		}
 		// The pipeline's outbox entries are done, freeing their places in flight: the started ones and
-		// every first-run entry (one a dispatcher is marking started right now included: the delete
-		// waits for its lock). A re-run asked for meanwhile still waits, to run after this one.
-		res, err = tx.NewDelete().Table("alert_outbox").
+		// every first-run entry. A run can end before the claim transaction that started it commits
+		// (a re-run whose indicators are all cached takes milliseconds): its entry is then locked by
+		// that claim and not yet started in this transaction's snapshot, so a delete matching started
+		// rows would miss it and the entry would hold its place until the recheck. Locking the alert's
+		// entries first waits for such a claim; the delete, a statement of its own, then sees the
+		// entry started. A re-run asked for meanwhile (not started) still waits, to run after this one.
+		if _, err := tx.NewRaw(`SELECT id FROM alert_outbox WHERE alert_uuid = ? FOR UPDATE`, alertID).Exec(ctx); err != nil {
+			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
+		}
+		res, err := tx.NewDelete().Table("alert_outbox").
 			Where("alert_uuid = ? AND (started_at IS NOT NULL OR kind = ?)", alertID, OutboxPipeline).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("delete outbox entries of alert %s: %w", alertID, mapErr(err))
@@ -501,10 +519,13 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 			map[string]any{"enrichment_status": status, "temporal_run_id": runID})
 		return err
 	})
-	if err == nil && freed > 0 {
+	if err != nil {
+		return FinishedEnrichment{}, err
+	}
+	if freed > 0 {
 		s.freedWake.wake() // a place in flight is free: the dispatcher may start a waiting entry
 	}
-	return err
+	return fin, nil
 }
 
 // Finding is an agent's append-only note on an alert.

@@ -93,8 +93,9 @@ func TestFinishEnrichment_ParksInItsTransaction(t *testing.T) {
 
 	prov := "park_" + uuid.NewString()[:8]
 	finish := func(alert uuid.UUID, failed ...string) error {
-		return st.FinishEnrichment(ctx, alert, store.EnrichmentFailed, "run-"+uuid.NewString(), failed,
+		_, err := st.FinishEnrichment(ctx, alert, store.EnrichmentFailed, "run-"+uuid.NewString(), failed,
 			store.ActivityEvent{EventType: "alert_enrichment_failed", ActorType: store.ActorWorkflow})
+		return err
 	}
 	require.NoError(t, finish(id, prov))
 	require.Equal(t, 1, countRows(t, st, "SELECT count(*) FROM enrichment_parked WHERE alert_uuid = ? AND provider_name = ?", id, prov))
@@ -106,4 +107,36 @@ func TestFinishEnrichment_ParksInItsTransaction(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.ErrorIs(t, finish(missing, prov), store.ErrNotFound)
 	require.Equal(t, 0, countRows(t, st, "SELECT count(*) FROM enrichment_parked WHERE provider_name = ?", prov))
+}
+
+// The finish reports the alert's ingest and finish times and whether it was the alert's first (the
+// enrichment lag the worker's /metrics observes): a re-run's or a retried finish's is not.
+func TestFinishEnrichment_ReportsTheFirstFinish(t *testing.T) {
+	st, ctx := testStore(t), context.Background()
+	res, err := st.Ingest(ctx, ingestAlert("first-finish-"+uuid.NewString()), 0)
+	require.NoError(t, err)
+	id := res.AlertUUID
+	t.Cleanup(func() { _, _ = st.DB().NewRaw("DELETE FROM alerts WHERE uuid = ?", id).Exec(context.Background()) })
+	a, err := st.GetAlert(ctx, id)
+	require.NoError(t, err)
+
+	ev := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
+	run := "run-" + uuid.NewString()
+	fin, err := st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, run, nil, ev)
+	require.NoError(t, err)
+	require.True(t, fin.First)
+	require.True(t, fin.IngestedAt.Equal(a.IngestedAt), "%s vs %s", fin.IngestedAt, a.IngestedAt)
+	b, err := st.GetAlert(ctx, id)
+	require.NoError(t, err)
+	require.NotNil(t, b.EnrichedAt)
+	require.True(t, fin.EnrichedAt.Equal(*b.EnrichedAt))
+	require.False(t, fin.EnrichedAt.Before(fin.IngestedAt))
+
+	for _, r := range []string{run, "run-" + uuid.NewString()} { // a retried finish, a re-run's finish
+		fin, err = st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, r, nil, ev)
+		require.NoError(t, err)
+		require.False(t, fin.First, r)
+	}
+	_, err = st.FinishEnrichment(ctx, uuid.New(), store.EnrichmentEnriched, run, nil, ev)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }

@@ -86,6 +86,7 @@ SELECT (SELECT uuid FROM ins) AS inserted,
 // last_seen_at, an alert_deduplicated event). window 0 disables dedup. Everything happens in one
 // statement: one round trip and one durable commit; a new alert then wakes the dispatcher.
 func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration) (IngestResult, error) {
+	began := time.Now()
 	if a.UUID == uuid.Nil {
 		a.UUID = uuid.New()
 	}
@@ -119,7 +120,7 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 		}
 		switch {
 		case inserted.Valid:
-			s.wake.wake()
+			s.wake.wakeAfter(time.Since(began)) // the 202's own cost, for the dispatcher's admission
 			return IngestResult{AlertUUID: inserted.V}, nil
 		case duplicateOf.Valid:
 			return IngestResult{AlertUUID: duplicateOf.V, Duplicate: true, DuplicateCount: duplicateCount}, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/vigil-soc/vigil/store"
 )
@@ -217,4 +218,35 @@ func TestIngest_OutboxRowInTheSameTransaction(t *testing.T) {
 	res, err := st.Ingest(ctx, good, time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, store.IngestResult{AlertUUID: good.UUID}, res)
+}
+
+// An ingest's wake-up carries how long its statement took (the dispatcher's admission follows it);
+// other wake-ups carry nothing.
+func TestIngest_WakeUpCarriesItsLatency(t *testing.T) {
+	st, ctx := testStore(t), context.Background()
+	ln := pgdriver.NewListener(st.DB())
+	defer ln.Close()
+	require.NoError(t, ln.Listen(ctx, store.OutboxChannel))
+	ch := ln.Channel()
+	time.Sleep(100 * time.Millisecond)
+	began := time.Now()
+	res, err := st.Ingest(ctx, ingestAlert("wake-latency-"+uuid.NewString()), 0)
+	require.NoError(t, err)
+	took := time.Since(began)
+	t.Cleanup(func() {
+		_, _ = st.DB().NewRaw("DELETE FROM alerts WHERE uuid = ?", res.AlertUUID).Exec(context.Background())
+	})
+	select {
+	case n := <-ch:
+		d, ok := store.IngestLatency(n.Payload)
+		require.True(t, ok, "payload %q", n.Payload)
+		require.Greater(t, d, time.Duration(0))
+		require.LessOrEqual(t, d, took)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up")
+	}
+	for _, p := range []string{"", "x", "-5", "0"} {
+		_, ok := store.IngestLatency(p)
+		require.False(t, ok, p)
+	}
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -16,7 +18,20 @@ const outboxWakeGap = 5 * time.Millisecond
 // a hint (the dispatcher also polls), so it need not wait for a WAL flush. Kept out of the ingest
 // statement because a transaction that NOTIFYs holds Postgres's global notify lock from before its
 // commit until after its WAL flush, which would serialise every ingest's durable commit.
-const wakeSQL = `SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, '')`
+//
+// An ingest wake-up's payload is the slowest ingest statement it covers, in microseconds (empty when
+// none was timed): the dispatcher's admission backs pipelines off when the 202 slows (IngestLatency).
+const wakeSQL = `SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, ?)`
+
+// IngestLatency reads an OutboxChannel payload: the slowest ingest the wake-up covers; false when it
+// carries none.
+func IngestLatency(payload string) (time.Duration, bool) {
+	us, err := strconv.ParseInt(payload, 10, 64)
+	if err != nil || us <= 0 {
+		return 0, false
+	}
+	return time.Duration(us) * time.Microsecond, true
+}
 
 // outboxWaker sends coalesced NOTIFYs on its channel (OutboxChannel, StartChannel, FreedChannel) after
 // outbox rows were committed or deleted.
@@ -27,6 +42,7 @@ type outboxWaker struct {
 	once    sync.Once
 	stop    chan struct{}
 	stopped chan struct{}
+	worst   atomic.Int64 // slowest ingest (µs) since the last NOTIFY
 }
 
 func newOutboxWaker(db *bun.DB, channel string) *outboxWaker {
@@ -42,6 +58,18 @@ func (w *outboxWaker) wake() {
 	}
 }
 
+// wakeAfter is wake for an ingest that took took: the NOTIFY carries the slowest it covers.
+func (w *outboxWaker) wakeAfter(took time.Duration) {
+	us := max(1, took.Microseconds())
+	for {
+		old := w.worst.Load()
+		if us <= old || w.worst.CompareAndSwap(old, us) {
+			break
+		}
+	}
+	w.wake()
+}
+
 func (w *outboxWaker) run() {
 	defer close(w.stopped)
 	for {
@@ -52,7 +80,11 @@ func (w *outboxWaker) run() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		// An error only delays the dispatch to its next poll.
-		_, _ = w.db.ExecContext(ctx, wakeSQL, w.channel)
+		payload := ""
+		if us := w.worst.Swap(0); us > 0 {
+			payload = strconv.FormatInt(us, 10)
+		}
+		_, _ = w.db.ExecContext(ctx, wakeSQL, w.channel, payload)
 		cancel()
 		select {
 		case <-w.stop:

@@ -82,14 +82,74 @@ func TestDrainWakes(t *testing.T) {
 		}
 		return c
 	}
-	alerts, starts, arrivals := drainWakes(note(store.FreedChannel), queued(note(store.FreedChannel), note(store.FreedChannel)))
+	alerts, starts, arrivals, _ := drainWakes(note(store.FreedChannel), queued(note(store.FreedChannel), note(store.FreedChannel)))
 	require.Equal(t, []any{true, false, 0}, []any{alerts, starts, arrivals}, "finishes: a claim, no arrival")
-	alerts, starts, arrivals = drainWakes(note(store.StartChannel), queued(note(store.OutboxChannel), note(store.FreedChannel), note(store.OutboxChannel)))
+	alerts, starts, arrivals, _ = drainWakes(note(store.StartChannel), queued(note(store.OutboxChannel), note(store.FreedChannel), note(store.OutboxChannel)))
 	require.Equal(t, []any{true, true, 2}, []any{alerts, starts, arrivals})
-	alerts, starts, arrivals = drainWakes(note(store.StartChannel), queued())
+	alerts, starts, arrivals, _ = drainWakes(note(store.StartChannel), queued())
 	require.Equal(t, []any{false, true, 0}, []any{alerts, starts, arrivals})
 	closed := queued(note(store.OutboxChannel))
 	close(closed)
-	alerts, starts, arrivals = drainWakes(note(store.OutboxChannel), closed)
+	alerts, starts, arrivals, _ = drainWakes(note(store.OutboxChannel), closed)
 	require.Equal(t, []any{true, true, 2}, []any{alerts, starts, arrivals}, "a closed listener: drain both")
+}
+
+// Ingest wake-ups carry the slowest ingest they cover; drainWakes reports the slowest of all.
+func TestDrainWakes_SlowestIngest(t *testing.T) {
+	wake := make(chan pgdriver.Notification, 4)
+	wake <- pgdriver.Notification{Channel: store.OutboxChannel, Payload: "41000"}
+	wake <- pgdriver.Notification{Channel: store.FreedChannel, Payload: "900000"} // not an ingest
+	wake <- pgdriver.Notification{Channel: store.OutboxChannel, Payload: ""}      // a re-run: not timed
+	_, _, arrivals, slowest := drainWakes(pgdriver.Notification{Channel: store.OutboxChannel, Payload: "3000"}, wake)
+	require.Equal(t, 3, arrivals)
+	require.Equal(t, 41*time.Millisecond, slowest)
+}
+
+// With a latency target the busy cap follows the 202: ingests within the target leave every place
+// open (pipelines run beside ingest, never paused); a slow one halves the cap, at most once per
+// cutGap and never below 1; it grows back by growRate a second while ingests are fast.
+func TestAdmission_AIMDOnIngestLatency(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	a := newAdmission(true, 256, 0, 5, time.Second).withTarget(25 * time.Millisecond)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	// 50 a second, every ingest fast: busy, but the cap stays whole.
+	for ms := 0; ms < 2000; ms += 20 {
+		a.arrived(at(ms), 1)
+		a.ingestTook(at(ms), 3*time.Millisecond)
+	}
+	require.True(t, a.busy(at(1980)) == false, "fast ingests: nothing held back")
+	require.Equal(t, 256, a.cap(at(1980)))
+
+	// Slow ingests: halved once per cutGap, down to 1, never 0.
+	a.arrived(at(2000), 1)
+	a.ingestTook(at(2000), 60*time.Millisecond)
+	require.Equal(t, 128, a.cap(at(2000)))
+	a.arrived(at(2100), 1)
+	a.ingestTook(at(2100), 60*time.Millisecond)
+	require.Equal(t, 128, a.cap(at(2100)), "one cut per cutGap")
+	for ms := 2120; ms <= 8000; ms += 20 {
+		a.arrived(at(ms), 1)
+		a.ingestTook(at(ms), 80*time.Millisecond)
+	}
+	require.Equal(t, 1, a.cap(at(8000)), "never below one pipeline")
+
+	// Fast again: +growRate places a second (after the cut's own gap).
+	for ms := 8020; ms <= 10500; ms += 20 {
+		a.arrived(at(ms), 1)
+		a.ingestTook(at(ms), 2*time.Millisecond)
+	}
+	got := a.cap(at(10500))
+	require.InDelta(t, 1+growRate*2.0, float64(got), 2, "about 2 s of growth")
+	// Quiet: the whole cap, and it has regrown for the next spell.
+	require.Equal(t, 256, a.cap(at(60000)))
+	a.arrived(at(60100), 10)
+	require.Equal(t, 256, a.cap(at(60100)))
+
+	// Without a target the old pacing holds (busy cap 0 pauses).
+	b := newAdmission(true, 256, 0, 5, time.Second).withTarget(0)
+	for ms := 0; ms < 2000; ms += 20 {
+		b.arrived(at(ms), 1)
+		b.ingestTook(at(ms), time.Second)
+	}
+	require.Equal(t, 0, b.cap(at(1980)))
 }

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/kit/webhooks"
 	"github.com/vigil-soc/vigil/kit/webhooks/webhookstest"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // delivered is one request an agent received, decoded.
@@ -179,4 +181,57 @@ func TestAgentEvents_CommittedWhileWorkerDownDeliveredOnceAfterRestart(t *testin
 	require.Len(t, got, 1, "delivered once")
 	require.Equal(t, activities.DeliveryID(event, a.UUID), got[0].ID)
 	require.Equal(t, "Triaging", got[0].Data["alert"].(map[string]any)["status"])
+}
+
+// histogram reads a histogram (without labels) from reg: its count and sum.
+func histogram(t *testing.T, reg *prometheus.Registry, name string) (uint64, float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatalf("%s not registered", name)
+	return 0, 0
+}
+
+// Freshness is visible on the worker's /metrics: an ingested alert's 202 → pipeline finished lands
+// in vigil_alert_enrichment_lag_seconds and its alert.enriched's raised → delivered in
+// vigil_agent_delivery_lag_seconds, each no longer than the test observed from outside.
+func TestFreshness_EnrichmentAndDeliveryLagOnMetrics(t *testing.T) {
+	e := pipelineHarness(t)
+	var got hook
+	registerTestAgent(t, e, e.handle(got.handler(ok200)), func(s *agents.Spec) { s.Events = []string{agents.EventAlertEnriched} })
+	time.Sleep(500 * time.Millisecond) // earlier tests' pipelines and deliveries are over
+	enrichedBefore, enrichedSumBefore := histogram(t, e.reg, "vigil_alert_enrichment_lag_seconds")
+	deliveredBefore, deliveredSumBefore := histogram(t, e.reg, "vigil_agent_delivery_lag_seconds")
+
+	start := time.Now()
+	id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"freshness %s","severity":"High","src_ip":%q}`, uuid.NewString(), freshIPs(1)[0]))
+	e.waitEnriched(t, id, 60*time.Second)
+	got.waitFor(t, 1)
+	bound := time.Since(start).Seconds()
+	require.Eventually(t, func() bool {
+		n, _ := histogram(t, e.reg, "vigil_agent_delivery_lag_seconds")
+		return n > deliveredBefore
+	}, 10*time.Second, 20*time.Millisecond, "the delivery is observed once the agent answered")
+
+	n, sum := histogram(t, e.reg, "vigil_alert_enrichment_lag_seconds")
+	d, dsum := histogram(t, e.reg, "vigil_agent_delivery_lag_seconds")
+	require.Equal(t, enrichedBefore+1, n, "the alert's pipeline finish is observed once")
+	require.Equal(t, deliveredBefore+1, d, "its delivery is observed once")
+	require.Greater(t, sum-enrichedSumBefore, 0.0)
+	require.Less(t, sum-enrichedSumBefore, bound, "202 → finished is within ingest → received")
+	require.Greater(t, dsum-deliveredSumBefore, 0.0)
+	require.Less(t, dsum-deliveredSumBefore, bound)
+
+	// A re-run is not a 202's freshness: it adds no enrichment-lag sample.
+	require.NoError(t, e.st.EnqueueRerun(t.Context(), id, store.ActorAPI, ""))
+	e.waitEvents(t, id, "alert_enriched", 2, 60*time.Second)
+	got.waitFor(t, 2)
+	n, _ = histogram(t, e.reg, "vigil_alert_enrichment_lag_seconds")
+	require.Equal(t, enrichedBefore+1, n)
 }

@@ -27,6 +27,12 @@ type OutboxStore interface {
 	StartStore
 }
 
+// DispatcherMetrics is what the dispatcher reports (kit/metrics.Worker).
+type DispatcherMetrics interface {
+	// StaleStarts counts n entries the recheck found still marked started after their work ended.
+	StaleStarts(n int)
+}
+
 // busyClaimGap is the least time between two claims of the alert outbox while the API is busy.
 const busyClaimGap = 100 * time.Millisecond
 
@@ -51,6 +57,11 @@ type DispatcherOptions struct {
 	// RecheckAfter is the age of a started entry after which the dispatcher asks Temporal whether its
 	// pipeline still runs (it deletes the entry when not); default 10 minutes.
 	RecheckAfter time.Duration
+	// Metrics receives the recheck's findings; nil reports nothing.
+	Metrics DispatcherMetrics
+	// IngestLatencyTarget (> 0, with Pace) replaces BusyInFlight with a cap that follows the 202: an
+	// ingest slower than this halves it, and it grows back while none is (admission.go).
+	IngestLatencyTarget time.Duration
 }
 
 // Dispatcher turns committed outbox rows into Temporal workflows: alert_outbox rows into
@@ -102,8 +113,11 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 	if opts.Quiet <= 0 {
 		opts.Quiet = time.Second
 	}
-	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts,
-		adm: newAdmission(opts.Pace, opts.MaxInFlight, opts.BusyInFlight, opts.BusyRate, opts.Quiet)}
+	adm := newAdmission(opts.Pace, opts.MaxInFlight, opts.BusyInFlight, opts.BusyRate, opts.Quiet)
+	if opts.Pace {
+		adm.withTarget(opts.IngestLatencyTarget)
+	}
+	return &Dispatcher{st: st, c: c, queues: queues, log: log.With("component", "outbox-dispatcher"), opts: opts, adm: adm}
 }
 
 // Run dispatches until ctx ends (then it returns nil). A broken LISTEN connection only slows it to
@@ -161,8 +175,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			// One pass covers every notification received so far.
 			var arrivals int
-			alerts, starts, arrivals = drainWakes(n, wake)
+			var slowest time.Duration
+			alerts, starts, arrivals, slowest = drainWakes(n, wake)
 			d.adm.arrived(time.Now(), arrivals)
+			if arrivals > 0 {
+				d.adm.ingestTook(time.Now(), slowest)
+			}
 			if arrivals > 0 && d.adm.busy(time.Now()) {
 				resume.Reset(time.Until(d.adm.quietAt()) + 10*time.Millisecond)
 			}
@@ -171,26 +189,30 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // drainWakes empties the notification channel without blocking and reports which outboxes were
-// notified (alerts, starts), starting with first, and how many of the notifications were alerts
-// arriving (OutboxChannel: the arrivals admission counts; a finished pipeline's FreedChannel is not one).
-func drainWakes(first pgdriver.Notification, wake <-chan pgdriver.Notification) (alerts, starts bool, arrivals int) {
+// notified (alerts, starts), starting with first, how many of the notifications were alerts
+// arriving (OutboxChannel: the arrivals admission counts; a finished pipeline's FreedChannel is not one)
+// and the slowest ingest they report (store.IngestLatency).
+func drainWakes(first pgdriver.Notification, wake <-chan pgdriver.Notification) (alerts, starts bool, arrivals int, slowest time.Duration) {
 	n, ok := first, true
 	for {
 		switch {
 		case !ok:
-			return true, true, arrivals
+			return true, true, arrivals, slowest
 		case n.Channel == store.StartChannel:
 			starts = true
 		case n.Channel == store.OutboxChannel:
 			arrivals++
 			alerts = true
+			if took, ok := store.IngestLatency(n.Payload); ok {
+				slowest = max(slowest, took)
+			}
 		default:
 			alerts = true
 		}
 		select {
 		case n, ok = <-wake:
 		default:
-			return alerts, starts, arrivals
+			return alerts, starts, arrivals, slowest
 		}
 	}
 }
@@ -219,23 +241,44 @@ func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 // Recheck asks Temporal about one batch of entries started more than RecheckAfter ago: a pipeline
 // still running keeps its entry, one that ended without deleting it (failed, terminated) loses it,
 // one never started is started. It returns how many entries it looked at.
+//
+// An entry whose pipeline had ended is a place held in flight for work that was over, which should
+// never happen (the finish deletes its entries): each is logged and counted
+// (vigil_outbox_stale_starts_total), so the bug class shows.
 func (d *Dispatcher) Recheck(ctx context.Context) (int, error) {
-	return d.st.RecheckOutbox(ctx, d.opts.Batch, d.opts.RecheckAfter, d.recheckAll)
+	var stale []store.OutboxEntry
+	n, err := d.st.RecheckOutbox(ctx, d.opts.Batch, d.opts.RecheckAfter, func(ctx context.Context, entries []store.OutboxEntry) []error {
+		stale = stale[:0]
+		errs := d.startEach(ctx, entries, true)
+		for i, err := range errs {
+			if errors.Is(err, store.ErrOutboxDone) {
+				stale = append(stale, entries[i])
+			}
+		}
+		return errs
+	})
+	if err != nil || len(stale) == 0 {
+		return n, err
+	}
+	for _, e := range stale {
+		d.log.Warn("outbox entry held a place in flight after its pipeline ended; deleted", "alert_uuid", e.AlertUUID.String(),
+			"kind", e.Kind, "started_before", d.opts.RecheckAfter.String())
+	}
+	if d.opts.Metrics != nil {
+		d.opts.Metrics.StaleStarts(len(stale))
+	}
+	return n, nil
 }
 
 func (d *Dispatcher) startAll(ctx context.Context, entries []store.OutboxEntry) []error {
 	return d.startEach(ctx, entries, false)
 }
 
-func (d *Dispatcher) recheckAll(ctx context.Context, entries []store.OutboxEntry) []error {
-	return d.startEach(ctx, entries, true)
-}
-
 // startEach starts one pipeline per entry, concurrently, and reports each outcome.
 func (d *Dispatcher) startEach(ctx context.Context, entries []store.OutboxEntry, recheck bool) []error {
 	return startConcurrently(entries, d.opts.Concurrency, func(e store.OutboxEntry) error {
 		err := d.start(ctx, e, recheck)
-		if err != nil && !errors.Is(err, store.ErrOutboxDone) {
+		if err != nil && !errors.Is(err, store.ErrOutboxDone) && !errors.Is(err, errPipelineRunning) {
 			d.log.Warn("start alert pipeline failed; will retry", "alert_uuid", e.AlertUUID.String(),
 				"attempts", e.Attempts+1, "err", err)
 		}
@@ -260,6 +303,10 @@ func startConcurrently[E any](entries []E, limit int, start func(E) error) []err
 	return errs
 }
 
+// errPipelineRunning says a re-run found its alert's pipeline still open; the entry is retried after
+// its backoff (1 s the first time), by when that run has closed.
+var errPipelineRunning = errors.New("the alert's pipeline is still running; the re-run waits for it")
+
 // start starts the entry's pipeline, or finds it running (nil), or finds it finished
 // (store.ErrOutboxDone). A recheck never starts a new run of a finished pipeline, re-run or not.
 func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry, recheck bool) error {
@@ -267,14 +314,20 @@ func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry, recheck boo
 	defer cancel()
 	id := ids.Alert(e.AlertUUID)
 	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	if e.Kind == store.OutboxRerun && !recheck {
+	conflict := enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	rerun := e.Kind == store.OutboxRerun && !recheck
+	if rerun {
+		// A re-run never attaches to a run in progress: that run may be past its finish step (its
+		// entries already deleted, the workflow not yet closed), and the re-run's entry would then
+		// hold a place in flight for work that has ended, and the re-run asked for would never run.
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+		conflict = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
 	}
 	_, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                d.queues.Pipeline,
 		WorkflowIDReusePolicy:    reuse,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDConflictPolicy: conflict,
 		// A finished pipeline that the reuse policy refuses to run again answers an error (otherwise
 		// the SDK hands back the old run as if it had started).
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -287,6 +340,10 @@ func (d *Dispatcher) start(ctx context.Context, e store.OutboxEntry, recheck boo
 	}, workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: e.AlertUUID.String(), StepQueue: d.queues.Enrichment,
 		Version: workflows.PipelineVersion})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) && rerun {
+		// ALLOW_DUPLICATE refuses only while a run is open: the re-run waits for it to close.
+		return fmt.Errorf("start %s: %w", id, errPipelineRunning)
+	}
 	if errors.As(err, &started) {
 		// A first-run row replayed after its pipeline finished, or a recheck of a finished one.
 		return store.ErrOutboxDone

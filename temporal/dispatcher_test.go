@@ -3,18 +3,21 @@ package temporal_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/vigil-soc/vigil/devstack"
 	wfids "github.com/vigil-soc/vigil/kit/ids"
+	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 )
@@ -154,7 +157,8 @@ func TestDispatcher_RecheckClearsEntriesOfEndedPipelinesAndStartsLostOnes(t *tes
 	// finished: its pipeline ran to the end, yet a started entry remains (as after a terminated run);
 	// lost: an entry marked started whose pipeline never reached Temporal.
 	finished := e.ingest(t, "generic", fmt.Sprintf(`{"title":"recheck finished %s"}`, uuid.NewString()))
-	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{RecheckAfter: time.Minute})
+	reg := metrics.NewRegistry()
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{RecheckAfter: time.Minute, Metrics: metrics.NewWorker(reg)})
 	_, err := d.Drain(ctx)
 	require.NoError(t, err)
 	e.waitEnriched(t, finished, 60*time.Second)
@@ -171,6 +175,9 @@ func TestDispatcher_RecheckClearsEntriesOfEndedPipelinesAndStartsLostOnes(t *tes
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 2)
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", finished), "an ended pipeline's entry is deleted")
+	// The finished pipeline's entry held a place after its work ended: /metrics counts it (the lost
+	// one, started now, is not such an entry).
+	require.Equal(t, 1.0, counterValue(t, reg, "vigil_outbox_stale_starts_total"))
 	e.waitEnriched(t, lost, 60*time.Second)
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", lost), "the started pipeline deletes its entry")
 	require.Equal(t, 1, runsOf(t, e, wfids.Alert(finished)), "a recheck never runs a finished pipeline again")
@@ -281,5 +288,219 @@ func TestDispatcher_FinishesAreNotArrivals(t *testing.T) {
 		BusyRate: 0.01, Quiet: 30 * time.Second, Poll: time.Hour}))()
 	for _, id := range ids {
 		e.waitEnriched(t, id, 20*time.Second)
+	}
+}
+
+// finishFirstStore is the real store whose claim transaction, after the starts, waits until the
+// started pipelines' finish step has either committed (the alert has one more alert_enriched event)
+// or is waiting on a lock of alert_outbox: the finish lands before the claim commits, every time.
+type finishFirstStore struct {
+	*store.Store
+	t      *testing.T
+	e      *pipeEnv
+	events map[uuid.UUID]int // alert_enriched events of each alert before the start
+}
+
+func (s *finishFirstStore) DispatchOutbox(ctx context.Context, limit, maxInFlight int, start store.OutboxStart) (int, error) {
+	return s.Store.DispatchOutbox(ctx, limit, maxInFlight, func(ctx context.Context, entries []store.OutboxEntry) []error {
+		errs := start(ctx, entries)
+		deadline := time.Now().Add(30 * time.Second)
+		for _, en := range entries {
+			for {
+				if s.e.count(s.t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", en.AlertUUID) > s.events[en.AlertUUID] {
+					break // finished and committed while the claim is still open
+				}
+				if s.e.count(s.t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%alert_outbox%' AND pid <> pg_backend_pid()`) > 0 {
+					break // the finish waits for the claim's lock
+				}
+				if time.Now().After(deadline) {
+					s.t.Errorf("the pipeline of %s neither finished nor waited for the claim", en.AlertUUID)
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		return errs
+	})
+}
+
+// A pipeline can end before the claim transaction that started it commits (a re-run of an alert whose
+// indicators are all cached takes a few milliseconds). Its finish must still free the entry: nothing
+// may hold a place in flight after its work ended, whatever its kind (issue 26, the re-run jam).
+func TestDispatcher_FinishBeforeTheClaimCommitsStillFreesTheEntry(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	ctx := context.Background()
+
+	id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"finish first %s"}`, uuid.NewString()))
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{})
+	_, err := d.Drain(ctx)
+	require.NoError(t, err)
+	e.waitEnriched(t, id, 60*time.Second)
+	require.Zero(t, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id))
+
+	for round := range 3 {
+		require.NoError(t, e.st.EnqueueRerun(ctx, id, store.ActorAPI, ""))
+		s := &finishFirstStore{Store: e.st, t: t, e: e, events: map[uuid.UUID]int{
+			id: e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id)}}
+		n, err := temporal.NewDispatcher(s, e.c, e.queues, nil, temporal.DispatcherOptions{}).Drain(ctx)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, n, 1)
+		e.waitEvents(t, id, "alert_enriched", round+2, 30*time.Second)
+		deadline := time.Now().Add(5 * time.Second)
+		for e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id) > 0 {
+			require.True(t, time.Now().Before(deadline), "round %d: the re-run finished but its entry still holds a place: %s", round, e.dumpOutbox(t, []uuid.UUID{id}))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// 300 re-runs asked for through the API at once all finish, and the outbox's started count returns to
+// 0 within seconds of the last: no finished re-run keeps its place in flight (issue 26: 253 of 300
+// did, and the in-flight cap of 256 fell to 3 for everyone until the 10-minute recheck).
+func TestDispatcher_ReRunBurstThroughTheAPIFreesEveryPlace(t *testing.T) {
+	e := pipelineHarness(t)
+	const n = 300
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = e.ingest(t, "generic", fmt.Sprintf(`{"title":"re-run burst %d %s"}`, i, uuid.NewString()))
+	}
+	enriched := func() int {
+		return e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid IN (?) AND event_type = 'alert_enriched'", bun.List(ids))
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for enriched() < n {
+		require.True(t, time.Now().Before(deadline), "the first runs never finished: %d of %d", enriched(), n)
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i, id := range ids {
+		wg.Go(func() {
+			req, err := http.NewRequest(http.MethodPost, e.apiURL+"/v1/alerts/"+id.String()+"/enrich", nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			statuses[i] = resp.StatusCode
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		require.Equal(t, http.StatusAccepted, s, "re-run %d", i)
+	}
+	deadline = time.Now().Add(2 * time.Minute)
+	for enriched() < 2*n {
+		require.True(t, time.Now().Before(deadline), "the re-runs never finished: %d of %d", enriched()-n, n)
+		time.Sleep(200 * time.Millisecond)
+	}
+	last := time.Now()
+	for {
+		held := e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid IN (?) AND started_at IS NOT NULL", bun.List(ids))
+		if held == 0 {
+			break
+		}
+		require.True(t, time.Since(last) < 5*time.Second, "%d finished re-runs still hold their places 5 s after the last finished: %s",
+			held, e.dumpOutbox(t, ids))
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A start that timed out on a loaded machine (it may have run all the same) is retried, not held:
+	// such entries wait unstarted and are gone once their retry ran.
+	for e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid IN (?)", bun.List(ids)) > 0 {
+		require.True(t, time.Since(last) < time.Minute, "entries left a minute after the last re-run: %s", e.dumpOutbox(t, ids))
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Zero(t, e.count(t, "SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL"), "the outbox's started count is back to 0")
+}
+
+// A re-run claimed while its alert's pipeline is past its finish step but not yet closed (its entries
+// deleted, so the claim no longer waits for it) must not attach to that run: its entry would hold a
+// place for work that has ended and the re-run asked for would never run. It waits and runs after.
+func TestDispatcher_ReRunNeverAttachesToAnOpenRun(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	e.killWorker()
+	defer e.startWorker()
+	ctx := context.Background()
+
+	id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"open run %s"}`, uuid.NewString()))
+	d := temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{})
+	_, err := d.Drain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ? AND started_at IS NOT NULL", id))
+	// The run is open (no worker) and its entry gone, as between its finish and its close.
+	_, err = e.st.DB().NewRaw("DELETE FROM alert_outbox WHERE alert_uuid = ?", id).Exec(ctx)
+	require.NoError(t, err)
+	require.NoError(t, e.st.EnqueueRerun(ctx, id, store.ActorAPI, ""))
+	n, err := d.Drain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ? AND started_at IS NOT NULL", id),
+		"the re-run does not hold a place for the open run: %s", e.dumpOutbox(t, []uuid.UUID{id}))
+	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ? AND attempts = 1 AND last_error LIKE '%still running%'", id))
+
+	// The open run finishes, then the re-run runs after it.
+	e.startWorker()
+	e.startDispatcher(e.c)
+	e.waitEvents(t, id, "alert_enriched", 2, 60*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id) > 0 {
+		require.True(t, time.Now().Before(deadline), "entry left after both runs: %s", e.dumpOutbox(t, []uuid.UUID{id}))
+		time.Sleep(50 * time.Millisecond)
+	}
+	for runsOf(t, e, wfids.Alert(id)) < 2 && time.Now().Before(deadline.Add(10*time.Second)) {
+		time.Sleep(200 * time.Millisecond) // visibility is eventually consistent
+	}
+	require.Equal(t, 2, runsOf(t, e, wfids.Alert(id)))
+}
+
+// counterValue reads a counter (without labels) from reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("%s not registered", name)
+	return 0
+}
+
+// With a latency target, pipelines run beside a steady stream of alerts instead of waiting for it to
+// end: alerts arriving at ~25 a second through the API are Enriched while the stream still runs (the
+// spell never ends here: Quiet is 5 s and there is no poll; busy from about the 28th alert on). A target
+// of a second holds nothing back on this machine; even a cut leaves one pipeline running. With the
+// fixed busy cap of 0 (the old default) only the alerts before the spell began would be.
+func TestDispatcher_AIMDRunsPipelinesBesideIngest(t *testing.T) {
+	e := pipelineHarness(t)
+	e.killDispatcher()
+	defer e.startDispatcher(e.c)
+	defer runDispatcher(temporal.NewDispatcher(e.st, e.c, e.queues, nil, temporal.DispatcherOptions{Pace: true, BusyInFlight: 0,
+		IngestLatencyTarget: time.Second, Quiet: 5 * time.Second, Poll: time.Hour}))()
+	time.Sleep(300 * time.Millisecond) // LISTEN is in place
+
+	var ids []uuid.UUID
+	enriched := func() int {
+		return e.count(t, "SELECT count(*) FROM alerts WHERE uuid IN (?) AND enrichment_status <> 'Pending'", bun.List(ids))
+	}
+	for i := range 100 {
+		ids = append(ids, e.ingest(t, "generic", fmt.Sprintf(`{"title":"beside %d %s"}`, i, uuid.NewString())))
+		time.Sleep(40 * time.Millisecond)
+	}
+	during := enriched()
+	t.Logf("%d of %d alerts Enriched while the stream ran", during, len(ids))
+	require.GreaterOrEqual(t, during, 60, "alerts Enriched while the stream ran: %d of %d", during, len(ids))
+	for _, id := range ids {
+		e.waitEnriched(t, id, 60*time.Second)
 	}
 }

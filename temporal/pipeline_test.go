@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -32,6 +33,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ids"
+	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -55,7 +57,8 @@ type pipeEnv struct {
 	routes  sync.Map // path prefix → http.HandlerFunc
 	acts    *activities.Activities
 	agents  *agents.Service
-	log     *slog.Logger // warnings and errors of the worker, dispatcher and SDK, for failing runs
+	log     *slog.Logger         // warnings and errors of the worker, dispatcher and SDK, for failing runs
+	reg     *prometheus.Registry // the worker's own metrics (acts.Freshness)
 
 	mu             sync.Mutex
 	stopWorker     func()
@@ -122,7 +125,8 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 	}()
 	guard := netguard.NewGuard([]string{provLn.Addr().String()})
 	e.agents = agents.New(st, box, guard, agents.NewHTTPClient(guard))
-	e.acts = &activities.Activities{Pipeline: st,
+	e.reg = metrics.NewRegistry()
+	e.acts = &activities.Activities{Pipeline: st, Freshness: metrics.NewWorker(e.reg),
 		Enrichment: &enrichment.EngineDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
 			// A short cool-down so the outage test sees the circuit probe and close within seconds.
 			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},

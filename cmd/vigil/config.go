@@ -37,7 +37,8 @@ type config struct {
 	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (allowed names only, Vigil's own settings hidden)
 	AlertDedupHours    int
 	PipelineMaxFlight  int
-	PipelineBusyFlight int // PIPELINE_BUSY_IN_FLIGHT: pipelines while ingest is busy (0: none; ≥ PipelineMaxFlight: no pacing)
+	PipelineBusyFlight int // PIPELINE_BUSY_IN_FLIGHT: pipelines while ingest is busy (0: none; ≥ PipelineMaxFlight: no pacing), when PipelineLatencyMS is 0
+	PipelineLatencyMS  int // PIPELINE_INGEST_LATENCY_TARGET_MS: ingest latency the busy cap follows (AIMD); 0 (default): the fixed PIPELINE_BUSY_IN_FLIGHT
 	CircuitFailures    int // consecutive failed calls that open a provider's circuit
 	CircuitCooldownSec int // seconds an open circuit refuses calls before a probe
 	Version            string
@@ -94,7 +95,8 @@ func settings() []setting {
 		}},
 		{"ALERT_DEDUP_WINDOW_HOURS", "24", "Window in which a repeated alert is deduplicated; 0 disables.", intSetting(func(c *config) *int { return &c.AlertDedupHours }, 0, 24*365)},
 		{"PIPELINE_MAX_IN_FLIGHT", "256", "Alert pipelines started and not yet finished, over every worker; past it new alerts wait in the outbox.", intSetting(func(c *config) *int { return &c.PipelineMaxFlight }, 1, 100_000)},
-		{"PIPELINE_BUSY_IN_FLIGHT", "0", "Alert pipelines allowed at once while alerts keep arriving (5 a second or more, the last under 1 s ago); 0 starts none: the 202s keep the machine, the backlog waits in the outbox and drains at PIPELINE_MAX_IN_FLIGHT once ingest pauses (after 30 s without a pause the cap grows 1, 2, 4, … every 10 s). PIPELINE_MAX_IN_FLIGHT or more turns pacing off.", intSetting(func(c *config) *int { return &c.PipelineBusyFlight }, 0, 100_000)},
+		{"PIPELINE_INGEST_LATENCY_TARGET_MS", "0", "Above 0 (e.g. 25): while alerts keep arriving, the pipelines in flight follow the ingest's own latency instead of PIPELINE_BUSY_IN_FLIGHT: an ingest statement slower than this halves the cap (at most every 0.5 s, never below 1), and it grows back by 8 a second while none is, up to PIPELINE_MAX_IN_FLIGHT. 0 (the default until measured on a quiet machine): the fixed PIPELINE_BUSY_IN_FLIGHT.", intSetting(func(c *config) *int { return &c.PipelineLatencyMS }, 0, 60_000)},
+		{"PIPELINE_BUSY_IN_FLIGHT", "0", "With PIPELINE_INGEST_LATENCY_TARGET_MS=0: alert pipelines allowed at once while alerts keep arriving (5 a second or more, the last under 1 s ago); 0 starts none: the 202s keep the machine, the backlog waits in the outbox and drains at PIPELINE_MAX_IN_FLIGHT once ingest pauses (after 30 s without a pause the cap grows 1, 2, 4, … every 10 s). PIPELINE_MAX_IN_FLIGHT or more turns pacing off.", intSetting(func(c *config) *int { return &c.PipelineBusyFlight }, 0, 100_000)},
 		{"PROVIDER_CIRCUIT_FAILURES", "5", "Consecutive failed calls (no answer, timeout, 5xx) that open an enrichment provider's circuit: calls stop until a probe succeeds.", intSetting(func(c *config) *int { return &c.CircuitFailures }, 1, 10_000)},
 		{"PROVIDER_CIRCUIT_COOLDOWN_SECONDS", "30", "Seconds an open provider circuit refuses calls before one probe call (again after each failed probe).", intSetting(func(c *config) *int { return &c.CircuitCooldownSec }, 1, 86_400)},
 		{"VIGIL_VERSION", "dev", "Version reported by /health and the OpenAPI document.", func(c *config, v string) error { c.Version = v; return nil }},

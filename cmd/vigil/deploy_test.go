@@ -89,7 +89,9 @@ func TestDeployFiles(t *testing.T) {
 	require.NoError(t, err)
 	store, err := os.ReadFile("../../kit/metrics/store.go")
 	require.NoError(t, err)
-	for _, m := range regexp.MustCompile(`"(vigil_[a-z_]+)"`).FindAllStringSubmatch(string(src)+string(store), -1) {
+	worker, err := os.ReadFile("../../kit/metrics/worker.go")
+	require.NoError(t, err)
+	for _, m := range regexp.MustCompile(`"(vigil_[a-z_]+)"`).FindAllStringSubmatch(string(src)+string(store)+string(worker), -1) {
 		exported[m[1]] = true
 	}
 	for _, p := range dash.Panels {

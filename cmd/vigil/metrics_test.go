@@ -184,6 +184,9 @@ func TestMetricsEndpoints(t *testing.T) {
 	require.Contains(t, w, "vigil_pipelines_max_in_flight 256")
 	require.Contains(t, w, "vigil_pipelines_in_flight_up 1")
 	require.Regexp(t, `(?m)^vigil_pipelines_in_flight \d+$`, w)
+	require.Contains(t, w, "vigil_outbox_stale_starts_total 0")
+	require.GreaterOrEqual(t, metricValue(w, "vigil_alert_enrichment_lag_seconds_count"), 1.0, "the alert's pipeline finish")
+	require.Contains(t, w, "vigil_agent_delivery_lag_seconds_count 0", "no agent registered")
 	require.NotContains(t, w, "vigil_http_requests_total", "the worker serves no API")
 }
 

@@ -225,7 +225,8 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 		return err
 	}
 	reg.MustRegister(metrics.NewInFlightCollector(outboxStats{st}, cfg.PipelineMaxFlight, metrics.DefaultQueryTimeout, log))
-	acts := &activities.Activities{Log: log}
+	wm := metrics.NewWorker(reg)
+	acts := &activities.Activities{Log: log, Freshness: wm}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
 	acts.Pipeline = st
@@ -237,7 +238,8 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight,
-			Pace: true, BusyInFlight: cfg.PipelineBusyFlight}).Run(gctx)
+			Pace: true, BusyInFlight: cfg.PipelineBusyFlight, IngestLatencyTarget: time.Duration(cfg.PipelineLatencyMS) * time.Millisecond,
+			Metrics: wm}).Run(gctx)
 	})
 	g.Go(func() error { return temporal.RunWorkersTuned(gctx, tc, queues, acts, log, cfg.WorkerTuning) })
 	// Alerts a provider outage left un-enriched are re-run once the provider answers again.

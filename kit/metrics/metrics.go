@@ -1,6 +1,6 @@
 // Package metrics is Vigil's Prometheus instrumentation: one registry per process (passed in,
 // never a global), the /metrics handler and its own listener, the API's request counters, the
-// scrape-time outbox and approvals gauges, and the Temporal SDK's metrics through tally's
+// scrape-time outbox and approvals gauges, the worker's dispatcher counters, and the Temporal SDK's metrics through tally's
 // Prometheus reporter.
 package metrics
 

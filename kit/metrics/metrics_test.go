@@ -167,3 +167,33 @@ func gaugeValue(t *testing.T, reg interface {
 	t.Fatalf("%s not gathered", name)
 	return 0
 }
+
+func TestWorker(t *testing.T) {
+	reg := metrics.NewRegistry()
+	m := metrics.NewWorker(reg)
+	m.StaleStarts(2)
+	m.StaleStarts(1)
+	m.AlertEnriched(1500 * time.Millisecond)
+	m.AlertEnriched(-time.Second) // clocks apart: never a negative sample
+	m.AgentEventDelivered(40 * time.Second)
+	count, err := testutil.GatherAndCount(reg, "vigil_alert_enrichment_lag_seconds", "vigil_agent_delivery_lag_seconds")
+	require.NoError(t, err)
+	require.Equal(t, 2, count)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]*dto.Histogram{}
+	for _, mf := range mfs {
+		if len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetHistogram() != nil {
+			got[mf.GetName()] = mf.GetMetric()[0].GetHistogram()
+		}
+	}
+	require.EqualValues(t, 2, got["vigil_alert_enrichment_lag_seconds"].GetSampleCount())
+	require.InDelta(t, 1.5, got["vigil_alert_enrichment_lag_seconds"].GetSampleSum(), 1e-9)
+	require.EqualValues(t, 1, got["vigil_agent_delivery_lag_seconds"].GetSampleCount())
+	require.InDelta(t, 40, got["vigil_agent_delivery_lag_seconds"].GetSampleSum(), 1e-9)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP vigil_outbox_stale_starts_total Outbox entries the recheck found still marked started after their pipeline had ended (deleted then): places held in flight for work that was over.
+# TYPE vigil_outbox_stale_starts_total counter
+vigil_outbox_stale_starts_total 3
+`), "vigil_outbox_stale_starts_total"))
+}
