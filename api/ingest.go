@@ -52,8 +52,8 @@ type ingestResponse struct {
 }
 
 type createAlertRequest struct {
-	SourceName string          `json:"source_name" required:"true" minLength:"1" maxLength:"100"`
-	Payload    json.RawMessage `json:"payload" required:"true" doc:"The source's payload object."`
+	SourceName string        `json:"source_name" required:"true" minLength:"1" maxLength:"100"`
+	Payload    sourcePayload `json:"payload" required:"true" doc:"The source's payload object; hostile characters are replaced, not refused (docs/INGEST.md)."`
 }
 
 func errInvalidPayload(msg string, detail validate.Errors) *Error {
@@ -86,7 +86,10 @@ func (h *ingestHandlers) ingestError(err error, name string, raw []byte, loc []a
 }
 
 func (h *ingestHandlers) ingestSource(c *fiber.Ctx) error {
-	name := c.Params("source_name")
+	name, err := pathText(c, "source_name")
+	if err != nil {
+		return err
+	}
 	ctx := c.UserContext()
 	src, err := h.ingest.Source(ctx, name, principal(c).AllowsSource)
 	if err != nil {
