@@ -287,13 +287,13 @@ func BindOktaSecrets(ctx context.Context, st SecretBinder, domain string) error 
 	return nil
 }
 
-// OktaHost is the tenant host of domain (OKTA_DOMAIN): a host name (optionally given as an https URL
-// with no path), lower-cased; a wildcard, a path or anything netguard.ParseHostPattern refuses is an
-// error.
+// OktaHost is the tenant host of domain (OKTA_DOMAIN): a host name with an optional port (optionally
+// given as an https URL with no path), lower-cased; a wildcard, a path or anything
+// netguard.ParseHostPattern refuses is an error.
 func OktaHost(domain string) (string, error) {
 	h := strings.ToLower(strings.TrimSpace(domain))
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "https://"), "/")
-	if h == "" || strings.Contains(h, "*") || strings.ContainsAny(h, "/:") {
+	if h == "" || strings.ContainsAny(h, "*/") {
 		return "", fmt.Errorf("OKTA_DOMAIN %q: want the tenant's host name, e.g. acme.okta.com", domain)
 	}
 	if err := netguard.ParseHostPattern(h); err != nil {
