@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -38,17 +37,17 @@ func SanitizeJSON(raw []byte) ([]byte, HostileJSON) {
 		found HostileJSON
 	)
 	type frame struct {
-		object    bool
-		expectKey bool
-		key       string
-		index     int
+		object     bool
+		expectKey  bool
+		key0, key1 int // the current key's token, raw[key0:key1] (decoded only for a location)
+		index      int
 	}
 	var stack []frame
 	path := func() []any {
 		loc := make([]any, 0, len(stack)+1)
 		for _, f := range stack {
 			if f.object {
-				loc = append(loc, f.key)
+				loc = append(loc, decodeKey(raw[f.key0:f.key1]))
 			} else {
 				loc = append(loc, f.index)
 			}
@@ -90,7 +89,7 @@ func SanitizeJSON(raw []byte) ([]byte, HostileJSON) {
 			top := len(stack) - 1
 			isKey := top >= 0 && stack[top].object && stack[top].expectKey
 			if isKey {
-				stack[top].key = decodeKey(raw[start:i+1], len(bads) > 0)
+				stack[top].key0, stack[top].key1 = start, i+1
 			}
 			if len(bads) == 0 {
 				continue
@@ -114,18 +113,12 @@ func SanitizeJSON(raw []byte) ([]byte, HostileJSON) {
 	return out, found
 }
 
-// decodeKey decodes an object key's JSON string token (with its hostile characters replaced when
-// hostile).
-func decodeKey(token []byte, hostile bool) string {
+// decodeKey decodes an object key's JSON string token, its hostile characters replaced.
+func decodeKey(token []byte) string {
 	if len(token) < 2 {
 		return ""
 	}
-	if !hostile && !bytes.ContainsRune(token, '\\') {
-		return string(token[1 : len(token)-1])
-	}
-	if hostile {
-		token = sanitizedToken(token)
-	}
+	token = sanitizedToken(token)
 	var key string
 	_ = json.Unmarshal(token, &key)
 	return key
