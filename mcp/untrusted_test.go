@@ -35,8 +35,7 @@ func TestTextFromIngestKeysAndAgentsIsUntrusted(t *testing.T) {
 	}
 	// requireOnlyUntrusted: marker occurs in v, and only under an untrusted_content/untrusted_value
 	// object whose origin is origin.
-	var requireOnlyUntrusted func(t *testing.T, v any, marker, origin string)
-	requireOnlyUntrusted = func(t *testing.T, v any, marker, origin string) {
+	requireOnlyUntrusted := func(t *testing.T, v any, marker, origin string) {
 		t.Helper()
 		raw, _ := json.Marshal(v)
 		require.Contains(t, string(raw), marker)
