@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
@@ -101,11 +102,13 @@ type alertSummary struct {
 	MaliceOverrideAt     *time.Time `json:"malice_override_at"`
 	CreatedAt            time.Time  `json:"created_at"`
 	UpdatedAt            time.Time  `json:"updated_at"`
+	InputSanitized       bool       `json:"input_sanitized" doc:"The payload held NUL, lone UTF-16 surrogates or invalid UTF-8, replaced by U+FFFD at ingest; the detail's original_body has it as received."`
 }
 
 type alertDetail struct {
 	alertSummary
 	RawPayload       map[string]any            `json:"raw_payload"`
+	OriginalBody     *string                   `json:"original_body" doc:"Base64 of the payload exactly as received when input_sanitized; null otherwise."`
 	Indicators       []indicatorResponse       `json:"indicators"`
 	DetectionRule    *detectionRuleResponse    `json:"detection_rule"`
 	ContextDocuments []contextDocumentResponse `json:"context_documents"`
@@ -137,7 +140,8 @@ func toAlertSummary(a store.Alert, malice string) alertSummary {
 		AcknowledgedAt: utcPtr(a.AcknowledgedAt), TriagedAt: utcPtr(a.TriagedAt), ClosedAt: utcPtr(a.ClosedAt), Tags: tags,
 		DetectionRuleID: a.DetectionRuleID, Description: a.Description, DuplicateCount: a.DuplicateCount, LastSeenAt: utcPtr(a.LastSeenAt),
 		Malice: malice, MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
-		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
+		InputSanitized: a.InputSanitized}
 }
 
 // List.
@@ -223,6 +227,10 @@ func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, a
 		Indicators:       mapSlice(det.Indicators, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) }),
 		ContextDocuments: mapSlice(det.ContextDocuments, toContextDocumentResponse),
 		AgentFindings:    mapSlice(det.Findings, toFindingResponse)}
+	if a.OriginalBody != nil {
+		b64 := base64.StdEncoding.EncodeToString(a.OriginalBody)
+		d.OriginalBody = &b64
+	}
 	if det.DetectionRule != nil {
 		resp := toDetectionRuleResponse(*det.DetectionRule)
 		d.DetectionRule = &resp

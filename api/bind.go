@@ -37,6 +37,11 @@ import (
 //
 // Pointers and Optional[T] are nullable; null on any other field is a type error. Unknown body fields
 // are rejected (extra_forbidden); unknown query parameters are ignored.
+//
+// Hostile characters (validate.HostileText: NUL, lone UTF-16 surrogates, invalid UTF-8), which
+// Postgres cannot store, are refused here for every field, query parameter and path parameter (422
+// value_error at their location), so no handler meets one. The one exception is a source payload
+// (sourcePayload), which the ingest service stores with them replaced rather than lose the alert.
 
 // Optional distinguishes an absent field from an explicit null, for PATCH fields where null means
 // "clear".
@@ -62,6 +67,18 @@ func (o *Optional[T]) optionalInner() (reflect.Value, bool) {
 	return reflect.ValueOf(&o.Value).Elem(), o.Set && !o.Null
 }
 
+// sourcePayload is a source's payload inside a request body, kept as received (json.RawMessage
+// otherwise): its hostile characters are the ingest service's to replace, not the binder's to refuse.
+type sourcePayload []byte
+
+// MarshalJSON writes the payload as is (an empty one as null).
+func (p sourcePayload) MarshalJSON() ([]byte, error) {
+	if len(p) == 0 {
+		return []byte("null"), nil
+	}
+	return p, nil
+}
+
 // Validator is implemented by request types with rules beyond the tags. Locations are relative to the
 // request body (or query) and get the "body"/"query" prefix from the binder.
 type Validator interface {
@@ -72,6 +89,7 @@ var (
 	timeType     = reflect.TypeFor[time.Time]()
 	uuidType     = reflect.TypeFor[uuid.UUID]()
 	rawType      = reflect.TypeFor[json.RawMessage]()
+	payloadType  = reflect.TypeFor[sourcePayload]()
 	optionalType = reflect.TypeFor[optionalValue]()
 )
 
@@ -149,6 +167,19 @@ func decodeInto(raw json.RawMessage, v reflect.Value, loc []any, errs *validate.
 		decodeInto(raw, nv.Elem(), loc, errs)
 		v.Set(nv)
 		return
+	case t == payloadType:
+		v.SetBytes(append([]byte(nil), raw...))
+		return
+	}
+	if (t.Kind() != reflect.Struct || t == timeType) && (t.Kind() != reflect.Slice || t.Elem().Kind() == reflect.Uint8) {
+		// A leaf (structs and lists are walked down to theirs): refused whole when it holds a hostile
+		// character, wherever in it.
+		if _, hostile := validate.SanitizeJSON(raw); hostile.Count > 0 {
+			errs.Add(validate.Join(loc, hostile.Loc...), validate.TypeValue, hostile.Msg, nil)
+			return
+		}
+	}
+	switch {
 	case t == rawType:
 		v.SetBytes(append([]byte(nil), raw...))
 		return
@@ -500,6 +531,9 @@ func decodeQueryStruct(v reflect.Value, values func(string) []string, errs *vali
 				continue
 			}
 		}
+		if hostileQuery(raw, loc, errs) {
+			continue
+		}
 		before := len(*errs)
 		setQueryValue(fv, raw, loc, errs)
 		if len(*errs) == before {
@@ -574,6 +608,29 @@ func setQueryValue(v reflect.Value, raw []string, loc []any, errs *validate.Erro
 		}
 		errs.Add(loc, typ, typeMessage(t), validate.Truncate(s))
 	}
+}
+
+// hostileQuery reports (and records at loc) a query value holding a hostile character.
+func hostileQuery(raw []string, loc []any, errs *validate.Errors) bool {
+	for _, r := range raw {
+		if msg := validate.HostileText(r); msg != "" {
+			errs.Add(loc, validate.TypeValue, msg, nil)
+			return true
+		}
+	}
+	return false
+}
+
+// pathText is the path parameter name, refused (422 at ["path", name]) when it holds a hostile
+// character.
+func pathText(c *fiber.Ctx, name string) (string, error) {
+	s := c.Params(name)
+	if msg := validate.HostileText(s); msg != "" {
+		var errs validate.Errors
+		errs.Add([]any{"path", name}, validate.TypeValue, msg, nil)
+		return "", errs
+	}
+	return s, nil
 }
 
 // pathUUID parses the path parameter name as a UUID (422 at ["path", name] otherwise).

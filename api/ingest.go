@@ -43,8 +43,8 @@ type ingestResponse struct {
 }
 
 type createAlertRequest struct {
-	SourceName string          `json:"source_name" required:"true" minLength:"1" maxLength:"100"`
-	Payload    json.RawMessage `json:"payload" required:"true" doc:"The source's payload object."`
+	SourceName string        `json:"source_name" required:"true" minLength:"1" maxLength:"100"`
+	Payload    sourcePayload `json:"payload" required:"true" doc:"The source's payload object; hostile characters are replaced, not refused (docs/INGEST.md)."`
 }
 
 func errInvalidPayload(msg string, detail validate.Errors) *Error {
@@ -77,7 +77,10 @@ func (s *Server) ingestError(err error, name string, raw []byte, loc []any) erro
 }
 
 func (s *Server) ingestSource(c *fiber.Ctx) error {
-	name := c.Params("source_name")
+	name, err := pathText(c, "source_name")
+	if err != nil {
+		return err
+	}
 	ctx := c.UserContext()
 	src, err := s.ingest.Source(ctx, name, principal(c).AllowsSource)
 	if err != nil {

@@ -52,7 +52,7 @@ func (b *schemaBuilder) baseSchema(t reflect.Type) map[string]any {
 		return map[string]any{"type": "string", "format": "date-time"}
 	case t == uuidType:
 		return map[string]any{"type": "string", "format": "uuid"}
-	case t == rawType:
+	case t == rawType, t == payloadType:
 		return map[string]any{}
 	}
 	switch t.Kind() {

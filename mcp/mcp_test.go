@@ -456,7 +456,8 @@ func TestContextDocumentsAndEnrichments(t *testing.T) {
 	_, _, err := h.st.LinkIndicators(ctx, id, []store.IndicatorKey{{Type: "url", Value: "https://evil.example/a?b=1"}}, "api")
 	require.NoError(t, err)
 	e = read("vigil://enrichments/url/" + strings.ReplaceAll(url.QueryEscape("https://evil.example/a?b=1"), "+", "%20"))["data"].(map[string]any)
-	require.Equal(t, "https://evil.example/a?b=1", e["value"])
+	require.NotContains(t, e, "value", "a url value is free text: not top-level")
+	require.Equal(t, "https://evil.example/a?b=1", e["untrusted_value"].(map[string]any)["data"].(map[string]any)["value"])
 
 	for uri, want := range map[string]string{
 		"vigil://enrichments/ip/198.51.100.250":         "not found",

@@ -77,10 +77,10 @@ func (s *Server) registerMoreResources(srv *sdk.Server, who principalSource) {
 }
 
 // agentView is a registration without its secrets.
+// Its name and description, written by the registering key, are untrusted content (origin
+// agent_registration).
 type agentView struct {
 	UUID                uuid.UUID       `json:"uuid"`
-	Name                string          `json:"name"`
-	Description         *string         `json:"description"`
 	EndpointURL         string          `json:"endpoint_url"`
 	AuthHeaderName      *string         `json:"auth_header_name"`
 	Events              []string        `json:"events"`
@@ -92,6 +92,7 @@ type agentView struct {
 	IsActive            bool            `json:"is_active"`
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
+	UntrustedContent    *untrusted      `json:"untrusted_content"`
 }
 
 func toAgentView(a store.Agent) agentView {
@@ -99,7 +100,8 @@ func toAgentView(a store.Agent) agentView {
 	if len(filter) == 0 {
 		filter = json.RawMessage("null")
 	}
-	return agentView{UUID: a.UUID, Name: a.Name, Description: a.Description, EndpointURL: a.EndpointURL, AuthHeaderName: a.AuthHeaderName,
+	return agentView{UUID: a.UUID, UntrustedContent: wrapUntrusted(originAgentRegistration, map[string]any{"name": a.Name, "description": a.Description}),
+		EndpointURL: a.EndpointURL, AuthHeaderName: a.AuthHeaderName,
 		Events: nonNil(a.Events), TriggerOnSources: nonNil(a.TriggerOnSources), TriggerOnSeverities: nonNil(a.TriggerOnSeverities),
 		TriggerFilter: filter, TimeoutSeconds: a.TimeoutSeconds, RetryCount: a.RetryCount, IsActive: a.IsActive,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}

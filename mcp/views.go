@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -35,7 +36,13 @@ const (
 	originActivity      = "activity_references"
 	originExternalSteps = "workflow_step_responses"
 	originTrigger       = "workflow_trigger" // reason given by the key that triggered a run
+	// originAgentRegistration: what an agents:write key wrote about its agent (name, description).
+	originAgentRegistration = "agent_registration"
 )
+
+// freeTextValue reports an indicator value kept as given (account, url: indicators.IsFreeText): it
+// is returned inside untrusted content, origin alert_source, never as a top-level value.
+func freeTextValue(typ string) bool { return indicators.IsFreeText(indicators.Type(typ)) }
 
 // listResult is a page, shaped as REST lists are: {"data": [...], "meta": {total, page, ...}}.
 type listResult[T any] struct {
@@ -143,13 +150,15 @@ func toAlertDetail(d store.AlertDetail, now time.Time) alertDetailResult {
 type indicatorView struct {
 	UUID             uuid.UUID  `json:"uuid"`
 	Type             string     `json:"type"`
-	Value            string     `json:"value"`
+	Value            string     `json:"value,omitempty" doc:"absent for free-text types (account, url): see untrusted_value"`
 	Malice           string     `json:"malice"`
 	MaliceSource     *string    `json:"malice_source"`
 	IsEnriched       bool       `json:"is_enriched"`
 	FirstSeen        time.Time  `json:"first_seen"`
 	LastSeen         time.Time  `json:"last_seen"`
 	UntrustedContent *untrusted `json:"untrusted_content"`
+	// UntrustedValue holds the value of a free-text type (account, url), origin alert_source.
+	UntrustedValue *untrusted `json:"untrusted_value,omitempty"`
 }
 
 // toIndicatorView renders an alert's indicator: as on REST, without the providers' raw responses.
@@ -161,9 +170,13 @@ func indicatorViewWith(ind store.Indicator, results map[string]any) indicatorVie
 	if results == nil {
 		results = map[string]any{}
 	}
-	return indicatorView{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, Malice: ind.Malice, MaliceSource: ind.MaliceSource,
+	v := indicatorView{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, Malice: ind.Malice, MaliceSource: ind.MaliceSource,
 		IsEnriched: ind.IsEnriched, FirstSeen: ind.FirstSeen.UTC(), LastSeen: ind.LastSeen.UTC(),
 		UntrustedContent: wrapUntrusted(originProvider, map[string]any{"enrichment_results": results})}
+	if freeTextValue(ind.Type) {
+		v.Value, v.UntrustedValue = "", wrapUntrusted(originAlertSource, map[string]any{"value": ind.Value})
+	}
+	return v
 }
 
 // enrichmentView is one indicator with its providers' full responses (vigil://enrichments/...).
@@ -211,7 +224,7 @@ func toActivityView(e store.ActivityEvent) activityView {
 
 type detectionRuleView struct {
 	UUID               uuid.UUID `json:"uuid"`
-	Name               string    `json:"name"`
+	Name               string    `json:"name,omitempty"`
 	SourceRuleID       *string   `json:"source_rule_id"`
 	SourceName         *string   `json:"source_name"`
 	Severity           *string   `json:"severity"`
@@ -225,9 +238,23 @@ type detectionRuleView struct {
 	Documentation      *string   `json:"documentation"`
 	CreatedAt          time.Time `json:"created_at"`
 	UpdatedAt          time.Time `json:"updated_at"`
+	// UntrustedContent: a stub's name and source_rule_id, which the alert's payload chose (origin
+	// alert_source); absent for a documented rule.
+	UntrustedContent *untrusted `json:"untrusted_content,omitempty"`
 }
 
+// toDetectionRuleView renders a rule. A stub (created at ingest from the payload's rule reference)
+// has its name and source_rule_id inside untrusted content, not top-level.
 func toDetectionRuleView(r store.DetectionRule) detectionRuleView {
+	v := detectionRuleViewOf(r)
+	if r.IsStub {
+		v.UntrustedContent = wrapUntrusted(originAlertSource, map[string]any{"name": r.Name, "source_rule_id": r.SourceRuleID})
+		v.Name, v.SourceRuleID = "", nil
+	}
+	return v
+}
+
+func detectionRuleViewOf(r store.DetectionRule) detectionRuleView {
 	return detectionRuleView{UUID: r.UUID, Name: r.Name, SourceRuleID: r.SourceRuleID, SourceName: r.SourceName, Severity: r.Severity,
 		IsActive: r.IsActive, IsStub: r.IsStub, MitreTactics: nonNil(r.MitreTactics), MitreTechniques: nonNil(r.MitreTechniques),
 		MitreSubtechniques: nonNil(r.MitreSubtechniques), DataSources: nonNil(r.DataSources), RunFrequency: r.RunFrequency,
@@ -296,7 +323,7 @@ type runView struct {
 	TriggerKeyPrefix    *string    `json:"trigger_key_prefix"`
 	Confidence          *float64   `json:"confidence"`
 	IndicatorType       string     `json:"indicator_type"`
-	IndicatorValue      string     `json:"indicator_value"`
+	IndicatorValue      string     `json:"indicator_value,omitempty"` // free-text types: in untrusted_content
 	AlertUUID           *uuid.UUID `json:"alert_uuid"`
 	ApprovalRequestUUID *uuid.UUID `json:"approval_request_uuid"`
 	Error               *string    `json:"error"`
@@ -317,13 +344,18 @@ func toRunView(r store.WorkflowRun) runView {
 		}
 		return m
 	}
-	return runView{UUID: r.UUID, WorkflowUUID: r.WorkflowUUID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
+	v := runView{UUID: r.UUID, WorkflowUUID: r.WorkflowUUID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
 		TriggerSource: r.TriggerSource, TriggerKeyPrefix: r.TriggerKeyPrefix, Confidence: r.Confidence, IndicatorType: r.IndicatorType,
 		IndicatorValue: r.IndicatorValue, AlertUUID: r.AlertUUID, ApprovalRequestUUID: r.ApprovalRequestUUID, Error: r.Error,
 		AttemptCount: r.AttemptCount, DurationMS: r.DurationMS, StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), TemporalWorkflowID: r.TemporalWorkflowID,
 		UntrustedContent: wrapUntrusted(originExternalSteps, map[string]any{"reason": r.Reason,
 			"steps": raw(r.Steps, "[]"), "result": raw(r.Result, "null")})}
+	if freeTextValue(r.IndicatorType) {
+		v.IndicatorValue = ""
+		v.UntrustedContent.Data.(map[string]any)["indicator_value"] = r.IndicatorValue
+	}
+	return v
 }
 
 type approvalView struct {
@@ -335,7 +367,7 @@ type approvalView struct {
 	TriggerKeyPrefix  *string        `json:"trigger_key_prefix"`
 	Confidence        *float64       `json:"confidence"`
 	IndicatorType     string         `json:"indicator_type"`
-	IndicatorValue    string         `json:"indicator_value"`
+	IndicatorValue    string         `json:"indicator_value,omitempty"` // free-text types: in untrusted_content
 	RiskLevel         string         `json:"risk_level"`
 	Status            string         `json:"status"`
 	RequiredApprovals int            `json:"required_approvals"`
@@ -357,11 +389,16 @@ func toApprovalView(a store.ApprovalRequest) approvalView {
 	for i, d := range a.Decisions {
 		ds[i] = decisionView{ResponderID: d.ResponderID, Decision: d.Decision, Comment: d.Comment, DecidedAt: d.DecidedAt.UTC()}
 	}
-	return approvalView{UUID: a.UUID, WorkflowUUID: a.WorkflowUUID, WorkflowName: a.WorkflowName, RunUUID: a.RunUUID,
+	v := approvalView{UUID: a.UUID, WorkflowUUID: a.WorkflowUUID, WorkflowName: a.WorkflowName, RunUUID: a.RunUUID,
 		TriggerSource: a.TriggerSource, TriggerKeyPrefix: a.TriggerKeyPrefix, Confidence: a.Confidence, IndicatorType: a.IndicatorType,
 		IndicatorValue: a.IndicatorValue, RiskLevel: a.RiskLevel, Status: a.Status, RequiredApprovals: a.RequiredApprovals,
 		Decisions: ds, ExpiresAt: a.ExpiresAt.UTC(), CreatedAt: a.CreatedAt.UTC(),
 		UntrustedContent: wrapUntrusted(originTrigger, map[string]any{"reason": a.Reason})}
+	if freeTextValue(a.IndicatorType) {
+		v.IndicatorValue = ""
+		v.UntrustedContent.Data.(map[string]any)["indicator_value"] = a.IndicatorValue
+	}
+	return v
 }
 
 func mapAll[T, U any](in []T, f func(T) U) []U {

@@ -42,8 +42,12 @@ type Alert struct {
 	MaliceOverride       *string          `bun:"malice_override"`
 	MaliceOverrideSource *string          `bun:"malice_override_source"`
 	MaliceOverrideAt     *time.Time       `bun:"malice_override_at"`
-	CreatedAt            time.Time        `bun:"created_at"`
-	UpdatedAt            time.Time        `bun:"updated_at"`
+	// InputSanitized: hostile characters of the payload were replaced at ingest; OriginalBody holds
+	// the payload as received (nil otherwise).
+	InputSanitized bool      `bun:"input_sanitized"`
+	OriginalBody   []byte    `bun:"original_body"`
+	CreatedAt      time.Time `bun:"created_at"`
+	UpdatedAt      time.Time `bun:"updated_at"`
 }
 
 // NormalizedRecord is what the source plugin made of an alert's payload, kept in alerts.normalized
@@ -171,7 +175,7 @@ func AlertSortFields() []string {
 // ListAlerts returns one page of alert summaries (no raw payload, no normalized output) and the total.
 func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, error) {
 	var out []Alert
-	q := s.db.NewSelect().Model(&out).ExcludeColumn("raw_payload", "normalized")
+	q := s.db.NewSelect().Model(&out).ExcludeColumn("raw_payload", "normalized", "original_body")
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}

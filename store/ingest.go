@@ -21,7 +21,10 @@ type IngestAlert struct {
 	Tags        []string
 	Fingerprint string
 	RawPayload  []byte // the request body: a JSON object, stored as jsonb as is
-	Normalized  []byte // JSON of the plugin's output (fields, rule reference, pass-1 indicators)
+	// OriginalBody is the body as received when RawPayload is it with hostile characters replaced
+	// (the alert is then flagged input_sanitized); nil otherwise.
+	OriginalBody []byte
+	Normalized   []byte // JSON of the plugin's output (fields, rule reference, pass-1 indicators)
 	// The caller, for the activity events.
 	ActorType      string
 	ActorKeyPrefix string
@@ -57,8 +60,9 @@ const ingestSQL = `WITH fp AS (
 	RETURNING alert_uuid
 ), ins AS (
 	INSERT INTO alerts (uuid, title, severity, source_name, occurred_at, ingested_at, fingerprint, tags,
-		description, raw_payload, normalized, created_at, updated_at)
-	SELECT alert_uuid, $4::text, $5::text, $6::text, coalesce($7::timestamptz, now()), now(), $1, $8::text[], $9::text, $10::jsonb, $11::jsonb, now(), now()
+		description, raw_payload, normalized, input_sanitized, original_body, created_at, updated_at)
+	SELECT alert_uuid, $4::text, $5::text, $6::text, coalesce($7::timestamptz, now()), now(), $1, $8::text[], $9::text, $10::jsonb, $11::jsonb,
+		$14::bytea IS NOT NULL, $14::bytea, now(), now()
 	FROM fp
 	RETURNING uuid
 ), ob AS (
@@ -94,7 +98,7 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 	if len(normalized) == 0 {
 		normalized = []byte("{}")
 	}
-	var occurredArg, descArg, prefixArg any // nil: SQL NULL
+	var occurredArg, descArg, prefixArg, originalArg any // nil: SQL NULL
 	if !a.OccurredAt.IsZero() {
 		occurredArg = a.OccurredAt.UTC()
 	}
@@ -103,6 +107,9 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 	}
 	if a.ActorKeyPrefix != "" {
 		prefixArg = a.ActorKeyPrefix
+	}
+	if a.OriginalBody != nil {
+		originalArg = a.OriginalBody
 	}
 	stmt, err := s.ingest.get(ctx, s.db.DB)
 	if err != nil {
@@ -113,7 +120,7 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 		var inserted, duplicateOf sql.Null[uuid.UUID]
 		var duplicateCount int
 		err := stmt.QueryRowContext(ctx, a.Fingerprint, a.UUID.String(), secs, a.Title, a.Severity, a.SourceName, occurredArg,
-			pgTextArray(a.Tags), descArg, string(a.RawPayload), string(normalized), a.ActorType, prefixArg).
+			pgTextArray(a.Tags), descArg, string(a.RawPayload), string(normalized), a.ActorType, prefixArg, originalArg).
 			Scan(&inserted, &duplicateOf, &duplicateCount)
 		if err != nil {
 			return IngestResult{}, fmt.Errorf("ingest alert: %w", mapErr(err))

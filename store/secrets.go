@@ -103,3 +103,18 @@ func (s *Store) WorkflowSecretHosts(ctx context.Context, names []string) (map[st
 	}
 	return out, nil
 }
+
+// BindUnboundSecrets sets hosts as the allowed hosts of those named secrets that have none (no admin
+// set them: a PUT needs at least one) and returns how many it changed.
+func (s *Store) BindUnboundSecrets(ctx context.Context, names, hosts []string) (int, error) {
+	if len(names) == 0 || len(hosts) == 0 {
+		return 0, nil
+	}
+	res, err := s.db.NewUpdate().Model((*WorkflowSecret)(nil)).Set("allowed_hosts = ?", pgdialectArray(hosts)).
+		Where("name IN (?)", bun.List(names)).Where("allowed_hosts = '{}'").Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bind workflow secrets to hosts: %w", mapErr(err))
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}

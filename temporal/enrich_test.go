@@ -305,7 +305,7 @@ func TestEnrich_ThreeStepsWithTestRecords(t *testing.T) {
 		require.Empty(t, s.Error)
 		require.False(t, s.Skipped)
 		require.Equal(t, "three.example.org", s.IndicatorValue)
-		require.Equal(t, "key-****MNOP", s.RequestHeaders["X-Api-Key"])
+		require.Equal(t, "****MNOP", s.RequestHeaders["X-Api-Key"])
 	}
 	require.Equal(t, []string{"search", "job", "report"}, []string{steps[0].StepName, steps[1].StepName, steps[2].StepName})
 	require.Contains(t, steps[1].RequestURL, "/jobs/job-7")

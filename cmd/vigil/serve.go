@@ -250,7 +250,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 }
 
 // prepareStore opens the secret box and seeds the builtin rows (package builtins: providers, sources
-// and system mappings, system workflows). Idempotent; each process does it once at start, before
+// and system mappings, system workflows; the Okta secrets' tenant host). Idempotent; each process does it once at start, before
 // serving. It is the only place outside tests that seeds.
 func prepareStore(ctx context.Context, cfg config, st *store.Store) (*secretbox.Box, error) {
 	box, err := openSecretBox(cfg)
@@ -259,6 +259,13 @@ func prepareStore(ctx context.Context, cfg config, st *store.Store) (*secretbox.
 	}
 	if err := builtins.Seed(ctx, st, sources.NewRegistry()); err != nil {
 		return nil, err
+	}
+	// The Okta workflow secrets go only to the tenant's own host (OKTA_DOMAIN, the Okta provider's
+	// variable), unless an admin set their hosts.
+	if cfg.ProviderEnv != nil {
+		if err := builtins.BindOktaSecrets(ctx, st, cfg.ProviderEnv("OKTA_DOMAIN")); err != nil {
+			return nil, err
+		}
 	}
 	return box, nil
 }

@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -257,4 +259,45 @@ func SeedWorkflows(ctx context.Context, st WorkflowSeeder) error {
 		return fmt.Errorf("seed system workflows: %w", err)
 	}
 	return nil
+}
+
+// OktaSecrets are the workflow secrets of the built-in Okta workflows.
+var OktaSecrets = []string{"OKTA_API_TOKEN", "OKTA_ORG_URL"}
+
+// SecretBinder binds secrets nobody bound to hosts (*store.Store).
+type SecretBinder interface {
+	BindUnboundSecrets(ctx context.Context, names, hosts []string) (int, error)
+}
+
+// BindOktaSecrets gives the Okta workflow secrets that have no allowed hosts the tenant's own host,
+// read from domain (OKTA_DOMAIN: "acme.okta.com" or "https://acme.okta.com/"), never a pattern that
+// matches other tenants. An empty domain binds nothing: an admin sets the hosts with PUT
+// /v1/workflow-secrets/{name}. Hosts an admin set are kept.
+func BindOktaSecrets(ctx context.Context, st SecretBinder, domain string) error {
+	if strings.TrimSpace(domain) == "" {
+		return nil
+	}
+	host, err := OktaHost(domain)
+	if err != nil {
+		return err
+	}
+	if _, err := st.BindUnboundSecrets(ctx, OktaSecrets, []string{host}); err != nil {
+		return fmt.Errorf("bind the Okta secrets to %s: %w", host, err)
+	}
+	return nil
+}
+
+// OktaHost is the tenant host of domain (OKTA_DOMAIN): a host name with an optional port (optionally
+// given as an https URL with no path), lower-cased; a wildcard, a path or anything
+// netguard.ParseHostPattern refuses is an error.
+func OktaHost(domain string) (string, error) {
+	h := strings.ToLower(strings.TrimSpace(domain))
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "https://"), "/")
+	if h == "" || strings.ContainsAny(h, "*/") {
+		return "", fmt.Errorf("OKTA_DOMAIN %q: want the tenant's host name, e.g. acme.okta.com", domain)
+	}
+	if err := netguard.ParseHostPattern(h); err != nil {
+		return "", fmt.Errorf("OKTA_DOMAIN %q: %w", domain, err)
+	}
+	return h, nil
 }

@@ -76,3 +76,16 @@ func TestDefaultMappings(t *testing.T) {
 		"http_url": indicators.TypeURL, "http_hostname": indicators.TypeDomain, "email_from": indicators.TypeEmail, "email_reply_to": indicators.TypeEmail,
 	}, paths)
 }
+
+// TestOktaHost: OKTA_DOMAIN gives one tenant's host, never a pattern matching other tenants.
+func TestOktaHost(t *testing.T) {
+	for in, want := range map[string]string{"acme.okta.com": "acme.okta.com", " https://ACME.okta.com/ ": "acme.okta.com", "acme.oktapreview.com": "acme.oktapreview.com", "acme.okta.com:8443": "acme.okta.com:8443"} {
+		got, err := builtins.OktaHost(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got)
+	}
+	for _, bad := range []string{"*.okta.com", "https://acme.okta.com/path", "http://x/y", "*", "a b"} {
+		_, err := builtins.OktaHost(bad)
+		require.Error(t, err, bad)
+	}
+}

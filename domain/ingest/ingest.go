@@ -229,8 +229,13 @@ func Fingerprint(n sources.Normalized, source string, res indicators.ExtractionR
 // passes 1 and 2 (pass 3, over the raw payload, runs in the pipeline), fingerprints and commits it
 // as actor in one statement; the pipeline then starts from the outbox. Errors are ErrInvalidJSON,
 // *PayloadError, or the store's.
+//
+// Hostile characters never cost an alert: NUL, lone UTF-16 surrogates and invalid UTF-8 anywhere in
+// raw (which Postgres cannot store) are replaced by U+FFFD before anything reads the payload, and
+// the alert is committed flagged input_sanitized with raw kept, as received, in original_body.
 func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor store.Actor) (Result, error) {
-	payload, err := Decode(raw)
+	clean, hostile := validate.SanitizeJSON(raw)
+	payload, err := Decode(clean)
 	if err != nil {
 		return Result{}, err
 	}
@@ -267,7 +272,10 @@ func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor stor
 	in := store.IngestAlert{
 		Title: n.Title, Severity: string(n.Severity), SourceName: name, OccurredAt: n.OccurredAt, Tags: n.Tags,
 		Fingerprint: Fingerprint(n, name, res),
-		RawPayload:  raw, Normalized: normalized, ActorType: actor.Type, ActorKeyPrefix: actor.KeyPrefix,
+		RawPayload:  clean, Normalized: normalized, ActorType: actor.Type, ActorKeyPrefix: actor.KeyPrefix,
+	}
+	if hostile.Count > 0 {
+		in.OriginalBody = raw
 	}
 	if n.Description != "" {
 		in.Description = &n.Description

@@ -10,14 +10,18 @@ import (
 // ordinary text. Sensitive headers and keys are masked whatever their length.
 const MinSecretLen = 4
 
-// Mask renders a secret for display: the first 4 and last 4 characters around "****", or just
-// "****" for values of 8 characters or fewer.
+// MaskRevealMinLen is the shortest value whose last 4 characters Mask shows: at most a quarter of a
+// secret is ever shown, and never more than 4 characters.
+const MaskRevealMinLen = 16
+
+// Mask renders a secret for display: "****" followed by its last 4 characters (enough to tell two
+// keys apart), or just "****" for values shorter than MaskRevealMinLen.
 func Mask(s string) string {
 	r := []rune(s)
-	if len(r) <= 8 {
+	if len(r) < MaskRevealMinLen {
 		return "****"
 	}
-	return string(r[:4]) + "****" + string(r[len(r)-4:])
+	return "****" + string(r[len(r)-4:])
 }
 
 // IsSensitiveHeader reports header names whose values are masked whatever they contain

@@ -107,7 +107,7 @@ func TestRun_TwoStepOAuth(t *testing.T) {
 	require.Equal(t, "8.8.8.8", tok.IndicatorValue)
 	require.Equal(t, map[string]string{"grant_type": "client_credentials", "client_id": httpsteps.Mask("vigil-client"), "client_secret": httpsteps.Mask(clientSecret)}, tok.RequestBody, "every auth value is masked")
 	require.Equal(t, httpsteps.Mask(accessToken), tok.ResponseBody.(map[string]any)["access_token"])
-	require.Equal(t, "sess****6789", tok.ResponseHeaders["Set-Cookie"])
+	require.Equal(t, "****6789", tok.ResponseHeaders["Set-Cookie"])
 
 	require.Equal(t, "lookup", look.StepName)
 	require.Equal(t, 1, look.StepIndex)

@@ -55,6 +55,11 @@ func Types() []Type {
 	return []Type{TypeIP, TypeDomain, TypeMD5, TypeSHA1, TypeSHA256, TypeURL, TypeEmail, TypeAccount}
 }
 
+// IsFreeText reports the types whose values are kept as given rather than parsed into a checked form
+// (an account name, a URL): text whoever wrote the alert or indicator chose, which a reader such as an
+// AI agent must treat as untrusted data.
+func IsFreeText(t Type) bool { return t == TypeAccount || t == TypeURL }
+
 // TypeNames returns every indicator type as a string, in enumeration order: the one list the API's
 // enums, the OpenAPI document and validation messages use.
 func TypeNames() []string {

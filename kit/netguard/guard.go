@@ -250,7 +250,66 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		}
 		d.Control = g.Control
 	}
-	return d.DialContext(ctx, network, addr)
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, dialError(addr, err)
+	}
+	return conn, nil
+}
+
+// DialError is a failed dial as the caller may see it: it names the host and port that were asked
+// for, never the addresses they resolved to nor the resolver's, which configuration authors must not
+// learn about the internal network (issue 27 item 5). The full error is Detail's, for logs.
+type DialError struct {
+	Addr    string // as asked: "host:port"
+	Reason  string // "cannot resolve the host", "connection refused", "timed out", "unreachable"
+	Detail  error  // the dialer's own error (with addresses); not in Error()
+	timeout bool
+}
+
+func (e *DialError) Error() string { return "dial " + e.Addr + ": " + e.Reason }
+
+// Timeout reports a dial that timed out (net.Error).
+func (e *DialError) Timeout() bool { return e.timeout }
+
+// Temporary is false (net.Error; deprecated there).
+func (e *DialError) Temporary() bool { return false }
+
+// Unwrap returns the context's error when the dial was cancelled or ran out of time, so errors.Is
+// still sees it; nothing else (its text holds addresses).
+func (e *DialError) Unwrap() error {
+	switch {
+	case errors.Is(e.Detail, context.Canceled):
+		return context.Canceled
+	case errors.Is(e.Detail, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// dialError rewrites err, the dialer's error for addr, without resolved or resolver addresses: a
+// refusal of the guard's becomes a *BlockedError naming addr, anything else a *DialError.
+func dialError(addr string, err error) error {
+	var be *BlockedError
+	if errors.As(err, &be) {
+		return &BlockedError{Target: addr, Reason: be.Reason}
+	}
+	de := &DialError{Addr: addr, Reason: "connection failed", Detail: err}
+	var dnsErr *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.As(err, &dnsErr):
+		de.Reason, de.timeout = "cannot resolve the host", dnsErr.IsTimeout
+	case errors.Is(err, context.Canceled):
+		de.Reason = "cancelled"
+	case errors.As(err, &ne) && ne.Timeout():
+		de.Reason, de.timeout = "timed out", true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		de.Reason = "connection refused"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		de.Reason = "unreachable"
+	}
+	return de
 }
 
 // HTTPClient returns a client for configuration-driven calls: every connection goes through

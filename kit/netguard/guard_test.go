@@ -2,12 +2,14 @@ package netguard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -252,7 +254,8 @@ func TestHTTPClient_DNSRebinding(t *testing.T) {
 	require.NoError(t, g.CheckURL(target), "the URL itself looks public")
 	_, err = get(t, g.HTTPClient(5*time.Second), target)
 	require.True(t, netguard.IsBlocked(err), "got %v", err)
-	require.Contains(t, err.Error(), "127.0.0.1:"+port)
+	require.Contains(t, err.Error(), "rebind.attacker-example.com:"+port+": loopback")
+	require.NotContains(t, err.Error(), "127.0.0.1", "the resolved address is not revealed")
 	require.Zero(t, hits.Load())
 
 	// Explicitly allowed, by name or by resolved address, the same connection goes through.
@@ -385,4 +388,39 @@ func TestHTTPClient_PortAllowanceIsOnlyThatPort(t *testing.T) {
 		require.True(t, netguard.IsBlocked(err), "%s: %v", target, err)
 	}
 	require.Zero(t, otherHits.Load())
+}
+
+// TestDialErrorsRevealNoResolvedAddress: whatever a dial through the guard fails on (a blocked
+// resolution, a refused connection, a failed lookup), its error names the host as written and never
+// the address it resolved to or the resolver's (issue 27 item 5: outbound errors revealed internal DNS
+// results to whoever configured the URL).
+func TestDialErrorsRevealNoResolvedAddress(t *testing.T) {
+	t.Parallel()
+	const host = "internal-only.attacker-example.com"
+	// Resolves to a private address: blocked, naming the host only.
+	g := netguard.NewGuard(nil).WithResolver(netguardtest.Resolver(t, netip.MustParseAddr("10.20.30.40")))
+	_, err := get(t, g.HTTPClient(2*time.Second), "http://"+host+":8080/")
+	require.True(t, netguard.IsBlocked(err), "got %v", err)
+	require.Contains(t, err.Error(), host+":8080")
+	require.NotContains(t, err.Error(), "10.20.30.40")
+
+	// Allowed by name, resolves to loopback, nothing listens: refused, naming the host only.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedPort := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, ln.Close())
+	g = netguard.NewGuard([]string{host}).WithResolver(netguardtest.Resolver(t, netip.MustParseAddr("127.0.0.1")))
+	_, err = get(t, g.HTTPClient(2*time.Second), "http://"+host+":"+closedPort+"/")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), host+":"+closedPort+": connection refused")
+	require.NotContains(t, err.Error(), "127.0.0.1")
+
+	// The lookup itself fails: the resolver's address is not named either.
+	broken := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: "udp", Addr: &net.UDPAddr{IP: net.ParseIP("10.9.9.9"), Port: 53}, Err: errors.New("no route")}
+	}}
+	_, err = get(t, netguard.NewGuard(nil).WithResolver(broken).HTTPClient(2*time.Second), "http://"+host+"/")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cannot resolve the host")
+	require.NotContains(t, err.Error(), "10.9.9.9")
 }
