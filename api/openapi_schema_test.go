@@ -54,7 +54,7 @@ func (sc schemaChecker) check(where string, s map[string]any, t reflect.Type, se
 	}
 	s = sc.resolve(s)
 	switch {
-	case t == timeType || t == uuidType || t == rawType:
+	case t == timeType || t == uuidType || t == rawType || t == payloadType:
 		return
 	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
 		items, ok := s["items"].(map[string]any)
