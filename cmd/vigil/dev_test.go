@@ -268,7 +268,7 @@ func TestDev_OwnClusterNeedsPassword(t *testing.T) {
 	port, err := os.ReadFile(filepath.Join(pgDir, "port"))
 	require.NoError(t, err)
 	dsn := "postgres://postgres:" + password + "@127.0.0.1:" + strings.TrimSpace(string(port)) + "/postgres?sslmode=disable"
-	require.Contains(t, p.output(), "Postgres     "+redactDSN(dsn))
+	require.Contains(t, p.output(), "Postgres     "+redactDSN(dsn)+" (password in "+filepath.Join(pgDir, "password")+")")
 
 	requireNoPasswordRefused(t, dsn)
 	require.Contains(t, keyNames(t, dsn), "dev-admin", "vigil dev migrated its cluster and made the first key there")
