@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,6 +27,7 @@ const (
 	pgSocketDir  = "socket"       // unix_socket_directories
 	pgPortFile   = "port"         // the TCP port of the last start, reused while free
 	pgLogFile    = "postgres.log" // server log (pg_ctl -l)
+	pgPassword   = "password"     // the postgres role's password (0600), made with the cluster
 	pgOSUser     = "postgres"     // OS user that owns the cluster when we run as root
 	pgStartLimit = 60 * time.Second
 	// maxSocketPath is the longest unix socket path Linux accepts (sun_path is 108 bytes).
@@ -40,17 +43,29 @@ type PostgresServer struct {
 	// Reused is true when the cluster was already running and StartPostgres only attached to it.
 	Reused bool
 
-	bins pgBinaries
-	log  *slog.Logger
+	bins     pgBinaries
+	log      *slog.Logger
+	password string // of the postgres role, from dir/password
 
 	mu       sync.Mutex
 	watchdog *exec.Cmd // see StopWhenProcessExits
 	lifeline *os.File  // write end of the watchdog's stdin; closing it (or dying) wakes the watchdog
 }
 
-// DSN is the superuser URL of the server's postgres database (trust auth, no TLS).
+// DSN is the superuser URL of the server's postgres database, with the password kept in
+// dir/password (SCRAM authentication, no TLS).
 func (s *PostgresServer) DSN() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	return s.dsnAs(url.UserPassword("postgres", s.password))
+}
+
+// PasswordFile is the file holding the postgres role's password (mode 0600, beside the cluster's
+// data directory).
+func (s *PostgresServer) PasswordFile() string { return filepath.Join(s.Dir, pgPassword) }
+
+func (s *PostgresServer) dsnAs(user *url.Userinfo) string {
+	u := url.URL{Scheme: "postgres", User: user, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)),
+		Path: "/postgres", RawQuery: "sslmode=disable"}
+	return u.String()
 }
 
 // Stop shuts the cluster down (fast mode: open sessions are disconnected). It stops a reused
@@ -107,7 +122,12 @@ func (s *PostgresServer) disarmWatchdog() {
 
 // StartPostgres makes sure a PostgreSQL cluster lives in dir and is running, and returns it.
 //
-// An empty or missing dir gets a new cluster (initdb, trust auth, user postgres, UTF8, C locale).
+// An empty or missing dir gets a new cluster (initdb, user postgres, UTF8, C locale) whose every
+// connection, TCP or unix socket, must give the postgres role's password (SCRAM-SHA-256): a random
+// one made at creation and kept in dir/password, mode 0600, which DSN carries. A cluster made by an
+// older version with trust authentication is secured when StartPostgres starts it: the password is
+// set, pg_hba.conf rewritten and reloaded; while it is running already it is only attached to, with a
+// warning, so a process still using it keeps its connections.
 // The `postgresql` Debian package is installed with apt-get when no initdb can be found. The server
 // listens on 127.0.0.1 only, on the port recorded in dir when that port is still free (so URLs stay
 // the same between runs), else on a new free port; its unix socket lives in dir. A cluster that is
@@ -133,6 +153,9 @@ func StartPostgres(ctx context.Context, dir string, log *slog.Logger) (*Postgres
 
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
 		start := time.Now()
+		if srv.password, err = ensurePassword(dir, bins); err != nil {
+			return nil, err
+		}
 		if err := bins.initdb(ctx, dir); err != nil {
 			return nil, err
 		}
@@ -140,10 +163,30 @@ func StartPostgres(ctx context.Context, dir string, log *slog.Logger) (*Postgres
 	} else if err != nil {
 		return nil, fmt.Errorf("inspect postgres cluster %s: %w", data, err)
 	}
+	trusting, err := trustsConnections(data)
+	if err != nil {
+		return nil, err
+	}
+	if srv.password == "" {
+		if trusting {
+			// A cluster from before passwords (or one whose securing was cut short): keep or make
+			// the password it is about to get.
+			srv.password, err = ensurePassword(dir, bins)
+		} else {
+			srv.password, err = readPassword(dir)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 
 	if port, running := runningPort(ctx, bins, data); running {
 		srv.Port, srv.Reused = port, true
 		log.Info("postgres already running", "dir", dir, "port", port)
+		if trusting {
+			log.Warn("this postgres cluster still lets any local user connect over TCP without a password; "+
+				"it gets one the next time it is started (stop what runs it, e.g. vigil dev, and start it again)", "dir", dir)
+		}
 		return srv, nil
 	}
 
@@ -161,6 +204,11 @@ func StartPostgres(ctx context.Context, dir string, log *slog.Logger) (*Postgres
 				return nil, errors.Join(fmt.Errorf("record postgres port: %w", err), srv.Stop(ctx))
 			}
 			log.Info("postgres started", "dir", dir, "port", port, "took", time.Since(start).Round(time.Millisecond))
+			if trusting {
+				if err := srv.requirePassword(ctx); err != nil {
+					return nil, errors.Join(err, srv.Stop(ctx))
+				}
+			}
 			return srv, nil
 		}
 		if ctx.Err() != nil || portFree(port) {
@@ -372,10 +420,17 @@ func (b pgBinaries) argv(name string, args ...string) []string {
 
 func (b pgBinaries) initdb(ctx context.Context, dir string) error {
 	data := filepath.Join(dir, pgDataDir)
-	if _, err := b.run(ctx, "initdb", "-D", data, "-U", "postgres", "--auth=trust",
-		"-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+	if _, err := b.run(ctx, "initdb", "-D", data, "-U", "postgres", "--auth="+pgAuthMethod,
+		"--pwfile="+filepath.Join(dir, pgPassword), "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
 		return err
 	}
+	return b.configure(dir)
+}
+
+// configure creates the socket directory of the cluster in dir and appends vigil's settings to its
+// postgresql.conf.
+func (b pgBinaries) configure(dir string) error {
+	data := filepath.Join(dir, pgDataDir)
 	socketDir := filepath.Join(dir, pgSocketDir)
 	if err := os.MkdirAll(socketDir, 0o700); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)

@@ -2,14 +2,17 @@ package devstack
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +59,9 @@ func TestStartPostgres_CreateReuseRestart(t *testing.T) {
 		}
 	})
 	require.False(t, srv.Reused)
-	require.Equal(t, "postgres://postgres@127.0.0.1:"+itoaPort(srv.Port)+"/postgres?sslmode=disable", srv.DSN())
+	pw, err := os.ReadFile(filepath.Join(dir, pgPassword))
+	require.NoError(t, err)
+	require.Equal(t, "postgres://postgres:"+strings.TrimSpace(string(pw))+"@127.0.0.1:"+itoaPort(srv.Port)+"/postgres?sslmode=disable", srv.DSN())
 	requireQuery(t, srv.DSN())
 	require.FileExists(t, filepath.Join(dir, pgDataDir, "PG_VERSION"))
 	require.FileExists(t, filepath.Join(dir, pgPortFile))
@@ -95,6 +100,183 @@ func TestStartPostgres_CreateReuseRestart(t *testing.T) {
 	requireQuery(t, warm.DSN())
 	require.NoError(t, warm.Stop(ctx))
 	stopped = true
+}
+
+// Issue 27 item 5: the cluster asks every TCP connection for the postgres role's password, a random
+// one kept in a 0600 file beside the data directory; without it, or with a wrong one, it refuses.
+func TestStartPostgres_TCPRequiresPassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := clusterDir(t)
+	srv, err := StartPostgres(ctx, dir, testLogger(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+
+	requireRefused(t, srv.dsnAs(url.User("postgres")))
+	requireRefused(t, srv.dsnAs(url.UserPassword("postgres", "wrong")))
+	requireQuery(t, srv.DSN())
+	requirePasswordFile(t, srv)
+	trusting, err := trustsConnections(filepath.Join(dir, pgDataDir))
+	require.NoError(t, err)
+	require.False(t, trusting, "pg_hba.conf has no trust line")
+
+	// Another process attaching to the running cluster gets the same password.
+	again, err := StartPostgres(ctx, dir, testLogger(t))
+	require.NoError(t, err)
+	require.True(t, again.Reused)
+	require.Equal(t, srv.DSN(), again.DSN())
+
+	// Without its password file the cluster cannot be used: a clear error, not a silent trust.
+	require.NoError(t, os.Rename(srv.PasswordFile(), srv.PasswordFile()+".moved"))
+	_, err = StartPostgres(ctx, dir, testLogger(t))
+	require.ErrorContains(t, err, "requires a password but "+srv.PasswordFile()+" is missing")
+	require.NoError(t, os.Rename(srv.PasswordFile()+".moved", srv.PasswordFile()))
+}
+
+// A cluster made before passwords (initdb --auth=trust, as StartPostgres used to) keeps working:
+// attached to while it runs (with a warning; its trust left alone so whoever runs it keeps working),
+// then secured, with its data, the next time StartPostgres starts it.
+func TestStartPostgres_SecuresTrustCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := clusterDir(t)
+	bins, err := findPgBinaries(ctx, testLogger(t))
+	require.NoError(t, err)
+	require.NoError(t, prepareClusterDir(dir, bins))
+	data := filepath.Join(dir, pgDataDir)
+	_, err = bins.run(ctx, "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	require.NoError(t, err)
+	require.NoError(t, bins.configure(dir))
+	port, err := freePort()
+	require.NoError(t, err)
+	require.NoError(t, bins.start(ctx, dir, port))
+	legacy := &PostgresServer{Dir: dir, Port: port, bins: bins, log: testLogger(t)}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = legacy.Stop(context.Background())
+		}
+	})
+	trustDSN := legacy.dsnAs(url.User("postgres"))
+	requireQuery(t, trustDSN)
+	execSQL(t, trustDSN, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('before')")
+
+	// Running: attached to as is, with a warning.
+	logs := &syncBuffer{}
+	srv, err := StartPostgres(ctx, dir, slog.New(slog.NewTextHandler(logs, nil)))
+	require.NoError(t, err)
+	require.True(t, srv.Reused)
+	require.Contains(t, logs.String(), "still lets any local user connect over TCP without a password")
+	requireQuery(t, srv.DSN())
+	requirePasswordFile(t, srv)
+	require.NoError(t, srv.Stop(ctx))
+	stopped = true
+
+	// Started: secured.
+	logs = &syncBuffer{}
+	srv, err = StartPostgres(ctx, dir, slog.New(slog.NewTextHandler(logs, nil)))
+	require.NoError(t, err)
+	stopped = false
+	legacy = srv
+	require.False(t, srv.Reused)
+	require.Contains(t, logs.String(), "postgres cluster secured")
+	requireRefused(t, srv.dsnAs(url.User("postgres")))
+	requireRefused(t, srv.dsnAs(url.UserPassword("postgres", "wrong")))
+	requirePasswordFile(t, srv)
+	var v string
+	connector, err := newConnector(srv.DSN())
+	require.NoError(t, err)
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT v FROM kept").Scan(&v))
+	require.Equal(t, "before", v, "the data survived")
+	trusting, err := trustsConnections(data)
+	require.NoError(t, err)
+	require.False(t, trusting)
+	fi, err := os.Stat(filepath.Join(data, "pg_hba.conf"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	// Later starts find nothing to secure.
+	require.NoError(t, srv.Stop(ctx))
+	stopped = true
+	logs = &syncBuffer{}
+	srv, err = StartPostgres(ctx, dir, slog.New(slog.NewTextHandler(logs, nil)))
+	require.NoError(t, err)
+	stopped = false
+	legacy = srv
+	require.NotContains(t, logs.String(), "secured")
+	requireRefused(t, srv.dsnAs(url.User("postgres")))
+	requireQuery(t, srv.DSN())
+}
+
+func TestTrustsConnections(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]bool{
+		pgHBA: false,
+		"local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n":   true,
+		"host all all 127.0.0.1/32   trust   # old\n":                      true,
+		"# host all all 127.0.0.1/32 trust\nlocal all all scram-sha-256\n": false,
+		"host all all 127.0.0.1/32 md5 # trust me\n":                       false,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "pg_hba.conf"), []byte(content), 0o600))
+		got, err := trustsConnections(dir)
+		require.NoError(t, err)
+		require.Equal(t, want, got, content)
+	}
+	_, err := trustsConnections(filepath.Join(dir, "missing"))
+	require.Error(t, err)
+}
+
+// requireRefused checks that the server refuses dsn for its credentials (SQLSTATE 28P01).
+func requireRefused(t *testing.T, dsn string) {
+	t.Helper()
+	err := pingOnce(context.Background(), dsn)
+	require.Error(t, err, "connected without the right password")
+	require.Contains(t, err.Error(), "28P01")
+}
+
+// requirePasswordFile checks that the server's password file is private and holds its DSN's password.
+func requirePasswordFile(t *testing.T, srv *PostgresServer) {
+	t.Helper()
+	fi, err := os.Stat(srv.PasswordFile())
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	raw, err := os.ReadFile(srv.PasswordFile())
+	require.NoError(t, err)
+	u, err := url.Parse(srv.DSN())
+	require.NoError(t, err)
+	pw, ok := u.User.Password()
+	require.True(t, ok)
+	require.Len(t, pw, 48)
+	require.Equal(t, strings.TrimSpace(string(raw)), pw)
+}
+
+func execSQL(t *testing.T, dsn, query string) {
+	t.Helper()
+	connector, err := newConnector(dsn)
+	require.NoError(t, err)
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	_, err = db.ExecContext(context.Background(), query)
+	require.NoError(t, err)
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestStartPostgres_RecordedPortTaken(t *testing.T) {

@@ -32,7 +32,13 @@ APID=$!
 for _ in $(seq 600); do grep -q "Vigil is running" "$BENCH_DIR/dev.out" 2>/dev/null && break; sleep 0.5; done
 grep -q "Vigil is running" "$BENCH_DIR/dev.out" || { tail -n 20 "$BENCH_DIR/dev.log" "$BENCH_DIR/dev.out"; kill "$APID"; exit 1; }
 KEY=$(grep -o 'cai_[A-Za-z0-9_-]*' "$BENCH_DIR/dev.out" | head -1)
+# vigil dev prints the cluster's URL with its password masked; the password is in .vigil/postgres/password
+# (a VIGIL_BIN from before passwords makes a trust cluster without one and prints the URL as is).
 DSN="$(awk '$1 == "Postgres" {print $2}' "$BENCH_DIR/dev.out")"
+if [ -f "$BENCH_DIR/dev/.vigil/postgres/password" ]; then
+  PGPW=$(cat "$BENCH_DIR/dev/.vigil/postgres/password")
+  DSN=${DSN/:\*\*\*\*@/:$PGPW@}
+fi
 TPID=$(pgrep -P "$APID" -f 'server start-dev' | head -1)
 WPID=$(pgrep -P "$APID" -f ' worker$' | head -1 || true)
 WPID=${WPID:-$APID}
@@ -42,7 +48,9 @@ PPID_=$!
 URL=http://127.0.0.1:$API_PORT
 cmd/vigil-load/prepare.sh "$URL" "$KEY" "$DSN" "$PROVIDER_ADDR"
 
-cat >"$BENCH_DIR/env" <<ENV
+# env holds the cluster's password (in DSN): readable by its owner only.
+rm -f "$BENCH_DIR/env"
+(umask 077 && cat >"$BENCH_DIR/env") <<ENV
 URL=$URL
 KEY=$KEY
 DSN=$DSN

@@ -51,6 +51,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		return err
 	}
 
+	pgNote := ""
 	if getenv("DATABASE_URL") == "" {
 		fmt.Fprintln(stdout, "Starting Postgres (data in .vigil/postgres)…")
 		pg, err := devstack.StartPostgres(ctx, filepath.Join(dataDir, "postgres"), log)
@@ -59,6 +60,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		}
 		defer stopWithin(log, "postgres", func(ctx context.Context) error { return pg.Stop(ctx) })
 		cfg.DatabaseURL = pg.DSN()
+		pgNote = " (password in " + pg.PasswordFile() + ")"
 	}
 	if getenv("ENCRYPTION_KEY") == "" {
 		if cfg.EncryptionKey, err = devEncryptionKey(filepath.Join(dataDir, "encryption.key")); err != nil {
@@ -163,7 +165,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		if pm.ln != nil {
 			fmt.Fprintf(&b, "  Metrics      http://%s%s (the api's)\n", pm.ln.Addr().String(), metrics.Path)
 		}
-		fmt.Fprintf(&b, "  Temporal UI  %s (workflow %s shows the worker is live)\n  Postgres     %s\n", uiURL, id, redactDSN(cfg.DatabaseURL))
+		fmt.Fprintf(&b, "  Temporal UI  %s (workflow %s shows the worker is live)\n  Postgres     %s%s\n", uiURL, id, redactDSN(cfg.DatabaseURL), pgNote)
 		if adminKey != "" {
 			fmt.Fprintf(&b, "\nFirst admin API key (shown once here; also written to %s, mode 0600):\n  %s\n\nTry: curl -H 'Authorization: Bearer %s' %s/v1/api-keys\n", adminKeyFile, adminKey, adminKey, base)
 		} else {

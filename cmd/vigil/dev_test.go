@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,4 +221,91 @@ func TestDev_WorkerProcess_CtrlC_AndSIGKILLMidIngest(t *testing.T) {
 	for _, w := range workers {
 		require.Error(t, syscall.Kill(w, 0))
 	}
+}
+
+// TestDev_OwnClusterNeedsPassword runs the real `vigil dev` binary without DATABASE_URL, so it makes
+// its own cluster in .vigil/postgres (issue 27 item 5): the cluster refuses TCP connections without
+// the password kept in .vigil/postgres/password (0600), which vigil dev, its worker child and the API
+// use, and which its output never shows.
+func TestDev_OwnClusterNeedsPassword(t *testing.T) {
+	temporalAddr := testenv.TemporalAddress(t)
+	dir := t.TempDir()
+	bin := buildVigil(t, dir)
+	work := filepath.Join(dir, "checkout") // no go.mod above it: .vigil/ is made here
+	require.NoError(t, os.MkdirAll(work, 0o755))
+	if os.Geteuid() == 0 { // the cluster belongs to the postgres OS user, which must traverse to it
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+		require.NoError(t, os.Chmod(dir, 0o711))
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") {
+			env = append(env, kv)
+		}
+	}
+	addr := freeAddr(t)
+	env = append(env, "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_TASK_QUEUE_PREFIX="+testenv.TaskQueuePrefix(t)+"-devpg",
+		"API_ADDR="+addr, "MCP_ADDR="+freeAddr(t), "METRICS_ADDR=", "DATABASE_MAX_CONNS=4", "LOG_LEVEL=info")
+	p := startDev(t, bin, work, env)
+	stopped := false
+	pgDir := filepath.Join(work, devPostgresDir)
+	t.Cleanup(func() {
+		if !stopped { // the Postgres of a killed vigil dev keeps running
+			if pg, err := devstack.StartPostgres(context.Background(), pgDir, nil); err == nil {
+				_ = pg.Stop(context.Background())
+			}
+		}
+	})
+
+	raw, err := os.ReadFile(filepath.Join(pgDir, "password"))
+	require.NoError(t, err)
+	password := strings.TrimSpace(string(raw))
+	require.Len(t, password, 48)
+	fi, err := os.Stat(filepath.Join(pgDir, "password"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	require.NotContains(t, p.output(), password, "vigil dev prints the cluster's password")
+	port, err := os.ReadFile(filepath.Join(pgDir, "port"))
+	require.NoError(t, err)
+	dsn := "postgres://postgres:" + password + "@127.0.0.1:" + strings.TrimSpace(string(port)) + "/postgres?sslmode=disable"
+	require.Contains(t, p.output(), "Postgres     "+redactDSN(dsn)+" (password in "+filepath.Join(pgDir, "password")+")")
+
+	requireNoPasswordRefused(t, dsn)
+	require.Contains(t, keyNames(t, dsn), "dev-admin", "vigil dev migrated its cluster and made the first key there")
+
+	// The API (this process's pool) and the worker child both reach the cluster.
+	key := regexp.MustCompile(`cai_[A-Za-z0-9_-]+`).FindString(p.output())
+	require.NotEmpty(t, key, p.output())
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/ingest/generic",
+		strings.NewReader(`{"title":"own cluster","src_ip":"185.202.0.1"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var accepted struct {
+		Data struct {
+			AlertUUID uuid.UUID `json:"alert_uuid"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&accepted))
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	st, err := store.Open(context.Background(), dsn, store.Options{MaxOpenConns: 2})
+	require.NoError(t, err)
+	defer st.Close()
+	require.Eventually(t, func() bool {
+		a, err := st.GetAlert(context.Background(), accepted.Data.AlertUUID)
+		return err == nil && a.EnrichmentStatus == store.EnrichmentEnriched
+	}, 2*time.Minute, 200*time.Millisecond, "the worker child enriched the alert:\n%s", p.output())
+
+	require.NoError(t, p.cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("vigil dev did not stop on Ctrl-C:\n%s", p.output())
+	}
+	require.True(t, p.cmd.ProcessState.Success(), p.output())
+	stopped = true
+	require.NotContains(t, p.output(), password)
 }

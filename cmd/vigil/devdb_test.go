@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/vigil-soc/vigil/devstack"
 	"github.com/vigil-soc/vigil/devstack/testenv"
@@ -64,8 +67,10 @@ func TestCLIFindsDevDatabase(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"create-api-key", "--name", "found-it", "--scopes", "admin"}, noURL, &out, &errOut))
 	require.Contains(t, out.String(), "cai_")
 	require.Contains(t, errOut.String(), "the running vigil dev cluster")
-	require.Contains(t, errOut.String(), pg.DSN())
+	require.Contains(t, errOut.String(), redactDSN(pg.DSN()))
+	require.NotContains(t, errOut.String(), devPassword(t, pg), "the cluster's password is never printed")
 	require.Contains(t, keyNames(t, pg.DSN()), "found-it")
+	requireNoPasswordRefused(t, pg.DSN())
 
 	// vigil dev stopped: the command starts the cluster, uses it and stops it again.
 	require.NoError(t, pg.Stop(context.Background()))
@@ -79,6 +84,7 @@ func TestCLIFindsDevDatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, restarted.Reused, "the command left the cluster running")
 	require.Contains(t, keyNames(t, restarted.DSN()), "cold")
+	requireNoPasswordRefused(t, restarted.DSN())
 
 	// An explicit DATABASE_URL wins over the dev cluster.
 	other := testenv.DatabaseURL(t)
@@ -102,4 +108,31 @@ func TestCLIWithoutDevDatabase(t *testing.T) {
 	release()
 	require.Contains(t, errOut.String(), "default; no DATABASE_URL and no vigil dev cluster in "+filepath.Join(dir, ".vigil", "postgres"))
 	require.Equal(t, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", cfg.DatabaseURL)
+}
+
+// devPassword is the password of the dev cluster pg, from its DSN.
+func devPassword(t *testing.T, pg *devstack.PostgresServer) string {
+	t.Helper()
+	u, err := url.Parse(pg.DSN())
+	require.NoError(t, err)
+	pw, ok := u.User.Password()
+	require.True(t, ok, "the dev cluster's DSN carries a password")
+	require.NotEmpty(t, pw)
+	return pw
+}
+
+// requireNoPasswordRefused checks that the server of dsn refuses a TCP connection as the same user
+// without a password, and one with a wrong password (SQLSTATE 28P01, issue 27 item 5).
+func requireNoPasswordRefused(t *testing.T, dsn string) {
+	t.Helper()
+	for _, user := range []*url.Userinfo{url.User("postgres"), url.UserPassword("postgres", "wrong")} {
+		u, err := url.Parse(dsn)
+		require.NoError(t, err)
+		u.User = user
+		db := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(u.String())))
+		err = db.PingContext(context.Background())
+		db.Close()
+		require.Error(t, err, "the dev cluster let %s in without its password", redactDSN(u.String()))
+		require.Contains(t, err.Error(), "28P01")
+	}
 }

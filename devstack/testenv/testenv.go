@@ -7,7 +7,8 @@
 // Environment (read here because this package is test-only; see docs/TESTING.md):
 //
 //	DATABASE_URL      admin URL of a Postgres server; each test binary creates its own database on
-//	                  it. Unset: a throw-away cluster is started with initdb/pg_ctl in a temp dir.
+//	                  it. Unset: a throw-away cluster is started with initdb/pg_ctl in a temp dir
+//	                  (password-protected; the URL DatabaseURL returns carries the password).
 //	TEMPORAL_ADDRESS  host:port of a Temporal frontend. Unset: a headless in-memory dev server is
 //	                  started with the pinned temporal CLI (installed into bin/ when missing).
 //

@@ -46,6 +46,32 @@ func TestDatabaseURL(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestDatabaseURL_Credentials: with DATABASE_URL the binary's database is reached with its
+// credentials; without it, the throw-away cluster asks every TCP connection for the password that the
+// URL carries and refuses one without it or with a wrong one (issue 27 item 5).
+func TestDatabaseURL_Credentials(t *testing.T) {
+	u, err := url.Parse(DatabaseURL(t))
+	require.NoError(t, err)
+	if admin := os.Getenv("DATABASE_URL"); admin != "" {
+		a, err := url.Parse(admin)
+		require.NoError(t, err)
+		require.Equal(t, a.User.String(), u.User.String())
+		return
+	}
+	pw, ok := u.User.Password()
+	require.True(t, ok, "the throw-away cluster's URL carries a password")
+	require.Len(t, pw, 48)
+	for _, user := range []*url.Userinfo{url.User(u.User.Username()), url.UserPassword(u.User.Username(), "wrong")} {
+		bad := *u
+		bad.User = user
+		db := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(bad.String())))
+		err := db.Ping()
+		db.Close()
+		require.Error(t, err, "the throw-away cluster let %s in", user.String())
+		require.Contains(t, err.Error(), "28P01")
+	}
+}
+
 func TestTemporalAddress(t *testing.T) {
 	addr := TemporalAddress(t)
 	require.Equal(t, addr, TemporalAddress(t), "one server per test binary")
