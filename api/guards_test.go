@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/auth"
 )
 
@@ -232,4 +233,55 @@ func TestUnauthenticatedClientHoldsAConnectionBriefly(t *testing.T) {
 	// The body was read whole: the name's length is what the binder refuses, not a timeout.
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	resp.Body.Close()
+}
+
+// Issue 27, what it must show: 500 unauthenticated slow connections (headers never finished), from two
+// client IPs under MAX_CONNS_PER_IP (256), plus 100 more from the first, which the cap refuses but 6.
+// While they are held, /health and an authenticated request still answer within 200 ms, and memory
+// stays bounded; after ReadHeaderTimeout (2 s here) the listener has closed every one of them. Before,
+// they were held for the 60 s read timeout.
+func TestFiveHundredSlowClientsDoNotStopTheAPI(t *testing.T) {
+	const headerTimeout = 2 * time.Second
+	ts := newTestServer(t, func(c *Config, _ *Deps) { c.ReadHeaderTimeout, c.MaxConnsPerIP = headerTimeout, 256 })
+	key := mustKey(t, ts.Store, auth.ScopeAdmin)
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	health := func() *http.Request { r, _ := http.NewRequest(http.MethodGet, ts.URL+"/health", nil); return r }
+	keys := func() *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/api-keys?page_size=1", nil)
+		r.Header.Set("Authorization", "Bearer "+key)
+		return r
+	}
+	testenv.Latencies(t, client, 5, http.StatusOK, keys) // warm: the key is cached, the connection open
+
+	before := testenv.InUse()
+	start := time.Now()
+	slow := testenv.SlowClients(t, addr, 500, 250, "POST /v1/alerts HTTP/1.1\r\nHost: x\r\n")
+	overCap := testenv.SlowClients(t, addr, 100, 100, "POST /v1/alerts HTTP/1.1\r\nHost: x\r\n")
+	// 127.0.0.2 already holds 250 of its 256: the cap closes the others at once.
+	refused := testenv.ClosedWithin(overCap, 300*time.Millisecond)
+	t.Logf("%d of 100 more connections from 127.0.0.2 refused by the cap", refused)
+	require.GreaterOrEqual(t, refused, 94)
+	held := testenv.InUse()
+
+	for _, tc := range []struct {
+		name string
+		req  func() *http.Request
+	}{{"/health", health}, {"GET /v1/api-keys with a key", keys}} {
+		lat := testenv.Latencies(t, client, 20, http.StatusOK, tc.req)
+		t.Logf("%s beside 500 slow connections: median %v, max %v", tc.name, lat[len(lat)/2], lat[len(lat)-1])
+		require.Less(t, lat[len(lat)-1], 200*time.Millisecond, tc.name)
+	}
+	// A new client connection (another IP's budget, not 127.0.0.2's) is served too.
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	lat := testenv.Latencies(t, fresh, 10, http.StatusOK, health)
+	require.Less(t, lat[len(lat)-1], 200*time.Millisecond, "new connections")
+
+	grew := int64(held) - int64(before)
+	t.Logf("memory in use: %s before, %s with 500 slow connections held (client and server in this process)", testenv.MB(before), testenv.MB(held))
+	require.Less(t, grew, int64(64<<20), "memory grows by less than 64 MB for 500 connections")
+
+	testenv.RequireClosedWithin(t, slow, time.Until(start.Add(headerTimeout+2*time.Second)))
+	t.Logf("all 500 closed by the listener %v after they were opened", time.Since(start).Round(10*time.Millisecond))
 }
