@@ -114,8 +114,9 @@ func (s *Server) dispatchAgent(c *fiber.Ctx) error {
 	var cr *agents.CannotReceiveError
 	switch {
 	case errors.As(err, &cr):
-		return NewError(http.StatusForbidden, "FORBIDDEN", "The agent was registered by a key without "+cr.Scope+
-			": it is not handed what needs it.").WithDetails(map[string]any{"required_scopes": []string{cr.Scope}, "agent_uuid": q.AgentUUID})
+		e := cannotReceive(cr)
+		e.Details["agent_uuid"] = q.AgentUUID
+		return e
 	case errors.Is(err, agents.ErrAgentInactive):
 		return NewError(http.StatusUnprocessableEntity, "AGENT_INACTIVE", "The agent is not active; activate it before dispatching to it.")
 	case errors.Is(err, agents.ErrAgentNotFound):
@@ -202,15 +203,31 @@ func agentActor(c *fiber.Ctx) agents.Actor {
 	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, Scopes: p.Scopes}
 }
 
-// agentError maps the agent service's errors: validation → 422 with body locations, a taken name →
-// 409, unknown agent → 404.
+// cannotReceive is the 403 of an agent whose registering key lacks cr.Scope: handed an alert
+// (dispatch-agent) or subscribed to cr.Event (registration, a PATCH of events).
+func cannotReceive(cr *agents.CannotReceiveError) *Error {
+	details := map[string]any{"required_scopes": []string{cr.Scope}, "missing_scopes": []string{cr.Scope}}
+	if cr.Event != "" {
+		details["event"] = cr.Event
+		return NewError(http.StatusForbidden, "FORBIDDEN", "The API key lacks "+cr.Scope+", which reading "+cr.Event+
+			" events needs: an agent receives only what the key registering it can read.").WithDetails(details)
+	}
+	return NewError(http.StatusForbidden, "FORBIDDEN", "The agent was registered by a key without "+cr.Scope+
+		": it is not handed what needs it.").WithDetails(details)
+}
+
+// agentError maps the agent service's errors: validation → 422 with body locations, a subscription
+// the key cannot read → 403, a taken name → 409, unknown agent → 404.
 func agentError(err error) error {
 	var verrs validate.Errors
+	var cr *agents.CannotReceiveError
 	switch {
 	case errors.As(err, &verrs):
 		var out validate.Errors
 		out.Merge([]any{"body"}, verrs)
 		return out
+	case errors.As(err, &cr):
+		return cannotReceive(cr)
 	case errors.Is(err, store.ErrConflict):
 		return NewError(http.StatusConflict, "AGENT_EXISTS", "An agent with this name is already registered.")
 	}

@@ -76,12 +76,19 @@ func TestAgentReceivesOnlyWhatItsRegisteringKeyReads(t *testing.T) {
 	alert := newAlert(t, ts, mustKey(t, ts.Store, auth.ScopeAlertsWrite), "")
 
 	spy := newReceiver(t)
-	id, _ := registerAgent(t, ts, writer, map[string]any{"endpoint_url": spy.URL + "/hook"})
+	// Registering its own agent is refused now (TestAgentRegistrationNeedsTheScopesOfItsEvents); the key
+	// that moves an agent's endpoint to its own host is the one whose scopes the agent then carries.
+	requireError(t, ts.do(t, http.MethodPost, "/v1/agents", writer, map[string]any{"name": "spy-" + t.Name(),
+		"endpoint_url": spy.URL + "/hook"}), http.StatusForbidden, "FORBIDDEN")
+	id, _ := registerAgent(t, ts, mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead),
+		map[string]any{"endpoint_url": "https://agents.example.com/hook"})
+	r := ts.do(t, http.MethodPatch, "/v1/agents/"+id, writer, map[string]any{"endpoint_url": spy.URL + "/hook"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	got := ts.do(t, http.MethodGet, "/v1/agents/"+id, mustKey(t, ts.Store, auth.ScopeAgentsRead), nil).JSON(t)["data"].(map[string]any)
 
 	m := requireError(t, ts.do(t, http.MethodPost, "/v1/alerts/"+alert+"/dispatch-agent?agent_uuid="+id, writer, nil), http.StatusForbidden, "FORBIDDEN")
 	require.Equal(t, []any{auth.ScopeAlertsRead}, m["error"].(map[string]any)["details"].(map[string]any)["required_scopes"])
-	r := ts.do(t, http.MethodPost, "/v1/alerts/"+alert+"/trigger-agents", writer, nil)
+	r = ts.do(t, http.MethodPost, "/v1/alerts/"+alert+"/trigger-agents", writer, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
 	require.NotContains(t, r.JSON(t)["data"].(map[string]any)["agent_names"], got["name"])
 	require.Equal(t, []any{auth.ScopeAgentsWrite}, got["registered_scopes"], "the registering key's scopes are recorded")
@@ -104,4 +111,54 @@ func TestAgentReceivesOnlyWhatItsRegisteringKeyReads(t *testing.T) {
 	// The spy's agent received nothing, from either call, by the time the other's delivery arrived.
 	time.Sleep(500 * time.Millisecond)
 	require.Empty(t, spy.requests())
+}
+
+// Issue 27 item 2c, at registration: an agents:write key registered an agent subscribed to events
+// whose subject it could not read (the deliveries were then refused one by one). Registering one, or
+// PATCHing its events to such a subscription, is now refused with 403 naming the event and the scope,
+// by the rule deliveries are checked with (agents.MissingScope): alert events need alerts:read,
+// workflow_run.completed workflows:read, approval.* approvals:write.
+func TestAgentRegistrationNeedsTheScopesOfItsEvents(t *testing.T) {
+	ts := newAgentServer(t, nil)
+	reader := mustKey(t, ts.Store, auth.ScopeAgentsRead)
+	count := func() float64 {
+		return ts.do(t, http.MethodGet, "/v1/agents?page_size=1", reader, nil).JSON(t)["meta"].(map[string]any)["total"].(float64)
+	}
+	before := count()
+	refused := func(key string, method, path string, body map[string]any, event, scope string) {
+		t.Helper()
+		m := requireError(t, ts.do(t, method, path, key, body), http.StatusForbidden, "FORBIDDEN")
+		details := m["error"].(map[string]any)["details"].(map[string]any)
+		require.Equal(t, event, details["event"])
+		require.Equal(t, []any{scope}, details["required_scopes"])
+	}
+	writer := mustKey(t, ts.Store, auth.ScopeAgentsWrite)
+	refused(writer, http.MethodPost, "/v1/agents", map[string]any{"name": "w1", "endpoint_url": "https://agents.example.com/a"},
+		"alert.enriched", auth.ScopeAlertsRead) // the default subscription
+	alerts := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead)
+	for _, tc := range []struct{ event, scope string }{
+		{"workflow_run.completed", auth.ScopeWorkflowsRead},
+		{"approval.requested", auth.ScopeApprovalsWrite},
+		{"approval.decided", auth.ScopeApprovalsWrite},
+	} {
+		refused(alerts, http.MethodPost, "/v1/agents", map[string]any{"name": "a-" + tc.event, "endpoint_url": "https://agents.example.com/a",
+			"events": []string{"alert.enriched", tc.event}}, tc.event, tc.scope)
+	}
+	require.Equal(t, before, count(), "nothing was registered")
+
+	// What the key reads, it may subscribe to.
+	id, _ := registerAgent(t, ts, alerts, map[string]any{"endpoint_url": "https://agents.example.com/a",
+		"events": []string{"alert.enriched", "alert.updated", "alert.finding_added"}})
+	// A PATCH of its events is a new subscription: the agent's recorded scopes must read it.
+	refused(alerts, http.MethodPatch, "/v1/agents/"+id, map[string]any{"events": []string{"workflow_run.completed"}},
+		"workflow_run.completed", auth.ScopeWorkflowsRead)
+	got := ts.do(t, http.MethodGet, "/v1/agents/"+id, reader, nil).JSON(t)["data"].(map[string]any)
+	require.Equal(t, []any{"alert.enriched", "alert.updated", "alert.finding_added"}, got["events"], "unchanged")
+	r := ts.do(t, http.MethodPatch, "/v1/agents/"+id, alerts, map[string]any{"events": []string{"alert.updated"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+
+	all := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead, auth.ScopeWorkflowsRead, auth.ScopeApprovalsWrite)
+	everything := []string{"alert.enriched", "alert.updated", "alert.finding_added", "workflow_run.completed", "approval.requested", "approval.decided"}
+	registerAgent(t, ts, all, map[string]any{"endpoint_url": "https://agents.example.com/b", "events": everything})
+	registerAgent(t, ts, mustKey(t, ts.Store, auth.ScopeAdmin), map[string]any{"endpoint_url": "https://agents.example.com/c", "events": everything})
 }

@@ -93,7 +93,7 @@ func registerAgent(t *testing.T, ts *testServer, key string, body map[string]any
 
 func TestAgents_RegisterReadUpdateDelete(t *testing.T) {
 	ts := newAgentServer(t, nil)
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAgentsRead)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead, auth.ScopeAgentsRead)
 	recv := newReceiver(t)
 	name := "triage-bot " + uuid.NewString()
 
@@ -166,7 +166,7 @@ func TestAgents_RegisterReadUpdateDelete(t *testing.T) {
 
 func TestAgents_DuplicateNameConflicts(t *testing.T) {
 	ts := newAgentServer(t, nil)
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead)
 	name := "Dup " + uuid.NewString()
 	registerAgent(t, ts, key, map[string]any{"name": name, "endpoint_url": "https://agents.example.com/hook"})
 	r := ts.do(t, http.MethodPost, "/v1/agents", key, map[string]any{"name": strings.ToUpper(name), "endpoint_url": "https://agents.example.com/other"})
@@ -175,7 +175,7 @@ func TestAgents_DuplicateNameConflicts(t *testing.T) {
 
 func TestAgents_ValidationReportsEveryProblem(t *testing.T) {
 	ts := newAgentServer(t, netguard.NewGuard(nil))
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAgentsRead)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead, auth.ScopeAgentsRead)
 	cases := []struct {
 		name string
 		body any
@@ -229,7 +229,7 @@ func TestAgents_ValidationReportsEveryProblem(t *testing.T) {
 // Every route refuses a key without its scope; agents:read reads but cannot write.
 func TestAgents_Scopes(t *testing.T) {
 	ts := newAgentServer(t, nil)
-	writer := mustKey(t, ts.Store, auth.ScopeAgentsWrite)
+	writer := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead)
 	id, _ := registerAgent(t, ts, writer, map[string]any{"endpoint_url": "https://agents.example.com/hook"})
 	reader := mustKey(t, ts.Store, auth.ScopeAgentsRead)
 	other := mustKey(t, ts.Store, auth.ScopeAlertsRead, auth.ScopeAlertsWrite, auth.ScopeWorkflowsExecute)
@@ -263,7 +263,7 @@ func TestAgents_Scopes(t *testing.T) {
 // The test route delivers a signed agent.test event with the auth header, and records the attempt.
 func TestAgents_TestDeliveryIsSignedAndRecorded(t *testing.T) {
 	ts := newAgentServer(t, nil)
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAgentsRead)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead, auth.ScopeAgentsRead)
 	recv := newReceiver(t)
 	id, secret := registerAgent(t, ts, key, map[string]any{"endpoint_url": recv.URL + "/hook",
 		"auth_header_name": "X-Agent-Key", "auth_header_value": "agent-key-456"})
@@ -309,7 +309,7 @@ func TestAgents_TestDeliveryIsSignedAndRecorded(t *testing.T) {
 // that is not followed, and an agent that is not listening.
 func TestAgents_TestDeliveryFailures(t *testing.T) {
 	ts := newAgentServer(t, nil)
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAgentsRead)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead, auth.ScopeAgentsRead)
 	elsewhere := newReceiver(t)
 	cases := []struct {
 		name    string
@@ -367,7 +367,7 @@ func TestAgents_TestDeliveryFailures(t *testing.T) {
 // After rotate-secret the old secret no longer verifies; the new one does.
 func TestAgents_RotateSecret(t *testing.T) {
 	ts := newAgentServer(t, nil)
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead)
 	recv := newReceiver(t)
 	id, oldSecret := registerAgent(t, ts, key, map[string]any{"endpoint_url": recv.URL})
 	r := ts.do(t, http.MethodPost, "/v1/agents/"+id+"/rotate-secret", key, nil)
@@ -390,7 +390,7 @@ func TestAgents_NameResolvingToLoopbackRefusedAtDial(t *testing.T) {
 	port := recv.Listener.Addr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port()
 	guard := netguard.NewGuard(nil).WithResolver(netguardtest.Resolver(t, netip.MustParseAddr("127.0.0.1")))
 	ts := newAgentServer(t, guard)
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead)
 	id, _ := registerAgent(t, ts, key, map[string]any{"endpoint_url": fmt.Sprintf("http://agent.rebind-example.com:%d/hook", port)})
 	out := ts.do(t, http.MethodPost, "/v1/agents/"+id+"/test", key, nil).JSON(t)["data"].(map[string]any)
 	require.Equal(t, false, out["delivered"])
@@ -408,7 +408,7 @@ func TestAgents_NameResolvingToLoopbackRefusedAtDial(t *testing.T) {
 func TestWebhooksDocSnippetsVerifyRealDeliveries(t *testing.T) {
 	snippets := webhookstest.Load(t, "../docs/WEBHOOKS.md")
 	ts := newAgentServer(t, nil)
-	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite)
+	key := mustKey(t, ts.Store, auth.ScopeAgentsWrite, auth.ScopeAlertsRead)
 	recv := newReceiver(t)
 	id, oldSecret := registerAgent(t, ts, key, map[string]any{"endpoint_url": recv.URL})
 	secret := ts.do(t, http.MethodPost, "/v1/agents/"+id+"/rotate-secret", key, nil).JSON(t)["data"].(map[string]any)["signing_secret"].(string)

@@ -36,6 +36,13 @@ type testServer struct {
 // newTestServer runs the API on a real loopback listener. mutate may adjust config and deps.
 func newTestServer(t testing.TB, mutate func(*Config, *Deps)) *testServer {
 	t.Helper()
+	return newTestServerOn(t, mutate, nil)
+}
+
+// newTestServerOn is newTestServer with the listener wrapped by wrap (nil: as it is), for tests that
+// watch the connections.
+func newTestServerOn(t testing.TB, mutate func(*Config, *Deps), wrap func(net.Listener) net.Listener) *testServer {
+	t.Helper()
 	st := testStore(t)
 	cfg := Config{Version: "dev", RateLimitPerMinute: 100000}
 	deps := Deps{
@@ -52,9 +59,13 @@ func newTestServer(t testing.TB, mutate func(*Config, *Deps)) *testServer {
 	srv := New(cfg, deps)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	addr := ln.Addr().String()
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	go func() { _ = srv.App().Listener(ln) }()
 	t.Cleanup(func() { _ = srv.App().ShutdownWithTimeout(5 * time.Second) })
-	return &testServer{URL: "http://" + ln.Addr().String(), Store: st, Server: srv}
+	return &testServer{URL: "http://" + addr, Store: st, Server: srv}
 }
 
 // withServices builds the domain services cmd/vigil builds once per process, over deps' stores, unless

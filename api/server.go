@@ -33,7 +33,17 @@ type Config struct {
 	AlertDedupWindow   time.Duration // ALERT_DEDUP_WINDOW_HOURS; 0 disables dedup
 	SlackSigningSecret string        // SLACK_SIGNING_SECRET: verifies POST /v1/approvals/callback/slack
 	MaxConnsPerIP      int           // MAX_CONNS_PER_IP: concurrent connections one client IP may hold (0: no cap)
+	// ReadHeaderTimeout bounds what a client sends before it is authenticated: a request's headers and
+	// the part of its body fasthttp reads with them (at most 8 KB). Default 10 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading the rest of the body, which starts after authentication. Default 60 s.
+	ReadTimeout time.Duration
 }
+
+// prefetchedBody is how much of a body fasthttp reads with the headers, before any handler runs
+// (readBodyWithStreaming): a body of a declared length up to it is already read when a request is
+// refused.
+const prefetchedBody = 8 << 10
 
 // Deps are the API's collaborators. Each resource file declares the small interface it needs.
 type Deps struct {
@@ -116,6 +126,12 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 60 * time.Second
+	}
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
@@ -134,14 +150,17 @@ func New(cfg Config, deps Deps) *Server {
 		AppName: "vigil",
 		// Every body is streamed: fasthttp hands the request over after the headers (and at most 8 KiB
 		// of body), and readBody reads the rest only after authentication, bounded by the limit on the
-		// bytes actually read (chunked included). An unauthenticated caller cannot make the API buffer
-		// anything; a declared Content-Length over the limit is refused before a byte is read.
+		// bytes actually read (chunked included). A caller without a valid key cannot make the API
+		// buffer or read anything more: its refused body is left unread and the connection closed
+		// (finishUnreadBody); a declared Content-Length over the limit is refused before a byte is read.
+		// fasthttp's read deadline of a request is ReadHeaderTimeout: it covers what a client sends
+		// before it is authenticated (headers, prefetched body); readBody gives the rest ReadTimeout.
 		StreamRequestBody:     true,
 		BodyLimit:             cfg.MaxRequestBodyMB << 20,
 		ErrorHandler:          errorHandler(deps.Log, cfg.MaxRequestBodyMB),
 		DisableStartupMessage: true,
 		Immutable:             true,
-		ReadTimeout:           60 * time.Second,
+		ReadTimeout:           cfg.ReadHeaderTimeout,
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		ReadBufferSize:        16 << 10,

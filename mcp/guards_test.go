@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/auth"
 )
 
@@ -243,4 +244,57 @@ func TestSessionsExpireWhenIdle(t *testing.T) {
 	require.NoError(t, err)
 	after.Body.Close()
 	require.Equal(t, http.StatusNotFound, after.StatusCode, "the expired SSE session is gone")
+}
+
+// TestFiveHundredSlowClientsDoNotStopMCP (issue 27, what it must show): 500 unauthenticated slow
+// connections (headers never finished), from two client IPs under MAX_CONNS_PER_IP (256), plus 100
+// more from the first, which the cap refuses but 6. While they are held, /health and an authenticated
+// MCP request still answer within 200 ms, and memory stays bounded; after ReadHeaderTimeout (2 s here)
+// the listener has closed every one of them.
+func TestFiveHundredSlowClientsDoNotStopMCP(t *testing.T) {
+	const headerTimeout = 2 * time.Second
+	h := newHarness(t, 100000, func(c *Config) {
+		c.Listener = ListenerLimits{ReadHeaderTimeout: headerTimeout, MaxConnsPerIP: 256}
+	})
+	base := serveOn(t, h)
+	addr := strings.TrimPrefix(base, "http://")
+	token, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeWorkflowsRead)
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	health := func() *http.Request { r, _ := http.NewRequest(http.MethodGet, base+"/health", nil); return r }
+	initialize := func() *http.Request {
+		r, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(initializeBody))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Authorization", "Bearer "+token)
+		return r
+	}
+	testenv.Latencies(t, client, 5, http.StatusOK, initialize) // warm: the key is cached, the connection open
+
+	before := testenv.InUse()
+	start := time.Now()
+	slow := testenv.SlowClients(t, addr, 500, 250, "POST /mcp HTTP/1.1\r\nHost: x\r\n")
+	overCap := testenv.SlowClients(t, addr, 100, 100, "POST /mcp HTTP/1.1\r\nHost: x\r\n")
+	refused := testenv.ClosedWithin(overCap, 300*time.Millisecond)
+	t.Logf("%d of 100 more connections from 127.0.0.2 refused by the cap", refused)
+	require.GreaterOrEqual(t, refused, 94)
+	held := testenv.InUse()
+
+	for _, tc := range []struct {
+		name string
+		req  func() *http.Request
+	}{{"/health", health}, {"initialize with a key", initialize}} {
+		lat := testenv.Latencies(t, client, 20, http.StatusOK, tc.req)
+		t.Logf("%s beside 500 slow connections: median %v, max %v", tc.name, lat[len(lat)/2], lat[len(lat)-1])
+		require.Less(t, lat[len(lat)-1], 200*time.Millisecond, tc.name)
+	}
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	lat := testenv.Latencies(t, fresh, 10, http.StatusOK, health)
+	require.Less(t, lat[len(lat)-1], 200*time.Millisecond, "new connections")
+
+	t.Logf("memory in use: %s before, %s with 500 slow connections held (client and server in this process)", testenv.MB(before), testenv.MB(held))
+	require.Less(t, int64(held)-int64(before), int64(64<<20), "memory grows by less than 64 MB for 500 connections")
+
+	testenv.RequireClosedWithin(t, slow, time.Until(start.Add(headerTimeout+2*time.Second)))
+	t.Logf("all 500 closed by the listener %v after they were opened", time.Since(start).Round(10*time.Millisecond))
 }

@@ -251,7 +251,9 @@ func enumList(list, allowed []string) validate.Errors {
 	return errs
 }
 
-// Create registers an agent and returns it with its signing secret, which is shown once.
+// Create registers an agent and returns it with its signing secret, which is shown once. An agent
+// subscribed to an event whose subject the registering key cannot read is refused
+// (CannotReceiveError, CheckSubscriptions); so is a PATCH (Update) setting such events.
 func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Agent, string, error) {
 	if errs := s.check(spec, true); len(errs) > 0 {
 		return store.Agent{}, "", errs
@@ -264,6 +266,9 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 	}
 	a.RegisteredScopes = actor.registeredScopes()
 	if _, err := s.apply(&a, spec); err != nil {
+		return store.Agent{}, "", err
+	}
+	if err := CheckSubscriptions(a); err != nil {
 		return store.Agent{}, "", err
 	}
 	secret, err := s.newSecret(&a)
@@ -306,6 +311,11 @@ func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Sp
 		// The key that decides where deliveries go is the one whose reading rights they carry.
 		a.RegisteredScopes = actor.registeredScopes()
 		cols = append(cols, "signing_secret", "registered_scopes")
+	}
+	if spec.Events != nil { // a new subscription is a registration's: its subjects must be readable
+		if err := CheckSubscriptions(a); err != nil {
+			return store.Agent{}, "", err
+		}
 	}
 	if err := s.store.UpdateAgent(ctx, &a, cols...); err != nil {
 		return store.Agent{}, "", err

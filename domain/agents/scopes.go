@@ -14,16 +14,33 @@ import (
 // recorded on the agent (store.Agent.RegisteredScopes) when it is registered and when its endpoint
 // moves to another origin (the key deciding where deliveries go), and checked when an alert is
 // dispatched or triggered to it, when an event's deliveries are planned and when each is made.
+// Registration itself is refused for a subscription those scopes cannot read (CheckSubscriptions).
 
 // CannotReceiveError: the agent's registering key lacks Scope, so the agent is not handed what needs
 // it (403 FORBIDDEN).
 type CannotReceiveError struct {
 	Agent string
 	Scope string
+	Event string // the subscription refused at registration ("" when an alert is handed over)
 }
 
 func (e *CannotReceiveError) Error() string {
+	if e.Event != "" {
+		return fmt.Sprintf("agent %s would subscribe to %s, which needs %s, with a key without it", e.Agent, e.Event, e.Scope)
+	}
 	return fmt.Sprintf("agent %s was registered by a key without %s: it does not receive what needs it", e.Agent, e.Scope)
+}
+
+// CheckSubscriptions refuses (CannotReceiveError naming the event) an agent subscribed to an event
+// whose subject its registering key cannot read, by the rule deliveries are checked with
+// (MissingScope): such a subscription would only be refused at every delivery.
+func CheckSubscriptions(a store.Agent) error {
+	for _, e := range a.Events {
+		if need := MissingScope(a, e, false); need != "" {
+			return &CannotReceiveError{Agent: a.Name, Scope: need, Event: e}
+		}
+	}
+	return nil
 }
 
 // may reports whether agent a may receive what needs scope: its registering key held it (or admin).
