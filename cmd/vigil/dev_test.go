@@ -123,7 +123,7 @@ func TestDev_WorkerProcess_CtrlC_AndSIGKILLMidIngest(t *testing.T) {
 	require.NoError(t, os.MkdirAll(work, 0o755))
 	addr := freeAddr(t)
 	env := append(os.Environ(), "DATABASE_URL="+dsn, "TEMPORAL_ADDRESS="+testenv.TemporalAddress(t),
-		"TEMPORAL_TASK_QUEUE_PREFIX="+testenv.TaskQueuePrefix(t)+"-dev", "API_ADDR="+addr,
+		"TEMPORAL_TASK_QUEUE_PREFIX="+testenv.TaskQueuePrefix(t)+"-dev", "API_ADDR="+addr, "MCP_ADDR="+freeAddr(t),
 		"ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "DATABASE_MAX_CONNS=4", "RATE_LIMIT_DEFAULT_PER_MINUTE=1000000", "LOG_LEVEL=info")
 	key, _ := createKey(t, envOf(map[string]string{"DATABASE_URL": dsn}), "--name", "dev-test", "--scopes", "admin")
 	base := "http://" + addr
