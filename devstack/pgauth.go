@@ -180,13 +180,22 @@ func (b pgBinaries) handOver(path string) error {
 	if b.asUser == nil {
 		return nil
 	}
-	uid, err1 := strconv.Atoi(b.asUser.Uid)
-	gid, err2 := strconv.Atoi(b.asUser.Gid)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("postgres OS user has a non-numeric uid/gid %q/%q", b.asUser.Uid, b.asUser.Gid)
+	uid, gid, err := b.osUserIDs()
+	if err != nil {
+		return err
 	}
 	if err := os.Chown(path, uid, gid); err != nil {
 		return fmt.Errorf("hand %s to the %s user: %w", path, pgOSUser, err)
 	}
 	return nil
+}
+
+// osUserIDs is the postgres OS user's numeric uid and gid (only when running as root: asUser set).
+func (b pgBinaries) osUserIDs() (uid, gid int, err error) {
+	uid, err1 := strconv.Atoi(b.asUser.Uid)
+	gid, err2 := strconv.Atoi(b.asUser.Gid)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("postgres OS user has a non-numeric uid/gid %q/%q", b.asUser.Uid, b.asUser.Gid)
+	}
+	return uid, gid, nil
 }

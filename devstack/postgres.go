@@ -345,10 +345,9 @@ func prepareClusterDir(dir string, bins pgBinaries) error {
 	if bins.asUser == nil {
 		return nil
 	}
-	uid, err1 := strconv.Atoi(bins.asUser.Uid)
-	gid, err2 := strconv.Atoi(bins.asUser.Gid)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("postgres OS user has a non-numeric uid/gid %q/%q", bins.asUser.Uid, bins.asUser.Gid)
+	uid, gid, err := bins.osUserIDs()
+	if err != nil {
+		return err
 	}
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
