@@ -188,11 +188,16 @@ func principal(c *fiber.Ctx) auth.Principal {
 
 // clientIP is the request's client address by the doors' one proxy rule (ratelimit.Policy.ClientIP).
 func (s *Server) clientIP(c *fiber.Ctx) string {
+	return s.limits.ClientIP(c.Context().RemoteIP().String(), func() []string { return forwardedFor(c) })
+}
+
+// forwardedFor is the request's X-Forwarded-For header lines, copied out of fasthttp's buffers.
+func forwardedFor(c *fiber.Ctx) []string {
 	var xff []string
 	for _, h := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
 		xff = append(xff, string(h))
 	}
-	return s.limits.ClientIP(c.Context().RemoteIP().String(), xff)
+	return xff
 }
 
 // rateLimit counts the request against its key's budget (authenticated) or its client IP's, by the

@@ -260,11 +260,13 @@ func (c *Console) answer(ctx *fiber.Ctx, v ratelimit.Verdict, next func() error)
 
 // clientIP is the request's client address by the doors' one proxy rule.
 func (c *Console) clientIP(ctx *fiber.Ctx) string {
-	var xff []string
-	for _, h := range ctx.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
-		xff = append(xff, string(h))
-	}
-	return c.deps.RateLimit.ClientIP(ctx.Context().RemoteIP().String(), xff)
+	return c.deps.RateLimit.ClientIP(ctx.Context().RemoteIP().String(), func() []string {
+		var xff []string
+		for _, h := range ctx.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
+			xff = append(xff, string(h))
+		}
+		return xff
+	})
 }
 
 // scheme and host are the request's as the browser sent it: from X-Forwarded-Proto/-Host only behind

@@ -249,7 +249,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if hasToken {
 			p, authErr = s.cfg.Auth.Authenticate(r.Context(), token)
 		}
-		caller := ratelimit.Caller{IP: s.limits.ClientIP(peerIP(r), r.Header.Values("X-Forwarded-For"))}
+		caller := ratelimit.Caller{IP: s.limits.ClientIP(peerIP(r), func() []string { return r.Header.Values("X-Forwarded-For") })}
 		if authErr == nil {
 			caller.KeyID, caller.KeyLimit = p.KeyUUID, p.RateLimit
 		}

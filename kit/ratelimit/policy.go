@@ -117,14 +117,15 @@ func (v Verdict) Details() map[string]any {
 
 // ClientIP is the client's address: the socket peer, or with TRUSTED_PROXY_COUNT = N > 0 the N-th
 // address from the right of X-Forwarded-For (every header line, in order), or the peer when the
-// header has fewer entries or that one is malformed.
-func (p Policy) ClientIP(peer string, forwardedFor []string) string {
+// header has fewer entries or that one is malformed. forwardedFor gives the header lines; it is
+// called only behind trusted proxies, so a request without them reads and copies no header.
+func (p Policy) ClientIP(peer string, forwardedFor func() []string) string {
 	n := p.TrustedProxies
 	if n <= 0 {
 		return peer
 	}
 	var hops []string
-	for _, h := range forwardedFor {
+	for _, h := range forwardedFor() {
 		for _, part := range strings.Split(h, ",") {
 			hops = append(hops, strings.TrimSpace(part))
 		}
