@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Audit actions (API.md §15).
+const (
+	AuditCreated      = "created"
+	AuditUpdated      = "updated"
+	AuditDeleted      = "deleted"
+	AuditRevoked      = "revoked"
+	AuditRotated      = "rotated"
+	AuditSignedIn     = "signed_in"
+	AuditSignInFailed = "sign_in_failed"
+	AuditPurged       = "purged"
+)
+
+// AuditRedacted stands in the changes of an audit event for a secret value or a credential.
+const AuditRedacted = "[redacted]"
+
+// AuditChange is one changed field of an audit event: its value before and after (nil when the
+// resource did not exist before or does not after).
+type AuditChange struct {
+	From any `json:"from"`
+	To   any `json:"to"`
+}
+
+// AuditEvent is one entry of the configuration audit trail (table audit_events; API.md §15). The
+// table is append-only: the database refuses UPDATE, DELETE and TRUNCATE outside the retention job's
+// transaction (PurgeAuditBefore).
+type AuditEvent struct {
+	bun.BaseModel `bun:"table:audit_events"`
+
+	UUID           uuid.UUID              `bun:"uuid,pk,type:uuid"`
+	Action         string                 `bun:"action"`
+	ResourceType   string                 `bun:"resource_type"`
+	ResourceUUID   *uuid.UUID             `bun:"resource_uuid,type:uuid"`
+	ResourceName   string                 `bun:"resource_name"`
+	ActorType      string                 `bun:"actor_type"`
+	ActorKeyPrefix *string                `bun:"actor_key_prefix"`
+	ActorKeyName   *string                `bun:"actor_key_name"`
+	Changes        map[string]AuditChange `bun:"changes,type:jsonb"`
+	RequestID      *string                `bun:"request_id"`
+	ClientIP       *string                `bun:"client_ip"`
+	CreatedAt      time.Time              `bun:"created_at"`
+}
+
+// AppendAuditEvent inserts e using db: the caller's transaction, so the event commits or rolls back
+// with the change it records (nil: the store's handle, for events that record no change of a row,
+// such as a sign-in).
+func (s *Store) AppendAuditEvent(ctx context.Context, db bun.IDB, e *AuditEvent) error {
+	if db == nil {
+		db = s.db
+	}
+	if e.UUID == uuid.Nil {
+		e.UUID = uuid.New()
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.Now()
+	}
+	if e.Changes == nil {
+		e.Changes = map[string]AuditChange{}
+	}
+	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
+		return fmt.Errorf("append audit event %s %s: %w", e.ResourceType, e.Action, mapErr(err))
+	}
+	return nil
+}
+
+// AuditFilter narrows ListAuditEvents; empty fields do not filter.
+type AuditFilter struct {
+	ResourceTypes  []string
+	Actions        []string
+	ActorKeyPrefix string
+	From, To       *time.Time
+	Page           Page
+}
+
+// ListAuditEvents returns audit events newest first, with the total that match.
+func (s *Store) ListAuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, int, error) {
+	var events []AuditEvent
+	q := s.db.NewSelect().Model(&events).OrderExpr("created_at DESC, uuid DESC")
+	if len(f.ResourceTypes) > 0 {
+		q = q.Where("resource_type IN (?)", bun.List(f.ResourceTypes))
+	}
+	if len(f.Actions) > 0 {
+		q = q.Where("action IN (?)", bun.List(f.Actions))
+	}
+	if f.ActorKeyPrefix != "" {
+		q = q.Where("actor_key_prefix = ?", f.ActorKeyPrefix)
+	}
+	if f.From != nil {
+		q = q.Where("created_at >= ?", *f.From)
+	}
+	if f.To != nil {
+		q = q.Where("created_at <= ?", *f.To)
+	}
+	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list audit events: %w", mapErr(err))
+	}
+	return events, int(total), nil
+}
+
+// PurgeAuditBefore deletes at most limit audit events created before cutoff, in one transaction
+// that sets vigil.audit_purge (the one exception the append-only trigger allows), and returns how
+// many it deleted. The retention job calls it in batches.
+func (s *Store) PurgeAuditBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	var n int
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL vigil.audit_purge = 'on'"); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE uuid IN (
+			SELECT uuid FROM audit_events WHERE created_at < ? ORDER BY created_at LIMIT ?)`, cutoff, limit)
+		if err != nil {
+			return err
+		}
+		rows, err := res.RowsAffected()
+		n = int(rows)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge audit events before %s: %w", cutoff.Format(time.RFC3339), mapErr(err))
+	}
+	return n, nil
+}
