@@ -90,7 +90,7 @@ func (s *Server) triggerAgents(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q, err := s.deps.Agents.Trigger(c.UserContext(), agentActor(c), id)
+	q, err := s.deps.Agents.Trigger(c.UserContext(), s.agentActor(c), id)
 	if err != nil {
 		return notFoundAs(err, "Alert")
 	}
@@ -110,7 +110,7 @@ func (s *Server) dispatchAgent(c *fiber.Ctx) error {
 	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
-	out, err := s.deps.Agents.Dispatch(c.UserContext(), agentActor(c), id, q.AgentUUID)
+	out, err := s.deps.Agents.Dispatch(c.UserContext(), s.agentActor(c), id, q.AgentUUID)
 	var cr *agents.CannotReceiveError
 	switch {
 	case errors.As(err, &cr):
@@ -198,11 +198,6 @@ func toAgentResponse(a store.Agent) agentResponse {
 		Documentation: a.Documentation, CreatedBy: a.CreatedBy, RegisteredScopes: a.RegisteredScopes, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 }
 
-func agentActor(c *fiber.Ctx) agents.Actor {
-	p := principal(c)
-	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, Scopes: p.Scopes}
-}
-
 // cannotReceive is the 403 of an agent whose registering key lacks cr.Scope: handed an alert
 // (dispatch-agent) or subscribed to cr.Event (registration, a PATCH of events).
 func cannotReceive(cr *agents.CannotReceiveError) *Error {
@@ -258,7 +253,7 @@ func (s *Server) createAgent(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	a, secret, err := s.deps.Agents.Create(c.UserContext(), agentActor(c), req.spec())
+	a, secret, err := s.deps.Agents.Create(c.UserContext(), s.agentActor(c), req.spec())
 	if err != nil {
 		return agentError(err)
 	}
@@ -286,7 +281,7 @@ func (s *Server) updateAgent(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	a, secret, err := s.deps.Agents.Update(c.UserContext(), agentActor(c), id, req.spec())
+	a, secret, err := s.deps.Agents.Update(c.UserContext(), s.agentActor(c), id, req.spec())
 	if err != nil {
 		return agentError(err)
 	}
@@ -302,7 +297,7 @@ func (s *Server) deleteAgent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Agents.Delete(c.UserContext(), agentActor(c), id); err != nil {
+	if err := s.deps.Agents.Delete(c.UserContext(), s.agentActor(c), id); err != nil {
 		return agentError(err)
 	}
 	return c.SendStatus(http.StatusNoContent)
@@ -313,7 +308,7 @@ func (s *Server) rotateAgentSecret(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	a, secret, err := s.deps.Agents.RotateSecret(c.UserContext(), agentActor(c), id)
+	a, secret, err := s.deps.Agents.RotateSecret(c.UserContext(), s.agentActor(c), id)
 	if err != nil {
 		return agentError(err)
 	}

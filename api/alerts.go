@@ -300,7 +300,7 @@ func (s *Server) patchAlert(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	a, err := s.alertRules.Patch(ctx, id, req.patch(), principal(c).Actor(store.ActorAPI))
+	a, err := s.alertRules.Patch(ctx, id, req.patch(), s.actor(c))
 	if err != nil {
 		return notFoundAs(inBody(err), "Alert")
 	}
@@ -364,7 +364,7 @@ func (s *Server) createFinding(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	f, err := s.alertRules.AddFinding(c.UserContext(), id, req.finding(), principal(c).Actor(store.ActorAPI))
+	f, err := s.alertRules.AddFinding(c.UserContext(), id, req.finding(), s.actor(c))
 	if err != nil {
 		return notFoundAs(inBody(err), "Alert")
 	}
@@ -443,7 +443,7 @@ func (s *Server) addAlertIndicators(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	added, err := s.alertRules.AddIndicators(c.UserContext(), id, req.indicators(), q.Enrich, principal(c).Actor(store.ActorAPI))
+	added, err := s.alertRules.AddIndicators(c.UserContext(), id, req.indicators(), q.Enrich, s.actor(c))
 	if err != nil {
 		return notFoundAs(inBody(err), "Alert")
 	}

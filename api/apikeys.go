@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -143,7 +144,11 @@ func (s *Server) createAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.APIKeys.CreateAPIKey(c.UserContext(), &k); err != nil {
+	err = s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		err := tx.CreateAPIKey(ctx, &k)
+		return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, After: k}, err
+	})
+	if err != nil {
 		return err
 	}
 	return respond(c, http.StatusCreated, createdAPIKeyResponse{apiKeyResponse: toAPIKeyResponse(k), Key: plain})
@@ -184,6 +189,7 @@ func (s *Server) updateAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "API key")
 	}
+	before := k
 	var cols []string
 	if req.Name != nil {
 		k.Name, cols = *req.Name, append(cols, "name")
@@ -216,7 +222,15 @@ func (s *Server) updateAPIKey(c *fiber.Ctx) error {
 		}
 	}
 	if len(cols) > 0 {
-		if err := s.deps.APIKeys.UpdateAPIKey(ctx, &k, cols...); err != nil {
+		action := store.AuditUpdated
+		if before.IsActive && !k.IsActive {
+			action = store.AuditRevoked
+		}
+		err := s.record(c, action, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.UpdateAPIKey(ctx, &k, cols...)
+			return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, Before: before, After: k}, err
+		})
+		if err != nil {
 			if errors.Is(err, store.ErrKeyRevoked) {
 				return NewError(http.StatusConflict, "KEY_REVOKED", "A revoked API key cannot be re-activated; create a new key.")
 			}
@@ -238,8 +252,13 @@ func (s *Server) revokeAPIKey(c *fiber.Ctx) error {
 		return notFoundAs(err, "API key")
 	}
 	if k.IsActive {
+		before := k
 		k.IsActive = false
-		if err := s.deps.APIKeys.UpdateAPIKey(ctx, &k, "is_active"); err != nil {
+		err := s.record(c, store.AuditRevoked, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.UpdateAPIKey(ctx, &k, "is_active")
+			return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, Before: before, After: k}, err
+		})
+		if err != nil {
 			return notFoundAs(err, "API key")
 		}
 	}

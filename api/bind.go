@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -369,6 +370,10 @@ func enumValues(tag reflect.StructTag) []string {
 		return store.AlertStatuses()
 	case "$close_classification":
 		return store.CloseClassifications()
+	case "$audit_action":
+		return audit.Actions()
+	case "$audit_resource_type":
+		return audit.ResourceTypes()
 	default:
 		return strings.Split(e, ",")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -200,7 +201,11 @@ func (s *Server) createContextDocument(c *fiber.Ctx) error {
 	if p := principal(c).KeyPrefix; p != "" {
 		d.CreatedBy = &p
 	}
-	if err := s.deps.ContextDocuments.CreateContextDocument(c.UserContext(), &d); err != nil {
+	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		err := tx.CreateContextDocument(ctx, &d)
+		return audit.Subject{Type: audit.ContextDocument, UUID: d.UUID, Name: d.Title, After: d}, err
+	})
+	if err != nil {
 		return err
 	}
 	return respond(c, http.StatusCreated, toContextDocumentResponse(d))
@@ -477,6 +482,7 @@ func (s *Server) updateContextDocument(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Context document")
 	}
+	before := d
 	var cols []string
 	if req.Title != nil {
 		d.Title, cols = *req.Title, append(cols, "title")
@@ -501,7 +507,11 @@ func (s *Server) updateContextDocument(c *fiber.Ctx) error {
 		}
 	}
 	if len(cols) > 0 {
-		if err := s.deps.ContextDocuments.UpdateContextDocument(ctx, &d, cols...); err != nil {
+		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.UpdateContextDocument(ctx, &d, cols...)
+			return audit.Subject{Type: audit.ContextDocument, UUID: d.UUID, Name: d.Title, Before: before, After: d}, err
+		})
+		if err != nil {
 			return notFoundAs(err, "Context document")
 		}
 	}
@@ -513,7 +523,14 @@ func (s *Server) deleteContextDocument(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.ContextDocuments.DeleteContextDocument(c.UserContext(), id); err != nil {
+	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		old, err := tx.GetContextDocument(ctx, id)
+		if err != nil {
+			return audit.Subject{}, err
+		}
+		return audit.Subject{Type: audit.ContextDocument, UUID: id, Name: old.Title, Before: old}, tx.DeleteContextDocument(ctx, id)
+	})
+	if err != nil {
 		return notFoundAs(err, "Context document")
 	}
 	return c.SendStatus(http.StatusNoContent)

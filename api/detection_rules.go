@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -239,7 +240,11 @@ func (s *Server) createDetectionRule(c *fiber.Ctx) error {
 			r.CreatedBy = &p
 		}
 	}
-	if _, err := s.deps.DetectionRules.CreateDetectionRule(c.UserContext(), &r); err != nil {
+	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		_, err := tx.CreateDetectionRule(ctx, &r)
+		return audit.Subject{Type: audit.DetectionRule, UUID: r.UUID, Name: r.Name, After: r}, err
+	})
+	if err != nil {
 		return duplicateRule(err)
 	}
 	return respond(c, http.StatusCreated, toDetectionRuleResponse(r))
@@ -338,6 +343,7 @@ func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Detection rule")
 	}
+	before := r
 	var cols []string
 	if req.Name != nil {
 		r.Name, cols = *req.Name, append(cols, "name")
@@ -366,7 +372,11 @@ func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
 		}
 	}
 	if len(cols) > 0 {
-		if err := s.deps.DetectionRules.UpdateDetectionRule(ctx, &r, cols...); err != nil {
+		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.UpdateDetectionRule(ctx, &r, cols...)
+			return audit.Subject{Type: audit.DetectionRule, UUID: r.UUID, Name: r.Name, Before: before, After: r}, err
+		})
+		if err != nil {
 			return duplicateRule(err)
 		}
 	}
@@ -378,7 +388,14 @@ func (s *Server) deleteDetectionRule(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.DetectionRules.DeleteDetectionRule(c.UserContext(), id); err != nil {
+	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		old, err := tx.GetDetectionRule(ctx, id)
+		if err != nil {
+			return audit.Subject{}, err
+		}
+		return audit.Subject{Type: audit.DetectionRule, UUID: id, Name: old.Name, Before: old}, tx.DeleteDetectionRule(ctx, id)
+	})
+	if err != nil {
 		return notFoundAs(err, "Detection rule")
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
@@ -258,7 +259,7 @@ func (s *Server) sealAuth(cfg map[string]string) ([]byte, error) {
 }
 
 func (s *Server) createProvider(c *fiber.Ctx) error {
-	st, err := s.enrichStore()
+	_, err := s.enrichStore()
 	if err != nil {
 		return err
 	}
@@ -281,7 +282,11 @@ func (s *Server) createProvider(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if err := st.CreateProvider(c.UserContext(), &p); err != nil {
+	err = s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		err := tx.CreateProvider(ctx, &p)
+		return audit.Subject{Type: audit.EnrichmentProvider, UUID: p.UUID, Name: p.ProviderName, After: p}, err
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return NewError(http.StatusConflict, "DUPLICATE_PROVIDER", "A provider named "+p.ProviderName+" already exists.").
 				WithDetails(map[string]any{"provider_name": p.ProviderName})
@@ -386,7 +391,7 @@ func providerError(err error) error {
 }
 
 func (s *Server) updateProvider(c *fiber.Ctx) error {
-	st, p, err := s.loadProvider(c)
+	_, p, err := s.loadProvider(c)
 	if err != nil {
 		return err
 	}
@@ -397,6 +402,7 @@ func (s *Server) updateProvider(c *fiber.Ctx) error {
 	if err := enrichment.CheckProviderChange(p, req.fields()); err != nil {
 		return providerError(err)
 	}
+	before := p
 	var cols []string
 	set := func(col string) { cols = append(cols, col) }
 	if req.DisplayName != nil {
@@ -459,22 +465,33 @@ func (s *Server) updateProvider(c *fiber.Ctx) error {
 		set("rate_limit")
 	}
 	if len(cols) > 0 {
-		if err := st.UpdateProvider(c.UserContext(), &p, cols...); err != nil {
+		if err := s.updateProviderAudited(c, before, &p, cols...); err != nil {
 			return notFoundAs(err, "Enrichment provider")
 		}
 	}
 	return respond(c, http.StatusOK, s.toProviderResponse(p))
 }
 
+// updateProviderAudited writes the columns of p that changed from before, with their audit event.
+func (s *Server) updateProviderAudited(c *fiber.Ctx, before store.EnrichmentProvider, p *store.EnrichmentProvider, cols ...string) error {
+	return s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		err := tx.UpdateProvider(ctx, p, cols...)
+		return audit.Subject{Type: audit.EnrichmentProvider, UUID: p.UUID, Name: p.ProviderName, Before: before, After: *p}, err
+	})
+}
+
 func (s *Server) deleteProvider(c *fiber.Ctx) error {
-	st, p, err := s.loadProvider(c)
+	_, p, err := s.loadProvider(c)
 	if err != nil {
 		return err
 	}
 	if err := enrichment.CheckProviderDelete(p); err != nil {
 		return providerError(err)
 	}
-	if err := st.DeleteProvider(c.UserContext(), p.UUID); err != nil {
+	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		return audit.Subject{Type: audit.EnrichmentProvider, UUID: p.UUID, Name: p.ProviderName, Before: p}, tx.DeleteProvider(ctx, p.UUID)
+	})
+	if err != nil {
 		return notFoundAs(err, "Enrichment provider")
 	}
 	return c.SendStatus(http.StatusNoContent)
@@ -482,13 +499,14 @@ func (s *Server) deleteProvider(c *fiber.Ctx) error {
 
 func (s *Server) setProviderActive(active bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		st, p, err := s.loadProvider(c)
+		_, p, err := s.loadProvider(c)
 		if err != nil {
 			return err
 		}
 		if p.IsActive != active {
+			before := p
 			p.IsActive = active
-			if err := st.UpdateProvider(c.UserContext(), &p, "is_active"); err != nil {
+			if err := s.updateProviderAudited(c, before, &p, "is_active"); err != nil {
 				return notFoundAs(err, "Enrichment provider")
 			}
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -114,7 +116,11 @@ func (s *Server) createExtraction(c *fiber.Ctx) error {
 		return err
 	}
 	e := req.toStore()
-	if err := st.CreateFieldExtractions(c.UserContext(), []*store.FieldExtraction{e}); err != nil {
+	err = s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		err := tx.CreateFieldExtractions(ctx, []*store.FieldExtraction{e})
+		return extractionSubject(nil, e), err
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return errDuplicateExtraction()
 		}
@@ -140,7 +146,17 @@ func (s *Server) bulkCreateExtractions(c *fiber.Ctx) error {
 	if err := enrichment.CheckProvidersExist(c.UserContext(), st, names, func(i int) []any { return []any{"body", "extractions", i, "provider_name"} }); err != nil {
 		return err
 	}
-	if err := st.CreateFieldExtractions(c.UserContext(), exts); err != nil {
+	err = audit.RecordEach(c.UserContext(), s.deps.Audit, s.actor(c), store.AuditCreated, func(ctx context.Context, tx *store.Store) ([]audit.Subject, error) {
+		if err := tx.CreateFieldExtractions(ctx, exts); err != nil {
+			return nil, err
+		}
+		subjects := make([]audit.Subject, len(exts))
+		for i, e := range exts {
+			subjects[i] = extractionSubject(nil, e)
+		}
+		return subjects, nil
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return errDuplicateExtraction()
 		}
@@ -231,6 +247,7 @@ func (s *Server) updateExtraction(c *fiber.Ctx) error {
 	if err := enrichment.CheckExtractionChange(e, req.fields()); err != nil {
 		return extractionError(err)
 	}
+	before := e
 	var cols []string
 	str := func(v *string, dst *string, col string) {
 		if v != nil {
@@ -254,7 +271,11 @@ func (s *Server) updateExtraction(c *fiber.Ctx) error {
 		}
 	}
 	if len(cols) > 0 {
-		if err := st.UpdateFieldExtraction(c.UserContext(), &e, cols...); err != nil {
+		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.UpdateFieldExtraction(ctx, &e, cols...)
+			return extractionSubject(&before, &e), err
+		})
+		if err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return errDuplicateExtraction()
 			}
@@ -265,15 +286,34 @@ func (s *Server) updateExtraction(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteExtraction(c *fiber.Ctx) error {
-	st, e, err := s.loadExtraction(c)
+	_, e, err := s.loadExtraction(c)
 	if err != nil {
 		return err
 	}
 	if err := enrichment.CheckExtractionDelete(e); err != nil {
 		return extractionError(err)
 	}
-	if err := st.DeleteFieldExtraction(c.UserContext(), e.UUID); err != nil {
+	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		return extractionSubject(&e, nil), tx.DeleteFieldExtraction(ctx, e.UUID)
+	})
+	if err != nil {
 		return notFoundAs(err, "Field extraction")
 	}
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// extractionSubject is a field extraction's change as the audit trail records it (nil: absent).
+func extractionSubject(before, after *store.FieldExtraction) audit.Subject {
+	e := after
+	if e == nil {
+		e = before
+	}
+	subj := audit.Subject{Type: audit.FieldExtraction, UUID: e.UUID, Name: e.ProviderName + "/" + e.IndicatorType + "/" + e.TargetKey}
+	if before != nil {
+		subj.Before = *before
+	}
+	if after != nil {
+		subj.After = *after
+	}
+	return subj
 }

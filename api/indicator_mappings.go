@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/kit/indicators"
@@ -129,7 +130,11 @@ func (s *Server) createMapping(c *fiber.Ctx) error {
 	if req.IsActive != nil {
 		m.IsActive = *req.IsActive
 	}
-	if err := s.deps.Mappings.CreateIndicatorMapping(c.UserContext(), &m); err != nil {
+	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		err := tx.CreateIndicatorMapping(ctx, &m)
+		return mappingSubject(nil, &m), err
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
 		}
@@ -184,6 +189,7 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Indicator mapping")
 	}
+	before := m
 	var cols []string
 	if req.SourceName.Set {
 		m.SourceName = nil
@@ -225,7 +231,11 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 	}
 	m.Description = desc
 	if len(cols) > 0 {
-		if err := s.deps.Mappings.UpdateIndicatorMapping(ctx, &m, cols...); err != nil {
+		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.UpdateIndicatorMapping(ctx, &m, cols...)
+			return mappingSubject(&before, &m), err
+		})
+		if err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
 			}
@@ -249,7 +259,10 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	if err := ingest.CheckMappingChange(m, []string{"delete"}); err != nil {
 		return mappingError(err)
 	}
-	if err := s.deps.Mappings.DeleteIndicatorMapping(ctx, id); err != nil {
+	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		return mappingSubject(&m, nil), tx.DeleteIndicatorMapping(ctx, id)
+	})
+	if err != nil {
 		return notFoundAs(err, "Indicator mapping")
 	}
 	s.ingest.Invalidate()
@@ -339,4 +352,24 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	return respond(c, http.StatusOK, testExtractionResponse{Pass1: res.Pass1, Pass2: res.Pass2, Pass3: res.Pass3, Indicators: res.Indicators,
 		Skipped: res.Skipped, SkippedOmitted: res.SkippedOmitted, Truncated: res.Truncated,
 		Fingerprint: ingest.Fingerprint(n, plugin.Name(), res), Normalized: prev})
+}
+
+// mappingSubject is an indicator mapping's change as the audit trail records it (nil: absent).
+func mappingSubject(before, after *store.IndicatorMapping) audit.Subject {
+	m := after
+	if m == nil {
+		m = before
+	}
+	name := m.FieldPath
+	if m.SourceName != nil {
+		name = *m.SourceName + ": " + name
+	}
+	subj := audit.Subject{Type: audit.IndicatorMapping, UUID: m.UUID, Name: name}
+	if before != nil {
+		subj.Before = *before
+	}
+	if after != nil {
+		subj.After = *after
+	}
+	return subj
 }

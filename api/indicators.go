@@ -157,7 +157,7 @@ func (s *Server) patchIndicator(c *fiber.Ctx) error {
 		level = &req.Malice.Value
 	}
 	ctx := c.UserContext()
-	ind, err := s.alertRules.SetIndicatorMalice(ctx, id, level, principal(c).Actor(store.ActorAPI))
+	ind, err := s.alertRules.SetIndicatorMalice(ctx, id, level, s.actor(c))
 	if err != nil {
 		return notFoundAs(inBody(err), "Indicator")
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/kit/validate"
-	"github.com/vigil-soc/vigil/store"
 )
 
 // IngestStore is what ingestion needs (ingest.Store).
@@ -134,7 +133,7 @@ func checkJSONBody(c *fiber.Ctx) error {
 
 // commit ingests raw (valid JSON) and answers 202.
 func (s *Server) commit(c *fiber.Ctx, src ingest.Source, raw []byte, loc []any) error {
-	out, err := s.ingest.Ingest(c.UserContext(), src, raw, principal(c).Actor(store.ActorAPI))
+	out, err := s.ingest.Ingest(c.UserContext(), src, raw, s.actor(c))
 	if err != nil {
 		return s.ingestError(err, src.Plugin.Name(), raw, loc)
 	}

@@ -71,6 +71,9 @@ func newTestServerOn(t testing.TB, mutate func(*Config, *Deps), wrap func(net.Li
 // withServices builds the domain services cmd/vigil builds once per process, over deps' stores, unless
 // the test brought its own.
 func withServices(st *store.Store, deps *Deps) {
+	if deps.Audit == nil {
+		deps.Audit = st
+	}
 	if deps.Responses == nil {
 		rd := responses.Deps{Store: deps.Workflows, StepClient: deps.WorkflowStepClient, Signaler: deps.RunSignaler, Log: deps.Log}
 		if deps.Workflows == nil {

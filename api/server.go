@@ -52,6 +52,7 @@ type Deps struct {
 	Limiter RateLimiter
 	Health  HealthChecks
 	APIKeys APIKeyStore
+	Audit   AuditStore // configuration changes with their audit events; the audit trail
 
 	DetectionRules   DetectionRuleStore
 	ContextDocuments ContextDocumentStore
@@ -205,6 +206,7 @@ func (s *Server) registerRoutes() {
 	s.workflowRoutes()
 	s.metricsRoutes()
 	s.agentRoutes()
+	s.auditRoutes()
 }
 
 // route describes one operation: its handler chain and its OpenAPI description.

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/kit/sources"
@@ -163,7 +164,11 @@ func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 	if err := checkIntegrationAuth(si); err != nil {
 		return err
 	}
-	if err := s.deps.Integrations.CreateSourceIntegration(c.UserContext(), &si); err != nil {
+	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		err := tx.CreateSourceIntegration(ctx, &si)
+		return audit.Subject{Type: audit.SourceIntegration, UUID: si.UUID, Name: si.SourceName, After: si}, err
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return NewError(http.StatusConflict, "INTEGRATION_EXISTS", "This source already has an integration; update it instead.").
 				WithDetails(map[string]any{"source_name": si.SourceName})
@@ -224,6 +229,7 @@ func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return notFoundAs(err, "Source integration")
 	}
+	before := si
 	var cols []string
 	if req.DisplayName != nil {
 		si.DisplayName, cols = *req.DisplayName, append(cols, "display_name")
@@ -257,7 +263,11 @@ func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
 		return err
 	}
 	if len(cols) > 0 {
-		if err := s.deps.Integrations.UpdateSourceIntegration(ctx, &si, cols...); err != nil {
+		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.UpdateSourceIntegration(ctx, &si, cols...)
+			return audit.Subject{Type: audit.SourceIntegration, UUID: si.UUID, Name: si.SourceName, Before: before, After: si}, err
+		})
+		if err != nil {
 			return notFoundAs(err, "Source integration")
 		}
 		s.ingest.Invalidate()
@@ -270,7 +280,14 @@ func (s *Server) deleteSourceIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Integrations.DeleteSourceIntegration(c.UserContext(), id); err != nil {
+	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		old, err := tx.GetSourceIntegration(ctx, id)
+		if err != nil {
+			return audit.Subject{}, err
+		}
+		return audit.Subject{Type: audit.SourceIntegration, UUID: id, Name: old.SourceName, Before: old}, tx.DeleteSourceIntegration(ctx, id)
+	})
+	if err != nil {
 		return notFoundAs(err, "Source integration")
 	}
 	s.ingest.Invalidate()

@@ -200,7 +200,7 @@ func (s *Server) createWorkflow(c *fiber.Ctx) error {
 		ApprovalTimeoutSeconds: derefOr(req.ApprovalTimeoutSeconds, 3600), ApprovalChannel: req.ApprovalChannel,
 		RequiredApprovals: derefOr(req.RequiredApprovals, 1), RiskLevel: derefOr(req.RiskLevel, "medium"), Tags: req.Tags,
 		TimeSavedMinutes: req.TimeSavedMinutes}
-	if err := s.responses.CreateWorkflow(c.UserContext(), responses.ActorOf(principal(c), responses.ActorAPI), &w); err != nil {
+	if err := s.responses.CreateWorkflow(c.UserContext(), s.responsesActor(c), &w); err != nil {
 		return definitionError(err)
 	}
 	return respond(c, http.StatusCreated, toWorkflowResponse(w))
@@ -278,7 +278,7 @@ func (s *Server) updateWorkflow(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	w, err := s.responses.UpdateWorkflow(c.UserContext(), responses.ActorOf(principal(c), responses.ActorAPI), id, func(d *store.WorkflowDefinition) {
+	w, err := s.responses.UpdateWorkflow(c.UserContext(), s.responsesActor(c), id, func(d *store.WorkflowDefinition) {
 		if req.Name != nil {
 			d.Name = *req.Name
 		}
@@ -344,7 +344,7 @@ func (s *Server) deleteWorkflow(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.responses.DeleteWorkflow(c.UserContext(), id); err != nil {
+	if err := s.responses.DeleteWorkflow(c.UserContext(), s.responsesActor(c), id); err != nil {
 		return definitionError(err)
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -91,7 +91,7 @@ func (s *Server) putWorkflowSecret(c *fiber.Ctx) error {
 		return err
 	}
 	sec := store.WorkflowSecret{Name: name, ValueSealed: sealed, Description: req.Description, AllowedHosts: req.AllowedHosts}
-	created, err := s.deps.Workflows.PutWorkflowSecret(c.UserContext(), &sec)
+	created, err := s.responses.PutSecret(c.UserContext(), s.responsesActor(c), &sec)
 	if err != nil {
 		return err
 	}
@@ -104,8 +104,8 @@ func (s *Server) deleteWorkflowSecret(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Workflows.DeleteWorkflowSecret(c.UserContext(), name); err != nil {
-		return notFoundAs(err, "Secret")
+	if err := s.responses.DeleteSecret(c.UserContext(), s.responsesActor(c), name); err != nil {
+		return definitionError(err)
 	}
 	return c.SendStatus(http.StatusNoContent)
 }

@@ -26,6 +26,12 @@ type Actor struct {
 	Type      string
 	KeyPrefix string
 	Agent     bool
+	// KeyName, RequestID and ClientIP are for the audit trail (AuditEvent): the key's name, the
+	// request's id (X-Request-ID, "" when the door has none) and the client address by the doors'
+	// one proxy rule (ratelimit.Policy.ClientIP).
+	KeyName   string
+	RequestID string
+	ClientIP  string
 }
 
 // KeyPrefixPtr is the key prefix as the nullable actor_key_prefix column wants it (nil when none).

@@ -51,6 +51,43 @@ type AuditEvent struct {
 	CreatedAt      time.Time              `bun:"created_at"`
 }
 
+// InTx runs fn with a Store bound to one transaction: every method fn calls on tx runs in it, and it
+// commits when fn returns nil (a Store already bound to a transaction nests a savepoint).
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Store) error) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
+		bound := *s
+		bound.db = btx
+		return fn(ctx, &bound)
+	})
+}
+
+// Audited runs a configuration change and its audit event in one transaction: change makes the
+// change through tx and returns the event that records it (nil: nothing changed, nothing to record).
+// An error from change, or from writing the event, rolls both back.
+func (s *Store) Audited(ctx context.Context, change func(ctx context.Context, tx *Store) (*AuditEvent, error)) error {
+	return s.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		e, err := change(ctx, tx)
+		if err != nil || e == nil {
+			return err
+		}
+		return tx.AppendAuditEvent(ctx, nil, e)
+	})
+}
+
+// AuditEvent is an audit event of action on a resource, by a (who, from which request and address).
+func (a Actor) AuditEvent(action, resourceType string, id *uuid.UUID, name string, changes map[string]AuditChange) *AuditEvent {
+	return &AuditEvent{Action: action, ResourceType: resourceType, ResourceUUID: id, ResourceName: name,
+		ActorType: a.Type, ActorKeyPrefix: a.KeyPrefixPtr(), ActorKeyName: optional(a.KeyName),
+		Changes: changes, RequestID: optional(a.RequestID), ClientIP: optional(a.ClientIP)}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // AppendAuditEvent inserts e using db: the caller's transaction, so the event commits or rolls back
 // with the change it records (nil: the store's handle, for events that record no change of a row,
 // such as a sign-in).

@@ -111,7 +111,7 @@ func (s *Store) Ingest(ctx context.Context, a IngestAlert, window time.Duration)
 	if a.OriginalBody != nil {
 		originalArg = a.OriginalBody
 	}
-	stmt, err := s.ingest.get(ctx, s.db.DB)
+	stmt, err := s.ingest.get(ctx, s.pool.DB)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("ingest alert: %w", err)
 	}

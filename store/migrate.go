@@ -23,10 +23,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := ms.Discover(sub); err != nil {
 		return fmt.Errorf("discover migrations: %w", err)
 	}
-	m := migrate.NewMigrator(s.db, ms, migrate.WithMarkAppliedOnSuccess(true))
+	m := migrate.NewMigrator(s.pool, ms, migrate.WithMarkAppliedOnSuccess(true))
 	// A session-level advisory lock serialises concurrent starts, including the creation of bun's own
 	// bookkeeping tables.
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migration connection: %w", err)
 	}

@@ -25,16 +25,18 @@ type Options struct {
 	MaxOpenConns int // 0 → 20
 }
 
-// Store wraps the bun database handle.
+// Store wraps the bun database handle. A Store bound to a transaction (InTx) shares everything but
+// db with the Store it came from.
 type Store struct {
-	db   *bun.DB
+	pool *bun.DB // the connection pool
+	db   bun.IDB // pool, or the transaction of a Store that InTx bound to one
 	now  func() time.Time
 	wake *outboxWaker // alert_outbox: OutboxChannel
 	// startWake: start_outbox, on a channel of its own so the pipeline's dispatch is not woken for
 	// workflow runs and enrichments, nor those for each ingest.
 	startWake *outboxWaker
 	freedWake *outboxWaker // a pipeline finished: FreedChannel
-	ingest    prepared     // ingestSQL
+	ingest    *prepared    // ingestSQL
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -55,12 +57,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
-	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
-		freedWake: newOutboxWaker(db, FreedChannel), ingest: prepared{query: ingestSQL}}, nil
+	return &Store{pool: db, db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
+		freedWake: newOutboxWaker(db, FreedChannel), ingest: &prepared{query: ingestSQL}}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
-func (s *Store) DB() *bun.DB { return s.db }
+func (s *Store) DB() *bun.DB { return s.pool }
 
 // Close stops the outbox wake-ups and closes the pool.
 func (s *Store) Close() error {
@@ -68,7 +70,7 @@ func (s *Store) Close() error {
 	s.startWake.close()
 	s.freedWake.close()
 	s.ingest.close()
-	return s.db.Close()
+	return s.pool.Close()
 }
 
 // Ping checks the database within ctx.

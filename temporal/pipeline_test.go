@@ -134,7 +134,7 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 
 	srv := api.New(api.Config{RateLimitPerMinute: 1_000_000, AlertDedupWindow: 24 * time.Hour}, api.Deps{
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
-		Limiter: ratelimit.NewMemory(), APIKeys: st, DetectionRules: st, ContextDocuments: st,
+		Limiter: ratelimit.NewMemory(), APIKeys: st, Audit: st, DetectionRules: st, ContextDocuments: st,
 		SourceRegistry: reg, Secrets: box, Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
 		Agents: e.agents, AgentStore: st, AlertRules: alerts.New(st, slog.New(slog.DiscardHandler)),
 		Responses: responses.New(responses.Deps{Store: st, Log: slog.New(slog.DiscardHandler)}),

@@ -137,6 +137,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Limiter: limiter,
 		Health:  fd.health,
 		APIKeys: st,
+		Audit:   st,
 		// Detection rules and context documents (API.md §5, §6).
 		DetectionRules:   st,
 		ContextDocuments: st,

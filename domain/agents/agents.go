@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -64,6 +65,7 @@ type Store interface {
 	AlertSubject(ctx context.Context, alertUUID uuid.UUID) (targeting.Subject, error)
 	SubscribedAgents(ctx context.Context, event string) ([]store.Agent, error)
 	RaiseAgentEvent(ctx context.Context, e *store.AgentEvent) (bool, error)
+	audit.Store // a registration's change and its audit event commit together
 }
 
 // Sealer seals the signing secret and the auth header value at rest (secretbox.Box).
@@ -89,6 +91,17 @@ type Actor struct {
 	Type      string // store.ActorAPI, store.ActorMCP, …
 	KeyPrefix string
 	Scopes    []string
+	// For the audit trail: the key's name, the request's id and the client address.
+	KeyName, RequestID, ClientIP string
+}
+
+// auditor is the actor as the audit trail records it.
+func (a Actor) auditor() store.Actor {
+	t := a.Type
+	if t == "" {
+		t = store.ActorAPI
+	}
+	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientIP: a.ClientIP}
 }
 
 // registeredScopes is what an agent registered by actor may receive: a copy of the key's scopes (nil
@@ -275,10 +288,13 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 	if err != nil {
 		return store.Agent{}, "", err
 	}
-	if err := s.store.CreateAgent(ctx, &a); err != nil {
+	err = s.write(ctx, actor, store.AuditCreated, "agent_created", nil, &a, func(ctx context.Context, tx *store.Store) error {
+		return tx.CreateAgent(ctx, &a)
+	})
+	if err != nil {
 		return store.Agent{}, "", err
 	}
-	return a, secret, s.audit(ctx, actor, "agent_created", a)
+	return a, secret, nil
 }
 
 // Update applies spec's set fields to the agent id. When endpoint_url moves to another origin
@@ -295,6 +311,7 @@ func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Sp
 		return store.Agent{}, "", err
 	}
 	moved := spec.EndpointURL != nil && endpointOrigin(*spec.EndpointURL) != endpointOrigin(a.EndpointURL)
+	before := a
 	cols, err := s.apply(&a, spec)
 	if err != nil || len(cols) == 0 {
 		return a, "", err
@@ -317,10 +334,13 @@ func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Sp
 			return store.Agent{}, "", err
 		}
 	}
-	if err := s.store.UpdateAgent(ctx, &a, cols...); err != nil {
+	err = s.write(ctx, actor, store.AuditUpdated, "agent_updated", &before, &a, func(ctx context.Context, tx *store.Store) error {
+		return tx.UpdateAgent(ctx, &a, cols...)
+	})
+	if err != nil {
 		return store.Agent{}, "", err
 	}
-	return a, secret, s.audit(ctx, actor, "agent_updated", a)
+	return a, secret, nil
 }
 
 // endpointOrigin is scheme://host:port of an endpoint URL, the default port made explicit.
@@ -345,10 +365,9 @@ func (s *Service) Delete(ctx context.Context, actor Actor, id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteAgent(ctx, id); err != nil {
-		return err
-	}
-	return s.audit(ctx, actor, "agent_deleted", a)
+	return s.write(ctx, actor, store.AuditDeleted, "agent_deleted", &a, nil, func(ctx context.Context, tx *store.Store) error {
+		return tx.DeleteAgent(ctx, id)
+	})
 }
 
 // RotateSecret gives the agent id a new signing secret, shown once; the old one stops verifying at
@@ -358,14 +377,18 @@ func (s *Service) RotateSecret(ctx context.Context, actor Actor, id uuid.UUID) (
 	if err != nil {
 		return store.Agent{}, "", err
 	}
+	before := a
 	secret, err := s.newSecret(&a)
 	if err != nil {
 		return store.Agent{}, "", err
 	}
-	if err := s.store.UpdateAgent(ctx, &a, "signing_secret"); err != nil {
+	err = s.write(ctx, actor, store.AuditRotated, "agent_secret_rotated", &before, &a, func(ctx context.Context, tx *store.Store) error {
+		return tx.UpdateAgent(ctx, &a, "signing_secret")
+	})
+	if err != nil {
 		return store.Agent{}, "", err
 	}
-	return a, secret, s.audit(ctx, actor, "agent_secret_rotated", a)
+	return a, secret, nil
 }
 
 // apply copies spec's set fields onto a and returns the columns it changed.
@@ -457,7 +480,33 @@ func (s *Service) newSecret(a *store.Agent) (string, error) {
 	return secret, nil
 }
 
-func (s *Service) audit(ctx context.Context, actor Actor, event string, a store.Agent) error {
+// write applies a change to a registration and records it in the same transaction: the activity
+// event (event) and the audit event (action), before and after the change (nil: none).
+func (s *Service) write(ctx context.Context, actor Actor, action, event string, before, after *store.Agent,
+	apply func(ctx context.Context, tx *store.Store) error) error {
+	return audit.Record(ctx, s.store, actor.auditor(), action, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		if err := apply(ctx, tx); err != nil {
+			return audit.Subject{}, err
+		}
+		a := after
+		if a == nil {
+			a = before
+		}
+		if err := tx.RecordActivity(ctx, nil, activity(actor, event, *a)); err != nil {
+			return audit.Subject{}, err
+		}
+		subj := audit.Subject{Type: audit.Agent, UUID: a.UUID, Name: a.Name}
+		if before != nil {
+			subj.Before = before
+		}
+		if after != nil {
+			subj.After = after
+		}
+		return subj, nil
+	})
+}
+
+func activity(actor Actor, event string, a store.Agent) *store.ActivityEvent {
 	e := &store.ActivityEvent{EventType: event, ActorType: actor.Type,
 		References: map[string]any{"agent_uuid": a.UUID.String(), "agent_name": a.Name, "endpoint_host": endpointHost(a.EndpointURL)}}
 	if e.ActorType == "" {
@@ -466,7 +515,7 @@ func (s *Service) audit(ctx context.Context, actor Actor, event string, a store.
 	if actor.KeyPrefix != "" {
 		e.ActorKeyPrefix = &actor.KeyPrefix
 	}
-	return s.store.RecordActivity(ctx, nil, e)
+	return e
 }
 
 func endpointHost(raw string) string {

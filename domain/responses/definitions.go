@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -86,7 +87,13 @@ func (s *Service) CreateWorkflow(ctx context.Context, actor Actor, w *store.Work
 	if err := s.prepareSteps(ctx, actor, nil, w); err != nil {
 		return err
 	}
-	if err := s.deps.Store.CreateWorkflow(ctx, w); err != nil {
+	err := audit.Record(ctx, s.deps.Store, actor.auditor(), store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		if err := tx.CreateWorkflow(ctx, w); err != nil {
+			return audit.Subject{}, err
+		}
+		return audit.Subject{Type: audit.Workflow, UUID: w.UUID, Name: w.Name, After: w}, nil
+	})
+	if err != nil {
 		return fmt.Errorf("create workflow: %w", err)
 	}
 	return nil
@@ -102,7 +109,7 @@ func (s *Service) UpdateWorkflow(ctx context.Context, actor Actor, id uuid.UUID,
 	if err != nil {
 		return store.Workflow{}, notFoundAs(err, "Workflow")
 	}
-	prev := DefinitionOf(w.Definition())
+	prev, stored := DefinitionOf(w.Definition()), w
 	before, _ := json.Marshal(w.Definition())
 	d := w.Definition()
 	edit(&d)
@@ -122,13 +129,19 @@ func (s *Service) UpdateWorkflow(ctx context.Context, actor Actor, id uuid.UUID,
 			"required_approvals", "risk_level", "tags", "time_saved_minutes", "required_secrets")
 	}
 	if w.IsSystem && state != nil {
-		return s.switchSystemWorkflow(ctx, w, *state == store.WorkflowStateActive)
+		return s.switchSystemWorkflow(ctx, actor, w, *state == store.WorkflowStateActive)
 	}
 	if state != nil && *state != w.State {
 		w.State, cols = *state, append(cols, "state")
 	}
 	if len(cols) > 0 {
-		if err := s.deps.Store.UpdateWorkflow(ctx, &w, changed, cols...); err != nil {
+		err := audit.Record(ctx, s.deps.Store, actor.auditor(), store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			if err := tx.UpdateWorkflow(ctx, &w, changed, cols...); err != nil {
+				return audit.Subject{}, err
+			}
+			return audit.Subject{Type: audit.Workflow, UUID: w.UUID, Name: w.Name, Before: stored, After: w}, nil
+		})
+		if err != nil {
 			return store.Workflow{}, notFoundAs(err, "Workflow")
 		}
 	}
@@ -136,7 +149,7 @@ func (s *Service) UpdateWorkflow(ctx context.Context, actor Actor, id uuid.UUID,
 }
 
 // switchSystemWorkflow turns a system workflow off or on; on needs every secret it names.
-func (s *Service) switchSystemWorkflow(ctx context.Context, w store.Workflow, enable bool) (store.Workflow, error) {
+func (s *Service) switchSystemWorkflow(ctx context.Context, actor Actor, w store.Workflow, enable bool) (store.Workflow, error) {
 	if enable {
 		have, err := s.deps.Store.SealedWorkflowSecrets(ctx, w.RequiredSecrets)
 		if err != nil {
@@ -152,7 +165,14 @@ func (s *Service) switchSystemWorkflow(ctx context.Context, w store.Workflow, en
 			return store.Workflow{}, &NotConfiguredError{Missing: missing}
 		}
 	}
-	updated, err := s.deps.Store.SetSystemWorkflowEnabled(ctx, w.UUID, enable)
+	var updated store.Workflow
+	err := audit.Record(ctx, s.deps.Store, actor.auditor(), store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		var err error
+		if updated, err = tx.SetSystemWorkflowEnabled(ctx, w.UUID, enable); err != nil {
+			return audit.Subject{}, err
+		}
+		return audit.Subject{Type: audit.Workflow, UUID: w.UUID, Name: w.Name, Before: w, After: updated}, nil
+	})
 	if err != nil {
 		return store.Workflow{}, notFoundAs(err, "Workflow")
 	}
@@ -161,7 +181,7 @@ func (s *Service) switchSystemWorkflow(ctx context.Context, w store.Workflow, en
 
 // DeleteWorkflow deletes workflow id (its runs and versions stay); a system workflow cannot be
 // deleted (ErrSystemNotDeletable).
-func (s *Service) DeleteWorkflow(ctx context.Context, id uuid.UUID) error {
+func (s *Service) DeleteWorkflow(ctx context.Context, actor Actor, id uuid.UUID) error {
 	w, err := s.deps.Store.GetWorkflow(ctx, id)
 	if err != nil {
 		return notFoundAs(err, "Workflow")
@@ -169,8 +189,60 @@ func (s *Service) DeleteWorkflow(ctx context.Context, id uuid.UUID) error {
 	if w.IsSystem {
 		return ErrSystemNotDeletable
 	}
-	if err := s.deps.Store.DeleteWorkflow(ctx, id); err != nil {
+	err = audit.Record(ctx, s.deps.Store, actor.auditor(), store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		if err := tx.DeleteWorkflow(ctx, id); err != nil {
+			return audit.Subject{}, err
+		}
+		return audit.Subject{Type: audit.Workflow, UUID: w.UUID, Name: w.Name, Before: w}, nil
+	})
+	if err != nil {
 		return notFoundAs(err, "Workflow")
 	}
 	return nil
 }
+
+// PutSecret stores a workflow secret (created, or replaced when one of its name exists) and reports
+// whether it was created. Its audit event names the secret and its hosts; the value shows only as
+// "[redacted]", and the description not at all (it is free text beside a secret).
+func (s *Service) PutSecret(ctx context.Context, actor Actor, sec *store.WorkflowSecret) (bool, error) {
+	var created bool
+	err := audit.Record(ctx, s.deps.Store, actor.auditor(), store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		subj := audit.Subject{Type: audit.WorkflowSecret, Name: sec.Name, After: sec, Only: secretAuditColumns}
+		if old, err := tx.GetWorkflowSecret(ctx, sec.Name); err == nil {
+			subj.Before = old
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return subj, err
+		}
+		var err error
+		if created, err = tx.PutWorkflowSecret(ctx, sec); created {
+			subj.Action = store.AuditCreated
+		}
+		return subj, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("put workflow secret: %w", err)
+	}
+	return created, nil
+}
+
+// DeleteSecret deletes the workflow secret name.
+func (s *Service) DeleteSecret(ctx context.Context, actor Actor, name string) error {
+	err := audit.Record(ctx, s.deps.Store, actor.auditor(), store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		old, err := tx.GetWorkflowSecret(ctx, name)
+		if err != nil {
+			return audit.Subject{}, err
+		}
+		if err := tx.DeleteWorkflowSecret(ctx, name); err != nil {
+			return audit.Subject{}, err
+		}
+		return audit.Subject{Type: audit.WorkflowSecret, Name: name, Before: old, Only: secretAuditColumns}, nil
+	})
+	if err != nil {
+		return notFoundAs(err, "Secret")
+	}
+	return nil
+}
+
+// secretAuditColumns: what the audit trail keeps of a workflow secret (names and hosts only; the
+// value as "[redacted]").
+var secretAuditColumns = []string{"name", "allowed_hosts", "value_sealed"}

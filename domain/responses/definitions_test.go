@@ -110,15 +110,15 @@ func TestSystemWorkflowRules(t *testing.T) {
 	var nc *responses.NotConfiguredError
 	require.ErrorAs(t, err, &nc)
 	require.Equal(t, []string{name}, nc.Missing)
-	require.ErrorIs(t, svc.DeleteWorkflow(ctx, w.UUID), responses.ErrSystemNotDeletable)
+	require.ErrorIs(t, svc.DeleteWorkflow(ctx, admin, w.UUID), responses.ErrSystemNotDeletable)
 	_, err = st.GetWorkflow(ctx, w.UUID)
 	require.NoError(t, err, "still there")
 
 	custom := draftWorkflow(`[{"name":"a","url":"https://x.example.com/"}]`)
 	require.NoError(t, svc.CreateWorkflow(ctx, admin, &custom))
-	require.NoError(t, svc.DeleteWorkflow(ctx, custom.UUID))
+	require.NoError(t, svc.DeleteWorkflow(ctx, admin, custom.UUID))
 	_, err = st.GetWorkflow(ctx, custom.UUID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	var nf *responses.NotFoundError
-	require.ErrorAs(t, svc.DeleteWorkflow(ctx, custom.UUID), &nf)
+	require.ErrorAs(t, svc.DeleteWorkflow(ctx, admin, custom.UUID), &nf)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/store"
@@ -29,6 +30,7 @@ type Store interface {
 	CreateWorkflow(ctx context.Context, w *store.Workflow) error
 	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
 	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
+	audit.Store // a configuration change and its audit event commit together
 	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
 	CreateWorkflowRun(ctx context.Context, run *store.WorkflowRun, approval *store.ApprovalRequest) (bool, error)
 	FindIdempotentRun(ctx context.Context, keyUUID, workflowUUID uuid.UUID, idemKey string) (store.WorkflowRun, error)
@@ -92,6 +94,17 @@ type Actor struct {
 	KeyType   string   // auth.KeyTypeHuman or auth.KeyTypeAgent
 	Scopes    []string // the key's scopes (admin holds every scope)
 	Type      string   // ActorAPI, ActorMCP, ActorWorkflow or ActorSystem; "" is ActorAPI
+	// For the audit trail: the request's id and the client address ("" when the door has none).
+	RequestID, ClientIP string
+}
+
+// auditor is the actor as the audit trail records it.
+func (a Actor) auditor() store.Actor {
+	t := a.Type
+	if t == "" {
+		t = ActorAPI
+	}
+	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientIP: a.ClientIP}
 }
 
 // ActorOf is the actor of a key authenticated by a front door of type actorType.
