@@ -278,7 +278,7 @@ func (c *Console) setStatus(ctx *fiber.Ctx) error {
 	if class != "" {
 		p.CloseClassification = &class
 	}
-	_, err := c.deps.Alerts.Patch(ctx.UserContext(), id, p, whoOf(ctx).p.Actor(store.ActorConsole))
+	_, err := c.deps.Alerts.Patch(ctx.UserContext(), id, p, c.actor(ctx, whoOf(ctx).p))
 	return c.alertAction(ctx, id, err, "")
 }
 
@@ -295,7 +295,7 @@ func (c *Console) setMalice(ctx *fiber.Ctx) error {
 	} else {
 		p.MaliceOverride = &m
 	}
-	_, err := c.deps.Alerts.Patch(ctx.UserContext(), id, p, whoOf(ctx).p.Actor(store.ActorConsole))
+	_, err := c.deps.Alerts.Patch(ctx.UserContext(), id, p, c.actor(ctx, whoOf(ctx).p))
 	return c.alertAction(ctx, id, err, "")
 }
 
@@ -313,7 +313,7 @@ func (c *Console) addFinding(ctx *fiber.Ctx) error {
 	if v := strings.TrimSpace(ctx.FormValue("recommended_action")); v != "" {
 		f.RecommendedAction = &v
 	}
-	_, err := c.deps.Alerts.AddFinding(ctx.UserContext(), id, f, w.p.Actor(store.ActorConsole))
+	_, err := c.deps.Alerts.AddFinding(ctx.UserContext(), id, f, c.actor(ctx, w.p))
 	return c.alertAction(ctx, id, err, "")
 }
 

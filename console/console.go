@@ -24,9 +24,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 	"github.com/yuin/goldmark"
 
 	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
@@ -81,6 +83,9 @@ type Store interface {
 	MetricsSummary(ctx context.Context, w store.MetricsWindow, env store.Env) (store.MetricsSummary, error)
 	AlertsPerDay(ctx context.Context, w store.MetricsWindow) ([]store.TimeBucket, error)
 	WorkflowMetrics(ctx context.Context, w store.MetricsWindow) (store.WorkflowMetrics, error)
+	ListAuditEvents(ctx context.Context, f store.AuditFilter) ([]store.AuditEvent, int, error)
+	AppendAuditEvent(ctx context.Context, db bun.IDB, e *store.AuditEvent) error
+	audit.Store // a sign-in's session and its audit event commit together
 }
 
 // AlertService applies the alert rules (alerts.Service).
@@ -141,7 +146,7 @@ func New(deps Deps) *Console {
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
 		"sub": func(a, b int) int { return a - b }, "add": func(a, b int) int { return a + b }}
-	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard"} {
+	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit"} {
 		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return c
@@ -172,6 +177,7 @@ func (c *Console) Register(r fiber.Router) {
 	g.Get("/dashboard", c.session, c.need(auth.ScopeAlertsRead), c.dashboard)
 	g.Get("/runs", c.session, c.need(auth.ScopeWorkflowsRead), c.runs)
 	g.Get("/runs/:uuid", c.session, c.need(auth.ScopeWorkflowsRead), c.run)
+	g.Get("/audit", c.session, c.need(auth.ScopeAdmin), c.auditTrail)
 	g.Get("/approvals", c.session, c.need(auth.ScopeApprovalsWrite), c.approvals)
 	g.Post("/approvals/:uuid/decide", c.session, c.csrf, c.need(auth.ScopeApprovalsWrite), c.decide)
 }
@@ -323,6 +329,7 @@ func (c *Console) need(scopes ...string) fiber.Handler {
 type page struct {
 	Title, Error, KeyName, KeyPrefix, CSRF string
 	Signed, CanApprove, CanWrite, CanRuns  bool
+	CanAudit                               bool // an admin session: the audit trail
 }
 
 func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
@@ -332,7 +339,7 @@ func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
 	}
 	return page{Title: title, Error: errText, Signed: true, KeyName: w.p.Name, KeyPrefix: w.p.KeyPrefix, CSRF: w.csrf,
 		CanApprove: w.p.Has(auth.ScopeApprovalsWrite) && w.p.KeyType != auth.KeyTypeAgent, CanWrite: w.p.Has(auth.ScopeAlertsWrite),
-		CanRuns: w.p.Has(auth.ScopeWorkflowsRead)}
+		CanRuns: w.p.Has(auth.ScopeWorkflowsRead), CanAudit: w.p.Has(auth.ScopeAdmin)}
 }
 
 func (c *Console) render(ctx *fiber.Ctx, status int, name string, data any) error {
@@ -379,9 +386,12 @@ func (c *Console) signIn(ctx *fiber.Ctx) error {
 	}
 	key := ctx.FormValue("key")
 	if len(key) > 200 {
+		c.signInFailed(ctx, "")
 		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid."})
 	}
-	if _, err := c.deps.Auth.Authenticate(ctx.UserContext(), key); err != nil {
+	p, err := c.deps.Auth.Authenticate(ctx.UserContext(), key)
+	if err != nil {
+		c.signInFailed(ctx, key)
 		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid."})
 	}
 	sealed, err := c.deps.Box.Seal([]byte(key))
@@ -389,13 +399,36 @@ func (c *Console) signIn(ctx *fiber.Ctx) error {
 		return err
 	}
 	id, csrf := randomToken(), randomToken()
-	if err := c.deps.Store.CreateConsoleSession(ctx.UserContext(), &store.ConsoleSession{IDHash: hashID(id), KeySealed: sealed,
-		CSRFToken: csrf, ExpiresAt: time.Now().Add(SessionTTL)}); err != nil {
+	err = audit.Record(ctx.UserContext(), c.deps.Store, c.actor(ctx, p), store.AuditSignedIn,
+		func(uctx context.Context, tx *store.Store) (audit.Subject, error) {
+			return audit.Subject{Type: audit.ConsoleSession, UUID: p.KeyUUID, Name: p.Name},
+				tx.CreateConsoleSession(uctx, &store.ConsoleSession{IDHash: hashID(id), KeySealed: sealed, CSRFToken: csrf, ExpiresAt: time.Now().Add(SessionTTL)})
+		})
+	if err != nil {
 		return err
 	}
 	ctx.Cookie(&fiber.Cookie{Name: cookieName, Value: id, Path: "/console", HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,
 		Secure: c.scheme(ctx) == "https", MaxAge: int(SessionTTL.Seconds())})
 	return ctx.Redirect("/console/", http.StatusSeeOther)
+}
+
+// signInFailed records a refused sign-in: the client address and, when the text has the key format,
+// its display prefix (never the key). A failure to record is logged; the answer stays a 401.
+func (c *Console) signInFailed(ctx *fiber.Ctx, key string) {
+	a := store.Actor{Type: store.ActorConsole, RequestID: ctx.GetRespHeader(fiber.HeaderXRequestID), ClientIP: c.clientIP(ctx)}
+	if auth.WellFormed(key) {
+		a.KeyPrefix = auth.Prefix(key)
+	}
+	if err := audit.SignIn(ctx.UserContext(), c.deps.Store, a, uuid.Nil, false); err != nil && c.deps.Log != nil {
+		c.deps.Log.ErrorContext(ctx.UserContext(), "console sign-in not recorded", "err", err)
+	}
+}
+
+// actor is the signed-in key acting through the console, as the activity and audit trails record it.
+func (c *Console) actor(ctx *fiber.Ctx, p auth.Principal) store.Actor {
+	a := p.Actor(store.ActorConsole)
+	a.RequestID, a.ClientIP = ctx.GetRespHeader(fiber.HeaderXRequestID), c.clientIP(ctx)
+	return a
 }
 
 func (c *Console) logout(ctx *fiber.Ctx) error {
