@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/api"
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // runCreateAPIKey creates a key (migrating an empty database first) and prints the plaintext once.
@@ -76,10 +78,20 @@ func runCreateAPIKey(ctx context.Context, cfg config, args []string, stdout io.W
 	if err != nil {
 		return err
 	}
-	if err := st.CreateAPIKey(ctx, &k); err != nil {
+	if err := createKeyAudited(ctx, st, &k); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Created API key %q (%s, scopes %s, prefix %s).\nKey (shown once, store it now):\n%s\n",
 		k.Name, k.KeyType, strings.Join(k.Scopes, ","), k.KeyPrefix, plain)
 	return nil
+}
+
+// createKeyAudited creates k with its audit event (actor system: the command line, no key), in one
+// transaction.
+func createKeyAudited(ctx context.Context, st *store.Store, k *store.APIKey) error {
+	return audit.Record(ctx, st, store.Actor{Type: store.ActorSystem}, store.AuditCreated,
+		func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+			err := tx.CreateAPIKey(ctx, k)
+			return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, After: k}, err
+		})
 }

@@ -233,7 +233,7 @@ func ensureAdminKey(ctx context.Context, st *store.Store) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := st.CreateAPIKey(ctx, &k); err != nil {
+	if err := createKeyAudited(ctx, st, &k); err != nil {
 		return "", err
 	}
 	return plain, nil

@@ -172,10 +172,10 @@ func Diff(before, after any, only ...string) map[string]store.AuditChange {
 			continue
 		}
 		var ch store.AuditChange
-		if inB && !fb.zero {
+		if inB {
 			ch.From = fb.shown()
 		}
-		if inA && !fa.zero {
+		if inA {
 			ch.To = fa.shown()
 		}
 		out[n] = ch
@@ -192,6 +192,9 @@ type column struct {
 
 func (c column) shown() any {
 	if c.secret {
+		if c.zero {
+			return nil // no secret, shown as such
+		}
 		return store.AuditRedacted
 	}
 	if c.json != nil {
