@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -122,9 +121,4 @@ func (s *Server) agentActor(c *fiber.Ctx) agents.Actor {
 // this request's actor.
 func (s *Server) record(c *fiber.Ctx, action string, change func(ctx context.Context, tx *store.Store) (audit.Subject, error)) error {
 	return audit.Record(c.UserContext(), s.deps.Audit, s.actor(c), action, change)
-}
-
-// nameOf is a resource name for an audit event, never longer than the event should carry.
-func nameOf(parts ...string) string {
-	return validate.Truncate(strings.Join(parts, " "))
 }

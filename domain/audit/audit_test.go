@@ -27,9 +27,8 @@ type model struct {
 	Password     string          `bun:"password"`    // so is this one
 	Runbook      string          `bun:"-"`           // not a column
 	Parent       *model          `bun:"rel:has-one"` // a relation, not a column
-	unexported   string
-	CreatedAt    time.Time `bun:"created_at"`
-	UpdatedAt    time.Time `bun:"updated_at"`
+	CreatedAt    time.Time       `bun:"created_at"`
+	UpdatedAt    time.Time       `bun:"updated_at"`
 	Untagged     string
 	LastUsedAt   *time.Time `bun:"last_used_at"`
 	AuthConfig   []byte     `bun:"auth_config"`
