@@ -102,6 +102,27 @@ func TestAPIEndToEnd(t *testing.T) {
 	require.Equal(t, key[:8], body.Data[0]["key_prefix"])
 	require.NotContains(t, fmt.Sprint(body.Data), key)
 
+	// The command line's key is on the audit trail, created by "system", its hash redacted; the route
+	// is wired.
+	req, _ = http.NewRequest(http.MethodGet, base+"/v1/audit-events?resource_type=api_key&action=created", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body.Data = nil
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var created map[string]any
+	for _, e := range body.Data {
+		if e["resource_name"] == "ops" {
+			created = e
+		}
+	}
+	require.NotNil(t, created, "the CLI's key creation is audited: %v", body.Data)
+	require.Equal(t, "system", created["actor"].(map[string]any)["type"])
+	require.Equal(t, "[redacted]", created["changes"].(map[string]any)["key_hash"].(map[string]any)["to"])
+	require.NotContains(t, fmt.Sprint(body.Data), key)
+
 	cancel()
 	select {
 	case err := <-done:
