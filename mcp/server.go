@@ -167,7 +167,29 @@ type ctxKey int
 const (
 	ctxPrincipal ctxKey = iota
 	ctxToken
+	ctxClientIP  // the client address by the doors' one proxy rule
+	ctxRequestID // the request's X-Request-ID (the client's when valid, else generated)
 )
+
+// requestIDOf is the request's id: the client's X-Request-ID when it is 1..128 printable ASCII
+// characters (the REST rule), else a fresh uuid.
+func requestIDOf(r *http.Request) string {
+	id := r.Header.Get("X-Request-ID")
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		return uuid.NewString()
+	}
+	return id
+}
+
+// actorOf is p acting through MCP, as the activity and audit trails record it: with the calling
+// request's client address and id, which the guard put in the request's context (a streamable HTTP
+// call runs in it; SSE and in-process sessions do not, and their actors carry the key alone).
+func actorOf(ctx context.Context, p auth.Principal) store.Actor {
+	a := p.Actor(store.ActorMCP)
+	a.ClientIP, _ = ctx.Value(ctxClientIP).(string)
+	a.RequestID, _ = ctx.Value(ctxRequestID).(string)
+	return a
+}
 
 // principalSource tells a tool or resource handler who is calling.
 type principalSource func(ctx context.Context, req sdk.Request) (auth.Principal, error)
@@ -267,7 +289,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeHTTPError(w, http.StatusUnauthorized, code, msg, nil)
 			return
 		}
+		reqID := requestIDOf(r)
+		w.Header().Set("X-Request-ID", reqID)
 		ctx := context.WithValue(context.WithValue(r.Context(), ctxPrincipal, p), ctxToken, token)
+		ctx = context.WithValue(context.WithValue(ctx, ctxClientIP, caller.IP), ctxRequestID, reqID)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -41,7 +41,7 @@ var (
 
 func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 	alertsWrite := []string{auth.ScopeAlertsWrite}
-	actor := func(p auth.Principal) store.Actor { return p.Actor(store.ActorMCP) }
+	actor := actorOf
 	s.registerEnrichTool(srv, who)
 	if s.cfg.Executor != nil {
 		s.registerExecuteTool(srv, who)
@@ -62,7 +62,7 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
 			id := *a.uuidPtr("alert_uuid")
 			patch := alerts.Patch{Status: a.strPtr("status"), CloseClassification: a.strPtr("close_classification")}
-			return s.patchAlert(ctx, id, patch, actor(p), nil)
+			return s.patchAlert(ctx, id, patch, actor(ctx, p), nil)
 		}})
 	s.addTool(srv, who, tool{name: "update_alert_malice", title: "Override an alert's malice", scopes: alertsWrite, writes: true,
 		description: "Set the alert's verdict (Malicious, Suspicious, Benign, Pending) over the one computed from its " +
@@ -81,7 +81,7 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 				errs.Add([]any{"arguments", "malice"}, validate.TypeMissing, "Give malice, or reset=true.", nil)
 				return nil, errs
 			}
-			return s.patchAlert(ctx, *a.uuidPtr("alert_uuid"), patch, actor(p),
+			return s.patchAlert(ctx, *a.uuidPtr("alert_uuid"), patch, actor(ctx, p),
 				map[any]any{"malice_override": "malice", "reset_malice_override": "reset"})
 		}})
 	s.addTool(srv, who, tool{name: "post_alert_finding", title: "Post a finding on an alert", scopes: alertsWrite, writes: true,
@@ -99,7 +99,7 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
 			f, err := s.cfg.AlertService.AddFinding(ctx, *a.uuidPtr("alert_uuid"), alerts.NewFinding{AgentName: a.str("agent_name"),
 				Summary: a.str("summary"), Confidence: a.strPtr("confidence"), RecommendedAction: a.strPtr("recommended_action"),
-				Evidence: a.object("evidence")}, actor(p))
+				Evidence: a.object("evidence")}, actor(ctx, p))
 			if err != nil {
 				return nil, inArguments(notFoundAs(err, "Alert"), nil)
 			}
@@ -120,7 +120,7 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 			if len(errs) > 0 {
 				return nil, errs
 			}
-			added, err := s.cfg.AlertService.AddIndicators(ctx, *a.uuidPtr("alert_uuid"), ins, a.boolPtr("enrich"), actor(p))
+			added, err := s.cfg.AlertService.AddIndicators(ctx, *a.uuidPtr("alert_uuid"), ins, a.boolPtr("enrich"), actor(ctx, p))
 			if err != nil {
 				return nil, inArguments(notFoundAs(err, "Alert"), nil)
 			}
@@ -137,7 +137,7 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 			{name: "malice", kind: kindString, enum: maliceLevels, doc: "The verdict; omit to remove the override."},
 		},
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
-			ind, err := s.cfg.AlertService.SetIndicatorMalice(ctx, *a.uuidPtr("indicator_uuid"), a.strPtr("malice"), actor(p))
+			ind, err := s.cfg.AlertService.SetIndicatorMalice(ctx, *a.uuidPtr("indicator_uuid"), a.strPtr("malice"), actor(ctx, p))
 			if err != nil {
 				return nil, inArguments(notFoundAs(err, "Indicator"), nil)
 			}
@@ -183,7 +183,9 @@ func (s *Server) registerExecuteTool(srv *sdk.Server, who principalSource) {
 			{name: "confidence", kind: kindNumber, min: 0, max: 1, doc: "How sure, 0..1; required for agent keys."},
 		},
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
-			ex, err := s.cfg.Executor.Execute(ctx, responses.ActorOf(p, store.ActorMCP), responses.ExecuteRequest{
+			who, caller := responses.ActorOf(p, store.ActorMCP), actorOf(ctx, p)
+			who.ClientIP, who.RequestID = caller.ClientIP, caller.RequestID
+			ex, err := s.cfg.Executor.Execute(ctx, who, responses.ExecuteRequest{
 				WorkflowUUID: *a.uuidPtr("workflow_uuid"), IndicatorType: a.str("indicator_type"), IndicatorValue: a.str("indicator_value"),
 				AlertUUID: a.uuidPtr("alert_uuid"), Reason: a.strPtr("reason"), Confidence: a.numberPtr("confidence")})
 			if err != nil {
