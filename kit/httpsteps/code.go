@@ -116,6 +116,9 @@ func codeErrorOf(err error) *CodeError {
 	var ee *starlark.EvalError
 	if errors.As(err, &ee) {
 		msg := ee.Msg
+		if reason, ok := strings.CutPrefix(msg, "Starlark computation cancelled: "); ok {
+			return &CodeError{Msg: reason} // the bound, not a line of the code, ended it
+		}
 		for i := len(ee.CallStack) - 1; i >= 0; i-- {
 			fr := ee.CallStack[i]
 			if fr.Pos.Filename() == codeFilename && fr.Pos.Line > 0 {

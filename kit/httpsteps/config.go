@@ -473,9 +473,9 @@ func checkRef(e Expr, earlier map[string]int) string {
 			return fmt.Sprintf("{{%s}} refers to step %q, which is not an earlier step", e, e.Path[1])
 		}
 		switch e.Path[2] {
-		case "response", "status", "headers", "result", "skipped":
+		case "response", "status", "headers", "result", "skipped", "items":
 		default:
-			return fmt.Sprintf("{{%s}}: a step exposes response, status, headers, result and skipped", e)
+			return fmt.Sprintf("{{%s}}: a step exposes response, status, headers, result, skipped and items", e)
 		}
 	case namespaceItem:
 		if _, ok := earlier[itemAllowed]; !ok {

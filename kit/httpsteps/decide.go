@@ -254,7 +254,7 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 		rec.SkipReason = "no item ran (for_each gave none, or when was not true for any)"
 	}
 	rec.DurationMS = r.now().Sub(start).Milliseconds()
-	vars := map[string]any{"status": statuses, "response": responses, "headers": headers, "result": results, "skipped": ran == 0}
+	vars := map[string]any{"status": statuses, "response": responses, "headers": headers, "result": results, "skipped": ran == 0, "items": items}
 	return StepRun{Record: rec, Vars: vars, Skipped: ran == 0}, nil
 }
 
