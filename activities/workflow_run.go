@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	sdktemporal "go.temporal.io/sdk/temporal"
@@ -242,6 +243,9 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 	return RunStepResult{StepName: st.Name, Status: out.Status, NotFound: out.NotFound}, nil
 }
 
+// ProgressInterval is how often a for_each HTTP step saves the items it has sent.
+const ProgressInterval = 250 * time.Millisecond
+
 // partialKey holds, in a run's sealed step state, the for_each items of a step that an attempt
 // already ran (step name -> item index -> httpsteps.ItemDone), so a retried step does not send them
 // again. No step name can take it.
@@ -309,11 +313,18 @@ func (a *Activities) runDecidingStep(ctx context.Context, run store.WorkflowRun,
 			resume[n] = d
 		}
 	}
+	var lastSaved time.Time
 	progress := func(k int, d httpsteps.ItemDone) error {
 		if partial[st.Name] == nil {
 			partial[st.Name] = map[string]httpsteps.ItemDone{}
 		}
 		partial[st.Name][strconv.Itoa(k)] = d
+		// Saved at most every ProgressInterval (a commit per item would cost more than the items):
+		// a failed item saves them all below; only a worker crash can resend the last interval's.
+		if time.Since(lastSaved) < ProgressInterval {
+			return nil
+		}
+		lastSaved = time.Now()
 		sealed, err := a.sealState(state, partial)
 		if err != nil {
 			return err
@@ -326,7 +337,14 @@ func (a *Activities) runDecidingStep(ctx context.Context, run store.WorkflowRun,
 	res := RunStepResult{StepName: st.Name, Status: out.Status, Skipped: out.Skipped, NotFound: out.NotFound && st.ForEach == "",
 		Kind: out.Record.Kind, Items: len(out.Record.Items), SkipReason: out.Record.SkipReason}
 	if err != nil {
-		if rerr := a.recordStep(ctx, run.UUID, index, out.Record, nil); rerr != nil {
+		var sealed []byte
+		if len(partial[st.Name]) > 0 { // the items sent so far, so a retry resumes after them
+			var serr error
+			if sealed, serr = a.sealState(state, partial); serr != nil {
+				return RunStepResult{}, serr
+			}
+		}
+		if rerr := a.recordStep(ctx, run.UUID, index, out.Record, sealed); rerr != nil {
 			return RunStepResult{}, rerr
 		}
 		if httpsteps.IsRetryable(err) {

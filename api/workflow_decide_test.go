@@ -28,7 +28,8 @@ import (
 var recordDecideHistory = flag.String("record-decide-history", "", "write the deciding run's Temporal history to this file")
 
 // verdictServer answers the lookups of the deciding workflows: /vt/<ip> and /abuse/<ip> give a
-// verdict and a score, /list/<n> a list of n accounts, anything else {"done": path} and counts it.
+// verdict and a score, /list/<n> a list of n accounts, a path with /flaky/ 503 the first time,
+// anything else {"done": path}; it counts every path.
 type verdictServer struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -40,9 +41,13 @@ func newVerdictServer(t testing.TB) *verdictServer {
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hits[r.URL.Path]++
+		n := s.hits[r.URL.Path]
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch {
+		case strings.Contains(r.URL.Path, "/flaky/") && n == 1:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":"try again"}`)
 		case strings.HasPrefix(r.URL.Path, "/vt/"):
 			fmt.Fprint(w, `{"data":{"attributes":{"last_analysis_stats":{"malicious":12,"harmless":3}}}}`)
 		case strings.HasPrefix(r.URL.Path, "/abuse/"):
@@ -309,4 +314,32 @@ func TestRunForEachHundredItemsWithinBudget(t *testing.T) {
 	t.Logf("step phase %s (started → completed); steps: users %d ms, 100 code items %d ms (step %d ms), 100 HTTP items %d ms (step %d ms), output %d ms",
 		phase, recs[0].DurationMS, codeMS, recs[1].DurationMS, httpMS, recs[2].DurationMS, recs[3].DurationMS)
 	require.Less(t, phase, 2*time.Second, "docs/PERFORMANCE.md: 100 for_each items with a code step each within 2 s of step phase")
+}
+
+// A for_each HTTP step whose item fails with a retryable status is retried from that item: the
+// items an earlier attempt sent are not sent again, and the results stay in order.
+func TestRunForEachRetryResumesAtTheFailedItem(t *testing.T) {
+	h := newRunHarness(t, "-resume")
+	human, _, _, _ := h.keys(t)
+	vs := newVerdictServer(t)
+	tag := uuid.NewString()
+	wf := h.createWorkflow(t, human, h.workflowBody("/resume", func(b map[string]any) {
+		b["approval_mode"] = "never"
+		b["steps"] = []any{
+			map[string]any{"name": "disable", "method": "POST", "url": vs.URL + "/{{item}}", "for_each": "['ok/" + tag + "/a', 'flaky/" + tag + "/b', 'ok/" + tag + "/c']"},
+			codeStepBody("output", "def main(ctx):\n  return [r['done'] for r in ctx['steps']['disable']['response']]", nil),
+		}
+	}))
+	ex := h.execute(t, human, wf, nil)
+	run := h.waitRun(t, ex.RunUUID, store.RunSucceeded)
+	require.Equal(t, 1, vs.Hits("/ok/"+tag+"/a"), "sent once: the retry resumed after it")
+	require.Equal(t, 2, vs.Hits("/flaky/"+tag+"/b"), "503, then retried")
+	require.Equal(t, 1, vs.Hits("/ok/"+tag+"/c"))
+	require.GreaterOrEqual(t, run.AttemptCount, 1)
+	recs := runSteps(t, run)
+	require.Len(t, recs[0].Items, 3)
+	require.Empty(t, recs[0].Error)
+	var result []string
+	require.NoError(t, json.Unmarshal(run.Result, &result))
+	require.Equal(t, []string{"/ok/" + tag + "/a", "/flaky/" + tag + "/b", "/ok/" + tag + "/c"}, result)
 }
