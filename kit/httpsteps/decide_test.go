@@ -256,8 +256,23 @@ func TestRun_CodeDeterministic(t *testing.T) {
 	}
 }
 
+// BenchmarkExpressionStep is the cost of a step decided by its when alone (false: the step is
+// recorded skipped and its code never runs).
 func BenchmarkExpressionStep(b *testing.B) {
-	cfg := workflowConfig(b, `[{"name":"c","kind":"code","for_each":"[1]","when":"item > 0 && indicator.value.startsWith('10.')","code":"def main(ctx):\n  return 1"}]`)
+	cfg := workflowConfig(b, `[{"name":"c","kind":"code","when":"indicator.value.startsWith('10.') && indicator.type == 'domain'","code":"def main(ctx):\n  return 1"}]`)
+	vars := map[string]any{"indicator": map[string]any{"type": "ip", "value": "10.0.0.1"}}
+	r := httpsteps.NewRunner(http.DefaultClient)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := r.RunStep(context.Background(), cfg, 0, vars, nil, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCodeStep is the cost of a small code step (parse an IP, build a dict).
+func BenchmarkCodeStep(b *testing.B) {
+	cfg := workflowConfig(b, `[`+codeStep("c", "def main(ctx):\n  v = ctx['indicator']['value']\n  parts = v.split('.')\n  return {'octets': [int(p) for p in parts], 'private': parts[0] == '10'}")+`]`)
 	vars := map[string]any{"indicator": map[string]any{"value": "10.0.0.1"}}
 	r := httpsteps.NewRunner(http.DefaultClient)
 	b.ResetTimer()
@@ -268,14 +283,16 @@ func BenchmarkExpressionStep(b *testing.B) {
 	}
 }
 
-func BenchmarkCodeStep(b *testing.B) {
-	cfg := workflowConfig(b, `[`+codeStep("c", "def main(ctx):\n  v = ctx['indicator']['value']\n  parts = v.split('.')\n  return {'octets': [int(p) for p in parts], 'private': parts[0] == '10'}")+`]`)
-	vars := map[string]any{"indicator": map[string]any{"value": "10.0.0.1"}}
-	r := httpsteps.NewRunner(http.DefaultClient)
-	b.ResetTimer()
+// BenchmarkParseWorkflowConfig is what each RunWorkflowStep activity pays to parse a deciding
+// definition (a CEL environment, two expressions and two code steps compiled).
+func BenchmarkParseWorkflowConfig(b *testing.B) {
+	raw := json.RawMessage(`{"steps":[{"name":"a","url":"https://x.example/"},
+		{"name":"b","url":"https://x.example/{{item}}","for_each":"steps.a.response.users","when":"item.active"},
+		` + codeStep("c", "def main(ctx):\n  return [r for r in ctx['steps']['b']['response']]") + `,
+		` + codeStep("output", "def main(ctx):\n  return len(ctx['steps']['c']['result'])") + `]}`)
 	for b.Loop() {
-		if _, err := r.RunStep(context.Background(), cfg, 0, vars, nil, nil, nil); err != nil {
-			b.Fatal(err)
+		if _, errs := httpsteps.ParseWorkflowConfig(raw); len(errs) > 0 {
+			b.Fatal(errs)
 		}
 	}
 }
