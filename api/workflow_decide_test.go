@@ -74,7 +74,7 @@ func (s *verdictServer) Hits(path string) int {
 	return s.hits[path]
 }
 
-func codeStepBody(name, code string, extra map[string]any) map[string]any {
+func codeStepBody(name string, code any, extra map[string]any) map[string]any {
 	m := map[string]any{"name": name, "kind": "code", "code": code}
 	for k, v := range extra {
 		m[k] = v
@@ -249,6 +249,25 @@ func TestWorkflowSaveRefusesBadDecisions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// PATCH checks new steps like create: the stored definition and version stay.
+func TestWorkflowPatchRefusesBadCode(t *testing.T) {
+	h := newRunHarness(t, "-patch")
+	human, _, _, _ := h.keys(t)
+	wf := h.createWorkflow(t, human, h.workflowBody("/patch", nil))
+	for _, steps := range []any{
+		[]any{codeStepBody("c", "def main(ctx):\n  return undefined_name", nil)},
+		[]any{codeStepBody("c", 42, nil)},
+		[]any{map[string]any{"name": "c", "kind": "code", "code": "def main(ctx):\n  return 1", "for_each": "[1, 2"}},
+		[]any{codeStepBody("c", "def main(ctx):\n  return '\x00' * 10", nil)},
+	} {
+		r := h.ts.do(t, http.MethodPatch, "/v1/workflows/"+wf, human, map[string]any{"steps": steps})
+		details := requireValidation(t, r)
+		require.Contains(t, fmt.Sprint(details[0]["loc"]), "steps 0", string(r.Body))
+	}
+	got := h.ts.do(t, http.MethodGet, "/v1/workflows/"+wf, human, nil)
+	require.EqualValues(t, 1, got.JSON(t)["data"].(map[string]any)["version"])
 }
 
 // Dry runs (mock) show conditions, loops and code resolved.
