@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -270,29 +269,11 @@ func fromCEL(v ref.Val, depth int) (any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("value of type %s is not JSON-able", v.Type().(ref.Type).TypeName())
+	return nil, fmt.Errorf("value of type %s is not JSON-able", v.Type().TypeName())
 }
 
 // isTrue is how when reads its value: only the boolean true runs the step.
 func isTrue(v any) bool {
 	b, ok := v.(bool)
 	return ok && b
-}
-
-// sortedStepRefs lists the step names an expression or code text names (steps.x, steps["x"]).
-func sortedStepRefs(src string) []string {
-	set := map[string]bool{}
-	for _, m := range stepRefRE.FindAllStringSubmatch(src, -1) {
-		if m[1] != "" {
-			set[m[1]] = true
-		} else {
-			set[m[2]] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
