@@ -173,10 +173,53 @@ func meterOf(thread *starlark.Thread) *meter {
 	return &meter{limit: MaxCodeMemoryBytes}
 }
 
+// codeInput is ctx without item, converted to Starlark once per step and frozen: every item's
+// evaluation shares it (ctx is read-only: code that changes it fails), and a for_each over 100
+// items does not convert the steps' responses 100 times.
+type codeInput struct {
+	base map[string]starlark.Value
+}
+
+func newCodeInput(act map[string]any) (*codeInput, error) {
+	in := &codeInput{base: map[string]starlark.Value{}}
+	for _, k := range []string{namespaceIndicator, namespaceAlert, namespaceSteps} {
+		v, err := toStarlark(act[k], 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		v.Freeze()
+		in.base[k] = v
+	}
+	return in, nil
+}
+
+// with is ctx for one evaluation: the frozen base and item (None without for_each).
+func (in *codeInput) with(item any, withItem bool) (starlark.Value, error) {
+	d := starlark.NewDict(4)
+	for _, k := range []string{namespaceAlert, namespaceIndicator, namespaceItem, namespaceSteps} {
+		var v starlark.Value = starlark.None
+		if k == namespaceItem {
+			if withItem {
+				var err error
+				if v, err = toStarlark(item, 0); err != nil {
+					return nil, fmt.Errorf("item: %w", err)
+				}
+			}
+		} else {
+			v = in.base[k]
+		}
+		if err := d.SetKey(starlark.String(k), v); err != nil {
+			return nil, err
+		}
+	}
+	d.Freeze()
+	return d, nil
+}
+
 // runCode evaluates main(ctx) with input as ctx: bounded to MaxCodeSteps steps and
 // MaxCodeMemoryBytes of sized allocations, cancelled with ctx. It returns main's value as plain Go
 // (nil, bool, int64, float64, string, []any, map[string]any).
-func (c *compiledCode) run(ctx context.Context, input map[string]any) (any, *CodeError) {
+func (c *compiledCode) run(ctx context.Context, input *codeInput, item any, withItem bool) (any, *CodeError) {
 	m := &meter{limit: MaxCodeMemoryBytes}
 	thread := &starlark.Thread{Name: "code step", Print: func(*starlark.Thread, string) {}}
 	thread.SetMaxExecutionSteps(MaxCodeSteps)
@@ -202,7 +245,7 @@ func (c *compiledCode) run(ctx context.Context, input map[string]any) (any, *Cod
 	if !ok {
 		return nil, &CodeError{Msg: "main is not a function"}
 	}
-	arg, err := toStarlark(input, 0)
+	arg, err := input.with(item, withItem)
 	if err != nil {
 		return nil, &CodeError{Msg: "ctx: " + err.Error()}
 	}
@@ -288,8 +331,7 @@ func estimate(v starlark.Value, limit int64, depth int) int64 {
 	case starlark.Bytes:
 		return int64(len(x)) + slot
 	case starlark.Int:
-		if i, ok := x.Int64(); ok {
-			_ = i
+		if _, ok := x.Int64(); ok {
 			return slot
 		}
 		return int64(x.BigInt().BitLen()/8) + slot

@@ -176,6 +176,7 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 		r.exprs = env
 	}
 	act := exprActivation(root)
+	r.input = nil // ctx of code steps, converted on first use for this step
 
 	if st.ForEach == "" {
 		run, err := r.runOne(ctx, cfg, i, root, act, nil, masker, mask)
@@ -365,7 +366,17 @@ func (r *Runner) runCode(ctx context.Context, cfg Config, i int, root, act map[s
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	v, cerr := prog.run(cctx, act)
+	if r.input == nil {
+		in, err := newCodeInput(act)
+		if err != nil {
+			se := asStepError(i, st.Name, &CodeError{Msg: "ctx: " + err.Error()})
+			rec.Error = masker.String(se.Error())
+			return StepRun{Record: rec}, se
+		}
+		r.input = in
+	}
+	item, withItem := act[namespaceItem]
+	v, cerr := prog.run(cctx, r.input, item, withItem)
 	rec.DurationMS = r.now().Sub(start).Milliseconds()
 	if cerr != nil {
 		se := asStepError(i, st.Name, cerr)

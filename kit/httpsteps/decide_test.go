@@ -207,6 +207,7 @@ func TestRun_HostileCode(t *testing.T) {
 		{"not JSON-able", "def main(ctx):\n  return main", "not JSON-able"},
 		{"set result", "def main(ctx):\n  return set([1])", "not JSON-able"},
 		{"mutate frozen global", "G = []\ndef main(ctx):\n  G.append(1)\n  return G", "frozen"},
+		{"mutate ctx", "def main(ctx):\n  ctx['indicator']['value'] = 'x'\n  return 1", "frozen"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,6 +294,34 @@ func BenchmarkParseWorkflowConfig(b *testing.B) {
 	for b.Loop() {
 		if _, errs := httpsteps.ParseWorkflowConfig(raw); len(errs) > 0 {
 			b.Fatal(errs)
+		}
+	}
+}
+
+// BenchmarkCodeForEachLargeState is a code step over 100 items while an earlier step's response
+// is large (20 000 records, ~1.5 MB): ctx is converted once per step, not once per item.
+func BenchmarkCodeForEachLargeState(b *testing.B) {
+	recs := make([]any, 20000)
+	for i := range recs {
+		recs[i] = map[string]any{"id": json.Number(fmt.Sprint(i)), "login": fmt.Sprintf("user%05d@example.com", i), "active": i%3 != 0}
+	}
+	items := make([]string, 100)
+	for i := range items {
+		items[i] = fmt.Sprint(i * 200)
+	}
+	cfg := workflowConfig(b, `[{"name":"big","url":"https://x.example/"},
+		{"name":"c","kind":"code","for_each":"[`+strings.Join(items, ",")+`]","code":"def main(ctx):\n  u = ctx['steps']['big']['response']['users'][ctx['item']]\n  return {'login': u['login'], 'active': u['active']}"}]`)
+	vars := map[string]any{"indicator": map[string]any{"value": "v"},
+		"steps": map[string]any{"big": map[string]any{"status": 200, "response": map[string]any{"users": recs}, "headers": map[string]any{}}}}
+	r := httpsteps.NewRunner(http.DefaultClient)
+	b.ResetTimer()
+	for b.Loop() {
+		run, err := r.RunStep(context.Background(), cfg, 1, vars, nil, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(run.Record.Items) != 100 {
+			b.Fatal(len(run.Record.Items))
 		}
 	}
 }

@@ -37,6 +37,7 @@ type Runner struct {
 	hosts    HostPolicy
 	exprs    *exprEnv                 // when/for_each, built on first use
 	codes    map[string]*compiledCode // code steps compiled, by source
+	input    *codeInput               // the running step's ctx for code, frozen
 }
 
 // Option configures a Runner.
