@@ -747,8 +747,8 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 // toStarlark converts plain Go (as toNative gives it) to Starlark values; map keys are inserted in
 // sorted order so that iteration order, and so the code's result, never depends on Go's map order.
 func toStarlark(v any, depth int) (starlark.Value, error) {
-	if depth > maxConvertDepth {
-		return nil, errors.New("value is nested too deeply")
+	if depth > maxConvertDepth { // what expressions see there too (toNative): null
+		return starlark.None, nil
 	}
 	switch x := v.(type) {
 	case nil:

@@ -325,3 +325,17 @@ func BenchmarkCodeForEachLargeState(b *testing.B) {
 		}
 	}
 }
+
+// A response nested deeper than expressions and code look reads as null there; it does not fail
+// a step that does not need it.
+func TestRun_DeeplyNestedResponse(t *testing.T) {
+	var deep any = "bottom"
+	for range 200 {
+		deep = map[string]any{"x": deep}
+	}
+	vars := map[string]any{"steps": map[string]any{"a": map[string]any{"response": deep, "status": 200}}}
+	cfg := workflowConfig(t, `[{"name":"a","url":"https://x.example/"},`+codeStep("c", "def main(ctx):\n  return ctx['steps']['a']['status']")+`]`)
+	run, err := httpsteps.NewRunner(http.DefaultClient).RunStep(context.Background(), cfg, 1, vars, nil, nil, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 200, run.Record.Result)
+}
