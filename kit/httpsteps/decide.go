@@ -222,8 +222,8 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 			var err error
 			run, err = r.runOne(ctx, cfg, i, root, itemAct, &item, masker, mask)
 			if err != nil {
-				if run.Record.StepName == "" {
-					return fail(err)
+				if run.Record.StepName == "" { // its when failed, or its request could not be built
+					return fail(fmt.Errorf("item %d: %w", k, err))
 				}
 				run.Record.ItemIndex, run.Record.Item = intPtr(k), masker.Value(item)
 				rec.Items = append(rec.Items, run.Record)

@@ -339,3 +339,12 @@ func TestRun_DeeplyNestedResponse(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 200, run.Record.Result)
 }
+
+// An item whose when fails names the item; the items before it stay in the record.
+func TestRun_ItemFailureNamesTheItem(t *testing.T) {
+	res := runDecisions(t, `[{"name":"c","kind":"code","for_each":"[{'a': 1}, {'b': 2}]","when":"item.a == 1","code":"def main(ctx):\n  return 1"}]`, nil)
+	require.False(t, res.Success)
+	require.Contains(t, res.Error, "step 0 (c): item 1: when: no such key: a")
+	require.Len(t, res.Steps[0].Items, 1)
+	require.EqualValues(t, 1, res.Steps[0].Items[0].Result)
+}
