@@ -444,6 +444,10 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 			if !run.Skipped {
 				res.Responses[st.Name] = run.Vars["response"]
 			}
+			if run.NotFound { // a not_found_status ends the call, as for a plain step
+				res.Success, res.NotFound = true, true
+				return res
+			}
 			continue
 		}
 		p, err := BuildRequest(cfg, i, root)
