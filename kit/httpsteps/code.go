@@ -512,6 +512,20 @@ func methodCost(recv starlark.Value, name string, args starlark.Tuple, limit int
 				n += holes * estimate(a, limit-n, 0)
 			}
 			return n
+		case "split", "rsplit", "splitlines":
+			// one string per piece: the pieces' bytes, and a slot and a header each
+			sep := "\n"
+			if name != "splitlines" {
+				sep = ""
+				if len(args) > 0 {
+					sep, _ = starlark.AsString(args[0])
+				}
+			}
+			pieces := int64(len(strings.Fields(s)))
+			if sep != "" {
+				pieces = int64(strings.Count(s, sep)) + 1
+			}
+			return int64(len(s)) + pieces*2*slot
 		}
 		return int64(len(s))*2 + slot
 	case *starlark.List:
@@ -522,10 +536,17 @@ func methodCost(recv starlark.Value, name string, args starlark.Tuple, limit int
 		}
 		return slot
 	case *starlark.Dict:
-		if name == "update" && len(args) == 1 {
-			if l := starlark.Len(args[0]); l > 0 {
-				return int64(l) * 4 * slot
+		switch name {
+		case "update":
+			if len(args) == 1 {
+				if l := starlark.Len(args[0]); l > 0 {
+					return int64(l) * 4 * slot
+				}
 			}
+		case "items": // a list of (key, value) tuples
+			return int64(recv.(*starlark.Dict).Len()+1) * 4 * slot
+		case "keys", "values":
+			return int64(recv.(*starlark.Dict).Len()+1) * slot
 		}
 		return slot
 	}

@@ -202,6 +202,8 @@ func TestRun_HostileCode(t *testing.T) {
 		{"list of range", "def main(ctx):\n  return len(list(range(100000000)))", "memory bound exceeded"},
 		{"str of shared refs", "def main(ctx):\n  s = 'q' * 1000000\n  return len(str([s] * 50))", "memory bound exceeded"},
 		{"augmented string", "def main(ctx):\n  s = 'a'\n  for i in range(40):\n    s += s\n  return len(s)", "memory bound exceeded"},
+		{"items kept", "def main(ctx):\n  d = {str(i): i for i in range(5000)}\n  keep = []\n  for i in range(1000):\n    keep.append(d.items())\n  return len(keep)", "memory bound exceeded"},
+		{"split kept", "def main(ctx):\n  s = ',' * 200000\n  keep = []\n  for i in range(100):\n    keep.append(s.split(','))\n  return len(keep)", "memory bound exceeded"},
 		{"fail", "def main(ctx):\n  fail('nope')", "nope"},
 		{"missing key", "def main(ctx):\n  return ctx['steps']['nothere']", "key \"nothere\" not in dict"},
 		{"not JSON-able", "def main(ctx):\n  return main", "not JSON-able"},
@@ -347,4 +349,30 @@ func TestRun_ItemFailureNamesTheItem(t *testing.T) {
 	require.Contains(t, res.Error, "step 0 (c): item 1: when: no such key: a")
 	require.Len(t, res.Steps[0].Items, 1)
 	require.EqualValues(t, 1, res.Steps[0].Items[0].Result)
+}
+
+// What a code step really allocates (the Go heap, garbage included) stays near its 16 MB bound,
+// whether the meter or the step bound stops it: hostile programs that build many small values the
+// meter does not see one by one, and ones that build large values it charges up front.
+func TestRun_CodeAllocationsStayNearTheBound(t *testing.T) {
+	progs := map[string]string{
+		"small strings kept": "def main(ctx):\n  keep = []\n  for i in range(300000):\n    keep.append(str(i))\n  return len(keep)",
+		"comprehension":      "def main(ctx):\n  return len([i for i in range(400000)])",
+		"dict built":         "def main(ctx):\n  d = {}\n  for i in range(300000):\n    d[i] = i\n  return len(d)",
+		"small lists kept":   "def main(ctx):\n  keep = []\n  for i in range(200000):\n    keep.append([i, i])\n  return len(keep)",
+		"concatenation":      "def main(ctx):\n  s = ''\n  for i in range(100000):\n    s += 'abcdefghij'\n  return len(s)",
+		"100 MB string":      "def main(ctx):\n  return len('x' * (100 << 20))",
+		"items kept":         "def main(ctx):\n  d = {str(i): i for i in range(5000)}\n  keep = []\n  for i in range(1000):\n    keep.append(d.items())\n  return len(keep)",
+	}
+	for name, code := range progs {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		res := runDecisions(t, `[`+codeStep("c", code)+`]`, nil)
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d MB allocated: %s", name, alloc>>20, res.Error)
+		require.False(t, res.Success, name)
+		require.Less(t, alloc, uint64(64<<20), "%s allocated %d MB", name, alloc>>20)
+	}
 }
