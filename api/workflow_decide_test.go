@@ -176,15 +176,23 @@ func TestRunHostileDecisionsFailTheStep(t *testing.T) {
 		{"100 MB string", codeStepBody("c", "def main(ctx):\n  return len('x' * (100 << 20))", nil), "memory bound exceeded"},
 		{"missing field", map[string]any{"name": "c", "url": vs.URL + "/x", "when": "indicator.nothere == 'a'"}, "when: no such key: nothere"},
 	}
-	for _, tc := range cases {
+	good := h.createWorkflow(t, human, h.workflowBody("/hostile-good", func(b map[string]any) {
+		b["approval_mode"], b["steps"] = "never", []any{codeStepBody("output", "def main(ctx):\n  return 'ok'", nil)}
+	}))
+	// Every hostile run starts at once with a good run beside them: the good one succeeds.
+	start := time.Now()
+	runs := make([]executed, len(cases))
+	for i, tc := range cases {
+		wf := h.createWorkflow(t, human, h.workflowBody("/hostile", func(b map[string]any) {
+			b["approval_mode"], b["steps"] = "never", []any{tc.step}
+		}))
+		runs[i] = h.execute(t, human, wf, nil)
+	}
+	beside := h.execute(t, human, good, nil)
+	require.JSONEq(t, `"ok"`, string(h.waitRun(t, beside.RunUUID, store.RunSucceeded).Result), "a run beside hostile ones is unaffected")
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			wf := h.createWorkflow(t, human, h.workflowBody("/hostile", func(b map[string]any) {
-				b["approval_mode"], b["steps"] = "never", []any{tc.step}
-			}))
-			start := time.Now()
-			ex := h.execute(t, human, wf, nil)
-			run := h.waitRun(t, ex.RunUUID, store.RunFailed)
-			require.Less(t, time.Since(start), 20*time.Second)
+			run := h.waitRun(t, runs[i].RunUUID, store.RunFailed)
 			require.NotNil(t, run.Error)
 			require.Contains(t, *run.Error, tc.msg)
 			recs := runSteps(t, run)
@@ -192,11 +200,9 @@ func TestRunHostileDecisionsFailTheStep(t *testing.T) {
 			require.Equal(t, 1, run.AttemptCount, "a decision that fails is not retried")
 		})
 	}
-	// The worker is healthy: a good run right after succeeds.
-	wf := h.createWorkflow(t, human, h.workflowBody("/hostile-after", func(b map[string]any) {
-		b["approval_mode"], b["steps"] = "never", []any{codeStepBody("output", "def main(ctx):\n  return 'ok'", nil)}
-	}))
-	ex := h.execute(t, human, wf, nil)
+	require.Less(t, time.Since(start), 20*time.Second)
+	// The worker is still healthy: a good run afterwards succeeds.
+	ex := h.execute(t, human, good, nil)
 	run := h.waitRun(t, ex.RunUUID, store.RunSucceeded)
 	require.JSONEq(t, `"ok"`, string(run.Result))
 }
