@@ -483,12 +483,13 @@ func meteredOp(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple
 	return starlark.Binary(tok, x, y)
 }
 
-// methodCost bounds what a method call allocates, before it runs; 0 for methods whose result is at
-// most proportional to their receiver (charged after the call by size).
+// methodCost bounds what a method call allocates, charged before it runs: by the method's own
+// size for those whose result depends on their arguments (join, replace, format, split, items, …),
+// twice the receiver for the other string methods, a slot for the rest.
 func methodCost(recv starlark.Value, name string, args starlark.Tuple, limit int64) int64 {
-	switch recv.(type) {
+	switch r := recv.(type) {
 	case starlark.String, starlark.Bytes:
-		s, _ := starlark.AsString(recv)
+		s, _ := starlark.AsString(r)
 		switch name {
 		case "join":
 			if len(args) == 1 {
@@ -544,9 +545,9 @@ func methodCost(recv starlark.Value, name string, args starlark.Tuple, limit int
 				}
 			}
 		case "items": // a list of (key, value) tuples
-			return int64(recv.(*starlark.Dict).Len()+1) * 4 * slot
+			return int64(r.Len()+1) * 4 * slot
 		case "keys", "values":
-			return int64(recv.(*starlark.Dict).Len()+1) * slot
+			return int64(r.Len()+1) * slot
 		}
 		return slot
 	}
