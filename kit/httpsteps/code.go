@@ -416,6 +416,11 @@ func opCost(op string, x, y starlark.Value, limit int64) int64 {
 			return lx + ly
 		}
 	case "*":
+		_, xInt := x.(starlark.Int)
+		_, yInt := y.(starlark.Int)
+		if xInt && yInt { // a product's size is the sum of its factors'
+			return lx + ly
+		}
 		if n, ok := y.(starlark.Int); ok && okx {
 			return mulCost(lx, n)
 		}
