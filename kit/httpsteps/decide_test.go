@@ -178,7 +178,7 @@ func TestRun_ForEachBounds(t *testing.T) {
 	require.Contains(t, res.Error, "for_each: gave 101 items; at most 100 are allowed")
 	res = runDecisions(t, `[`+codeStep("m", "def main(ctx):\n  return 1000000 * 1000000 + 3 * 10000000")+`]`, nil)
 	require.True(t, res.Success, res.Error)
-	require.EqualValues(t, 1000000030000000, res.Steps[0].Result, "multiplying ints is not repeating a sequence")
+	require.EqualValues(t, 1000030000000, res.Steps[0].Result, "multiplying ints is not repeating a sequence")
 	res = runDecisions(t, `[`+`{"name":"c","kind":"code","for_each":"[1,2,3]","when":"item != 2","code":"def main(ctx):\n  return ctx['item'] * 10"}]`, nil)
 	require.True(t, res.Success, res.Error)
 	require.Equal(t, []any{int64(10), nil, int64(30)}, []any{res.Steps[0].Items[0].Result, res.Steps[0].Items[1].Result, res.Steps[0].Items[2].Result})
