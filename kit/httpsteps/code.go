@@ -490,7 +490,7 @@ func meteredOp(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple
 
 // methodCost bounds what a method call allocates, charged before it runs: by the method's own
 // size for those whose result depends on their arguments (join, replace, format, split, items, …),
-// twice the receiver for the other string methods, a slot for the rest.
+// the receiver's length for the string methods building a string, a slot for the rest.
 func methodCost(recv starlark.Value, name string, args starlark.Tuple, limit int64) int64 {
 	switch r := recv.(type) {
 	case starlark.String, starlark.Bytes:
@@ -532,8 +532,11 @@ func methodCost(recv starlark.Value, name string, args starlark.Tuple, limit int
 				pieces = int64(strings.Count(s, sep)) + 1
 			}
 			return int64(len(s)) + pieces*2*slot
+		case "count", "endswith", "find", "index", "rfind", "rindex", "startswith", "isalnum", "isalpha",
+			"isdigit", "islower", "isspace", "istitle", "isupper", "elems", "codepoints", "elem_ords", "codepoint_ords":
+			return slot // a number, a bool or a lazy iterable: nothing sized by the string
 		}
-		return int64(len(s))*2 + slot
+		return int64(len(s)) + slot // a new string at most as long (lower, strip, partition, …)
 	case *starlark.List:
 		if name == "extend" && len(args) == 1 {
 			if l := starlark.Len(args[0]); l > 0 {
