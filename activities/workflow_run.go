@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	sdktemporal "go.temporal.io/sdk/temporal"
@@ -106,7 +110,11 @@ func (a *Activities) StartWorkflowRunSteps(ctx context.Context, runID uuid.UUID)
 		InitialIntervalSeconds: def.RetryInitialIntervalSeconds}
 	for _, st := range cfg.Steps {
 		plan.StepNames = append(plan.StepNames, st.Name)
-		plan.StepTimeoutSeconds = append(plan.StepTimeoutSeconds, st.TimeoutSeconds)
+		t := st.TimeoutSeconds
+		if st.ForEach != "" { // timeout_seconds bounds each item; the step is one activity
+			t *= httpsteps.MaxForEachItems
+		}
+		plan.StepTimeoutSeconds = append(plan.StepTimeoutSeconds, t)
 	}
 	return plan, nil
 }
@@ -137,6 +145,11 @@ type RunStepResult struct {
 	NotFound  bool   `json:"not_found"`
 	Cancelled bool   `json:"cancelled"` // the run was cancelled: the step was not sent
 	Replayed  bool   `json:"replayed"`  // already recorded by an earlier attempt: not sent again
+	// Decisions, shown in the Temporal UI: the step's kind when code, how many for_each items it
+	// ran (or skipped), and why it was skipped (when is not true, no items).
+	Kind       string `json:"kind,omitempty"`
+	Items      int    `json:"items,omitempty"`
+	SkipReason string `json:"skip_reason,omitempty"`
 }
 
 // runStepState is the unmasked steps.<name>.* values of the steps done so far, sealed at rest.
@@ -180,17 +193,21 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 	if err != nil {
 		return RunStepResult{}, err
 	}
+	partial := state.takePartial()
 	vars["steps"] = map[string]any(state)
 	// What earlier steps received in exchange for a secret is masked like the secret in this record.
 	mask := append(append([]string(nil), opened.Values...), cfg.DerivedSecretValues(state)...)
 	st := cfg.Steps[in.Index]
+	if st.HasDecisions() {
+		return a.runDecidingStep(ctx, run, cfg, in.Index, vars, state, partial, opened, mask)
+	}
 	p, err := httpsteps.BuildRequest(cfg, in.Index, vars)
 	if err != nil {
 		rec := httpsteps.FailedRecord(cfg, in.Index, run.IndicatorValue, err)
 		rec.Error = httpsteps.NewMasker(mask).String(rec.Error)
 		if st.Optional {
 			rec.Skipped = true
-			return RunStepResult{StepName: st.Name, Skipped: true}, a.recordStep(ctx, run.UUID, in.Index, rec, nil)
+			return RunStepResult{StepName: st.Name, Skipped: true}, a.recordSkipped(ctx, run.UUID, in.Index, rec, state, partial, st.Name)
 		}
 		if rerr := a.recordStep(ctx, run.UUID, in.Index, rec, nil); rerr != nil {
 			return RunStepResult{}, rerr
@@ -201,7 +218,7 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 	if err != nil {
 		if st.Optional {
 			out.MarkSkipped(err)
-			return RunStepResult{StepName: st.Name, Status: out.Status, Skipped: true}, a.recordStep(ctx, run.UUID, in.Index, out.Record, nil)
+			return RunStepResult{StepName: st.Name, Status: out.Status, Skipped: true}, a.recordSkipped(ctx, run.UUID, in.Index, out.Record, state, partial, st.Name)
 		}
 		if rerr := a.recordStep(ctx, run.UUID, in.Index, out.Record, nil); rerr != nil {
 			return RunStepResult{}, rerr
@@ -216,18 +233,139 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(out.Record.Error, ErrTypeWorkflowStepPermanent, nil)
 	}
 	state[st.Name] = out.Vars()
-	plain, err := json.Marshal(state)
+	sealed, err := a.sealState(state, partial)
 	if err != nil {
-		return RunStepResult{}, fmt.Errorf("encode step state: %w", err)
-	}
-	sealed, err := a.RunSecrets.Seal(plain)
-	if err != nil {
-		return RunStepResult{}, fmt.Errorf("seal step state: %w", err)
+		return RunStepResult{}, err
 	}
 	if err := a.recordStep(ctx, run.UUID, in.Index, out.Record, sealed); err != nil {
 		return RunStepResult{}, err
 	}
 	return RunStepResult{StepName: st.Name, Status: out.Status, NotFound: out.NotFound}, nil
+}
+
+// ProgressInterval is how often a for_each HTTP step saves the items it has sent.
+const ProgressInterval = 250 * time.Millisecond
+
+// partialKey holds, in a run's sealed step state, the for_each items of a step that an attempt
+// already ran (step name -> item index -> httpsteps.ItemDone), so a retried step does not send them
+// again. No step name can take it.
+const partialKey = "#partial"
+
+type partialItems map[string]map[string]httpsteps.ItemDone
+
+// takePartial removes the partial items from the state (so steps never see them) and returns them.
+func (s runStepState) takePartial() partialItems {
+	raw, ok := s[partialKey]
+	delete(s, partialKey)
+	out := partialItems{}
+	if !ok {
+		return out
+	}
+	b, err := json.Marshal(raw)
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		_ = dec.Decode(&out)
+	}
+	return out
+}
+
+// sealState seals the steps namespace, with the partial items when there are any.
+func (a *Activities) sealState(state runStepState, partial partialItems) ([]byte, error) {
+	full := map[string]any(state)
+	if len(partial) > 0 {
+		full = maps.Clone(full)
+		full[partialKey] = partial
+	}
+	plain, err := json.Marshal(full)
+	if err != nil {
+		return nil, fmt.Errorf("encode step state: %w", err)
+	}
+	sealed, err := a.RunSecrets.Seal(plain)
+	if err != nil {
+		return nil, fmt.Errorf("seal step state: %w", err)
+	}
+	return sealed, nil
+}
+
+// recordSkipped records a skipped step and its entry in the steps namespace (status 0, skipped
+// true), so later expressions can ask steps.<name>.skipped.
+func (a *Activities) recordSkipped(ctx context.Context, id uuid.UUID, index int, rec httpsteps.StepRecord, state runStepState, partial partialItems, name string) error {
+	state[name] = map[string]any{"status": 0, "response": nil, "headers": map[string]any{}, "result": nil, "skipped": true}
+	delete(partial, name)
+	sealed, err := a.sealState(state, partial)
+	if err != nil {
+		return err
+	}
+	return a.recordStep(ctx, id, index, rec, sealed)
+}
+
+// runDecidingStep runs a step with when, for_each or kind code through httpsteps.Runner.RunStep:
+// expressions and code are evaluated here, in the activity, so the step's outcome is recorded once
+// (on the run and in the Temporal history) and a replay never evaluates them again. HTTP items
+// already sent by an earlier attempt are not sent again.
+func (a *Activities) runDecidingStep(ctx context.Context, run store.WorkflowRun, cfg httpsteps.Config, index int, vars map[string]any,
+	state runStepState, partial partialItems, opened responses.Opened, mask []string) (RunStepResult, error) {
+	st := cfg.Steps[index]
+	resume := map[int]httpsteps.ItemDone{}
+	for k, d := range partial[st.Name] {
+		if n, err := strconv.Atoi(k); err == nil {
+			resume[n] = d
+		}
+	}
+	var lastSaved time.Time
+	progress := func(k int, d httpsteps.ItemDone) error {
+		if partial[st.Name] == nil {
+			partial[st.Name] = map[string]httpsteps.ItemDone{}
+		}
+		partial[st.Name][strconv.Itoa(k)] = d
+		// Saved at most every ProgressInterval (a commit per item would cost more than the items):
+		// a failed item saves them all below; only a worker crash can resend the last interval's.
+		if time.Since(lastSaved) < ProgressInterval {
+			return nil
+		}
+		lastSaved = time.Now()
+		sealed, err := a.sealState(state, partial)
+		if err != nil {
+			return err
+		}
+		rec := httpsteps.FailedRecord(cfg, index, run.IndicatorValue, nil)
+		rec.ForEach, rec.Error = st.ForEach, fmt.Sprintf("running: %d items sent so far", len(partial[st.Name]))
+		return a.recordStep(ctx, run.UUID, index, rec, sealed)
+	}
+	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts)).RunStep(ctx, cfg, index, vars, mask, resume, progress)
+	res := RunStepResult{StepName: st.Name, Status: out.Status, Skipped: out.Skipped, NotFound: out.NotFound && st.ForEach == "",
+		Kind: out.Record.Kind, Items: len(out.Record.Items), SkipReason: out.Record.SkipReason}
+	if err != nil {
+		var sealed []byte
+		if len(partial[st.Name]) > 0 { // the items sent so far, so a retry resumes after them
+			var serr error
+			if sealed, serr = a.sealState(state, partial); serr != nil {
+				return RunStepResult{}, serr
+			}
+		}
+		if rerr := a.recordStep(ctx, run.UUID, index, out.Record, sealed); rerr != nil {
+			return RunStepResult{}, rerr
+		}
+		if httpsteps.IsRetryable(err) {
+			if d, ok := httpsteps.RetryAfter(err); ok {
+				return RunStepResult{}, sdktemporal.NewApplicationErrorWithOptions(out.Record.Error, "WorkflowStepRetryable",
+					sdktemporal.ApplicationErrorOptions{NextRetryDelay: d})
+			}
+			return RunStepResult{}, errors.New(out.Record.Error)
+		}
+		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(out.Record.Error, ErrTypeWorkflowStepPermanent, nil)
+	}
+	state[st.Name] = out.Vars
+	delete(partial, st.Name)
+	sealed, err := a.sealState(state, partial)
+	if err != nil {
+		return RunStepResult{}, err
+	}
+	if err := a.recordStep(ctx, run.UUID, index, out.Record, sealed); err != nil {
+		return RunStepResult{}, err
+	}
+	return res, nil
 }
 
 // runVars builds the template root: indicator, alert (when the run has one) and only the secrets
@@ -307,6 +445,11 @@ func (a *Activities) FinishWorkflowRun(ctx context.Context, in FinishRunInput) (
 	if err != nil {
 		return "", fmt.Errorf("encode result: %w", err)
 	}
+	if out, ok, err := a.outputValue(ctx, run); err != nil {
+		return "", err
+	} else if ok {
+		result = out
+	}
 	var errText *string
 	if in.Error != "" {
 		errText = &in.Error
@@ -316,6 +459,59 @@ func (a *Activities) FinishWorkflowRun(ctx context.Context, in FinishRunInput) (
 		return "", err
 	}
 	return stored.Status, nil
+}
+
+// MaxRunResultBytes bounds a run's result: an output step's value larger than this is not kept.
+const MaxRunResultBytes = 1 << 20
+
+// outputValue is the value of the run's step named output when the workflow has one and it ran
+// (code: its result; HTTP: its response; for_each: the list of them), masked like the step records
+// (the workflow's secrets and what steps received for them). ok is false otherwise: the run's result
+// is then its summary.
+func (a *Activities) outputValue(ctx context.Context, run store.WorkflowRun) (json.RawMessage, bool, error) {
+	if len(run.StepState) == 0 || a.RunSecrets == nil {
+		return nil, false, nil
+	}
+	_, cfg, err := a.runDefinition(ctx, run)
+	if err != nil {
+		return nil, false, nil // a broken definition has no output: the summary stands
+	}
+	idx := slices.IndexFunc(cfg.Steps, func(st httpsteps.Step) bool { return st.Name == responses.OutputStep })
+	if idx < 0 {
+		return nil, false, nil
+	}
+	plain, err := a.RunSecrets.Open(run.StepState)
+	if err != nil {
+		return nil, false, sdktemporal.NewNonRetryableApplicationError("open step state: "+err.Error(), ErrTypeRunBroken, nil)
+	}
+	state := runStepState{}
+	dec := json.NewDecoder(bytes.NewReader(plain))
+	dec.UseNumber()
+	if err := dec.Decode(&state); err != nil {
+		return nil, false, sdktemporal.NewNonRetryableApplicationError("decode step state", ErrTypeRunBroken, nil)
+	}
+	state.takePartial()
+	entry, ok := state[responses.OutputStep].(map[string]any)
+	if !ok || entry["skipped"] == true {
+		return nil, false, nil
+	}
+	val := entry["response"]
+	if cfg.Steps[idx].IsCode() {
+		val = entry["result"]
+	}
+	opened, err := responses.OpenSecrets(ctx, a.WorkflowRuns, a.RunSecrets, responses.SecretNames(cfg))
+	if err != nil {
+		return nil, false, fmt.Errorf("open secrets to mask the output: %w", err)
+	}
+	masked := httpsteps.NewMasker(append(append([]string(nil), opened.Values...), cfg.DerivedSecretValues(state)...)).Value(val)
+	raw, err := json.Marshal(masked)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode output: %w", err)
+	}
+	if len(raw) > MaxRunResultBytes {
+		raw, _ = json.Marshal(map[string]any{"error": fmt.Sprintf("the output step's value is %d bytes, more than the %d kept", len(raw), MaxRunResultBytes)})
+	}
+	return raw, true, nil
 }
 
 func notFoundPermanent(err error, what string) error {

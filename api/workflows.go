@@ -127,7 +127,7 @@ type createWorkflowRequest struct {
 	WorkflowType           *string         `json:"workflow_type" enum:"indicator,alert" doc:"Default indicator."`
 	IndicatorTypes         []string        `json:"indicator_types" maxItems:"8" enum:"$indicator_type" doc:"Indicator types the workflow accepts; empty: every type."`
 	State                  *string         `json:"state" enum:"draft,active,inactive" doc:"Default draft."`
-	Steps                  json.RawMessage `json:"steps" required:"true" doc:"List of HTTP steps (provider step format)."`
+	Steps                  json.RawMessage `json:"steps" required:"true" doc:"List of steps: HTTP steps (provider step format) and kind code steps (Starlark main(ctx)); any step may carry when and for_each (CEL). Checked at save: 422 naming the step and the line and column (docs/WORKFLOWS.md)."`
 	TimeoutSeconds         *int            `json:"timeout_seconds" minimum:"1" maximum:"86400" doc:"Whole-run timeout, default 300."`
 	RetryPolicy            *retryPolicy    `json:"retry_policy" doc:"Per-step retries; default {max_attempts: 3, initial_interval_seconds: 1}."`
 	ApprovalMode           *string         `json:"approval_mode" enum:"always,agent_only,never" doc:"Default always."`

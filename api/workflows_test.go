@@ -301,7 +301,7 @@ func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	ctx := context.Background()
 	defs, err := builtins.SystemWorkflows()
 	require.NoError(t, err)
-	require.Len(t, defs, 9)
+	require.Len(t, defs, 11)
 	for _, d := range defs {
 		require.Empty(t, responses.ValidateSteps(d.Workflow.Steps), d.Key)
 		require.Equal(t, d.RequiredSecrets, workflowSecretNames(d.Workflow.Steps), d.Key)
@@ -319,6 +319,17 @@ func TestSystemWorkflowsSeededAndGuarded(t *testing.T) {
 	for _, w := range env.Data {
 		require.True(t, w.IsSystem)
 		require.Equal(t, "inactive", w.State, "no credentials yet")
+	}
+	// The worked examples of issue 32 too: inactive until their secrets exist.
+	for _, q := range []string{"Falcon", "every+account"} {
+		l := ts.do(t, http.MethodGet, "/v1/workflows?q="+q+"&page_size=500", admin, nil)
+		var found struct {
+			Data []workflowResponse `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(l.Body, &found))
+		require.Len(t, found.Data, 1, q)
+		require.True(t, found.Data[0].IsSystem)
+		require.Equal(t, "inactive", found.Data[0].State, "%s: no credentials yet", q)
 	}
 
 	// Credentials configured → active; one removed → inactive again.

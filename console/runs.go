@@ -114,10 +114,43 @@ func (c *Console) runs(ctx *fiber.Ctx) error {
 	return c.render(ctx, http.StatusOK, "runs", data)
 }
 
-// stepRow is one HTTP step's record (seed §2.7), as an analyst reads it.
+// stepRow is one step's record (seed §2.7 and its decisions), as an analyst reads it.
 type stepRow struct {
 	httpsteps.StepRecord
-	Body string // the response body, pretty-printed (bodies are recorded in test mode only)
+	Body      string    // the response body, pretty-printed (bodies are recorded in test mode only)
+	WhenText  string    // the value its when gave, as JSON
+	ResultOut string    // a code step's result, pretty-printed
+	ItemText  string    // a for_each item, as JSON
+	ItemRows  []stepRow // one per for_each item, in order
+}
+
+// toStepRow renders a record and, for a for_each step, its items.
+func toStepRow(s httpsteps.StepRecord) stepRow {
+	row := stepRow{StepRecord: s}
+	if s.ResponseBody != nil {
+		row.Body = fmtJSON(s.ResponseBody)
+	}
+	if s.WhenValue != nil {
+		row.WhenText = compactJSON(s.WhenValue)
+	}
+	if s.Result != nil {
+		row.ResultOut = fmtJSON(s.Result)
+	}
+	if s.Item != nil {
+		row.ItemText = compactJSON(s.Item)
+	}
+	for _, it := range s.Items {
+		row.ItemRows = append(row.ItemRows, toStepRow(it))
+	}
+	return row
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // run shows one run: every field, the per-step records and the link to its Temporal workflow.
@@ -142,11 +175,7 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 	var records []httpsteps.StepRecord
 	if len(r.Steps) > 0 && json.Unmarshal(r.Steps, &records) == nil {
 		for _, s := range records {
-			row := stepRow{StepRecord: s}
-			if s.ResponseBody != nil {
-				row.Body = fmtJSON(s.ResponseBody)
-			}
-			steps = append(steps, row)
+			steps = append(steps, toStepRow(s))
 		}
 	}
 	result := ""

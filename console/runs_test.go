@@ -74,3 +74,39 @@ func TestRunsPages(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, p)
 	}
 }
+
+// The run page shows decisions step by step: a step skipped with the value of its when, a code
+// step's result, a for_each step's items in order.
+func TestRunPageShowsDecisions(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	w := h.workflow(t, "console decides", store.ApprovalModeNever, "low")
+	run := store.WorkflowRun{WorkflowUUID: w.UUID, WorkflowVersion: 1, Status: store.RunQueued, TriggerSource: "human",
+		IndicatorType: "ip", IndicatorValue: "192.0.2.56"}
+	_, err := h.st.CreateWorkflowRun(ctx, &run, nil)
+	require.NoError(t, err)
+	_, err = h.st.DB().NewRaw(`UPDATE workflow_runs SET status = 'succeeded', started_at = now(), completed_at = now(), result = ?, steps = ? WHERE uuid = ?`,
+		`{"isolated": false}`,
+		`[{"step_name":"isolate","step_index":0,"request_method":"POST","request_url":"https://edr.example.com/isolate","skipped":true,
+		   "when":"steps.vt.response.malicious > 5","when_value":false,"skip_reason":"when is not true"},
+		  {"step_name":"disable","step_index":1,"request_method":"POST","request_url":"https://idp.example.com/u/{{item}}","for_each":"alert.accounts",
+		   "items":[{"step_name":"disable","step_index":1,"item_index":0,"item":"ann","request_method":"POST","request_url":"https://idp.example.com/u/ann","response_status_code":204,"duration_ms":7},
+		            {"step_name":"disable","step_index":1,"item_index":1,"item":"svc-<b>","skipped":true,"when":"!item.startsWith('svc-')","when_value":false}]},
+		  {"step_name":"output","step_index":2,"kind":"code","result":{"isolated":false,"note":"<script>x</script>"},"duration_ms":1}]`,
+		run.UUID).Exec(ctx)
+	require.NoError(t, err)
+	key, _ := h.key(t, auth.KeyTypeHuman, auth.ScopeAlertsRead, auth.ScopeWorkflowsRead)
+	b := h.browser(t)
+	b.signIn(key)
+	resp, page := b.do(http.MethodGet, "/console/runs/"+run.UUID.String(), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	noInline(t, page)
+	require.Contains(t, page, "when <code>steps.vt.response.malicious &gt; 5</code> → <code>false</code>")
+	require.Contains(t, page, "skipped <small>(when is not true)</small>")
+	require.Contains(t, page, "for_each <code>alert.accounts</code>: 2 item(s), in order")
+	require.Contains(t, page, "<td>0</td><td><code>&#34;ann&#34;</code></td>")
+	require.Contains(t, page, "<td>1</td><td><code>&#34;svc-\\u003cb\\u003e&#34;</code></td>")
+	require.Contains(t, page, `output <span class="badge">code</span>`)
+	require.Contains(t, page, `&#34;note&#34;: &#34;\u003cscript\u003ex`)
+	require.NotContains(t, page, "<script>x")
+}

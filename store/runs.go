@@ -261,8 +261,16 @@ func (s *Store) finishLocked(ctx context.Context, tx bun.Tx, r *WorkflowRun, sta
 		AlertUUID: r.AlertUUID, WorkflowUUID: &wf, References: refs, CreatedAt: now}); err != nil {
 		return err
 	}
+	// The event carries the run's result (its output step's value when it has one, docs/WORKFLOWS.md).
+	var res any
+	switch {
+	case result != nil:
+		res = result
+	case len(r.Result) > 0:
+		res = r.Result
+	}
 	_, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventWorkflowRunComplete, AlertUUID: r.AlertUUID},
-		map[string]any{"workflow_run": map[string]any{"uuid": r.UUID, "workflow_uuid": r.WorkflowUUID,
+		map[string]any{"workflow_run": map[string]any{"uuid": r.UUID, "workflow_uuid": r.WorkflowUUID, "result": res,
 			"workflow_version": r.WorkflowVersion, "status": status, "trigger_source": r.TriggerSource,
 			"trigger_key_prefix": r.TriggerKeyPrefix, "indicator_type": r.IndicatorType, "indicator_value": r.IndicatorValue,
 			"alert_uuid": r.AlertUUID, "approval_request_uuid": r.ApprovalRequestUUID, "error": errText,

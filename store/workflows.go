@@ -419,6 +419,26 @@ func (s *Store) AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[stri
 	for i, t := range row.Tags {
 		tags[i] = t
 	}
+	// The alert's indicators (type, value, malice), in a stable order and at most
+	// MaxAlertTemplateIndicators, so a workflow can act on each (for_each over alert.indicators).
+	var inds []struct {
+		Type   string `bun:"type"`
+		Value  string `bun:"value"`
+		Malice string `bun:"malice"`
+	}
+	if err := s.db.NewSelect().TableExpr("alert_indicators AS ai").Join("JOIN indicators AS i ON i.uuid = ai.indicator_uuid").
+		ColumnExpr("i.type, i.value, i.malice").Where("ai.alert_uuid = ?", id).OrderExpr("i.type, i.value").
+		Limit(MaxAlertTemplateIndicators).Scan(ctx, &inds); err != nil {
+		return nil, fmt.Errorf("indicators of alert %s: %w", id, mapErr(err))
+	}
+	list := make([]any, len(inds))
+	for i, in := range inds {
+		list[i] = map[string]any{"type": in.Type, "value": in.Value, "malice": in.Malice}
+	}
 	return map[string]any{"uuid": row.UUID.String(), "title": row.Title, "severity": row.Severity, "status": row.Status,
-		"source_name": row.SourceName, "occurred_at": row.OccurredAt.UTC().Format(time.RFC3339Nano), "tags": tags}, nil
+		"source_name": row.SourceName, "occurred_at": row.OccurredAt.UTC().Format(time.RFC3339Nano), "tags": tags,
+		"indicators": list}, nil
 }
+
+// MaxAlertTemplateIndicators bounds alert.indicators in a workflow's templates and expressions.
+const MaxAlertTemplateIndicators = 500

@@ -266,3 +266,15 @@ func TestWorkflowRun_ReplaySignalWithStart(t *testing.T) {
 	r.RegisterWorkflow(workflows.WorkflowRun)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/workflow_run_signal_start_history.json"))
 }
+
+// TestWorkflowRun_ReplayDecisions replays an ungated run recorded against the real dev server whose
+// steps decide: two lookups, a step run on a condition, one skipped by its condition, a for_each
+// loop with a per-item condition and two code steps (api TestRunDecidingWorkflow
+// -record-decide-history). Expressions and code run inside the RunWorkflowStep activity, so the
+// workflow code is unchanged and replays every recorded shape; a change that breaks this history
+// fails here.
+func TestWorkflowRun_ReplayDecisions(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.WorkflowRun)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/workflow_run_decide_history.json"))
+}

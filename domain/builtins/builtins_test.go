@@ -1,12 +1,20 @@
 package builtins_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/fieldpath"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/indicators"
@@ -88,4 +96,137 @@ func TestOktaHost(t *testing.T) {
 		_, err := builtins.OktaHost(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+// Every system workflow passes the validation the API applies to custom ones, and is inactive
+// until the secrets it names are stored (store.SeedSystemWorkflows derives the state from them).
+func TestSystemWorkflows_AreValid(t *testing.T) {
+	defs, err := builtins.SystemWorkflows()
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, d := range defs {
+		require.False(t, seen[d.Key], d.Key)
+		seen[d.Key] = true
+		require.Empty(t, responses.ValidateSteps(d.Workflow.Steps), d.Key)
+		cfg, err := responses.ParseSteps(d.Workflow.Steps)
+		require.NoError(t, err, d.Key)
+		require.Equal(t, responses.SecretNames(cfg), d.RequiredSecrets, "%s: required_secrets are the secrets its steps name", d.Key)
+		require.NotEmpty(t, d.RequiredSecrets, "%s: a system workflow is active only with its credentials", d.Key)
+	}
+	require.True(t, seen["falcon.contain_when_two_agree"])
+	require.True(t, seen["entra.disable_alert_accounts"])
+}
+
+// systemSteps returns the parsed steps of system workflow key.
+func systemSteps(t *testing.T, key string) httpsteps.Config {
+	t.Helper()
+	defs, err := builtins.SystemWorkflows()
+	require.NoError(t, err)
+	for _, d := range defs {
+		if d.Key == key {
+			cfg, err := responses.ParseSteps(d.Workflow.Steps)
+			require.NoError(t, err)
+			return cfg
+		}
+	}
+	t.Fatalf("no system workflow %s", key)
+	return httpsteps.Config{}
+}
+
+// answers serves the worked examples' requests by path prefix, counting them.
+type answers struct {
+	srv   *httptest.Server
+	paths []string
+}
+
+func newAnswers(t *testing.T, byPrefix map[string]func(http.ResponseWriter, *http.Request)) *answers {
+	a := &answers{}
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.paths = append(a.paths, r.Method+" "+r.URL.Path)
+		for p, f := range byPrefix {
+			if strings.HasPrefix(r.URL.Path, p) {
+				f(w, r)
+				return
+			}
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// rehost sends every request to srv whatever its URL says (the examples name the vendors' hosts).
+type rehost struct{ srv *httptest.Server }
+
+func (r rehost) Do(req *http.Request) (*http.Response, error) {
+	req.URL.Scheme, req.URL.Host = "http", strings.TrimPrefix(r.srv.URL, "http://")
+	return r.srv.Client().Do(req)
+}
+
+func jsonAnswer(status int, body string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// Worked example 1: the host is contained only when both providers agree.
+func TestWorkedExample_ContainWhenTwoAgree(t *testing.T) {
+	cfg := systemSteps(t, "falcon.contain_when_two_agree")
+	for _, tc := range []struct {
+		name          string
+		vt, abuse     int
+		contained     bool
+		wantContained int
+	}{
+		{"both agree", 12, 97, true, 2},
+		{"only VirusTotal", 12, 40, false, 0},
+		{"only AbuseIPDB", 1, 100, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAnswers(t, map[string]func(http.ResponseWriter, *http.Request){
+				"/api/v3/ip_addresses/": jsonAnswer(200, fmt.Sprintf(`{"data":{"attributes":{"last_analysis_stats":{"malicious":%d,"harmless":40}}}}`, tc.vt)),
+				"/api/v2/check":         jsonAnswer(200, fmt.Sprintf(`{"data":{"ipAddress":"203.0.113.9","abuseConfidenceScore":%d}}`, tc.abuse)),
+				"/oauth2/token":         jsonAnswer(201, `{"access_token":"falcon-token-123","token_type":"bearer"}`),
+				"/devices/queries/":     jsonAnswer(200, `{"resources":["aid1","aid2"]}`),
+				"/devices/entities/":    jsonAnswer(202, `{"resources":[{"id":"aid1"},{"id":"aid2"}]}`),
+			})
+			vars := map[string]any{"indicator": map[string]any{"type": "ip", "value": "203.0.113.9"},
+				"secrets": map[string]any{"VIRUSTOTAL_API_KEY": "vt-k", "ABUSEIPDB_API_KEY": "ab-k", "FALCON_BASE_URL": "https://api.crowdstrike.com",
+					"FALCON_CLIENT_ID": "cid", "FALCON_CLIENT_SECRET": "csecret"}}
+			res := httpsteps.NewRunner(rehost{a.srv}).Run(context.Background(), cfg, vars, nil)
+			require.True(t, res.Success, res.Error)
+			require.Equal(t, tc.contained, !res.Steps[5].Skipped)
+			require.Equal(t, tc.contained, slices.Contains(a.paths, "POST /devices/entities/devices-actions/v2"))
+			out := res.Steps[6].Result.(map[string]any)
+			require.Equal(t, tc.contained, out["providers_agree"])
+			require.EqualValues(t, tc.wantContained, out["hosts_contained"])
+			require.EqualValues(t, tc.abuse, out["abuse_score"])
+		})
+	}
+}
+
+// Worked example 2: every account and e-mail of the alert is disabled, in order, never a
+// break-glass account.
+func TestWorkedExample_DisableEveryAccountOnTheAlert(t *testing.T) {
+	cfg := systemSteps(t, "entra.disable_alert_accounts")
+	a := newAnswers(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/tenant-1/oauth2/v2.0/token": jsonAnswer(200, `{"access_token":"graph-token","token_type":"Bearer"}`),
+		"/v1.0/users/":                func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) },
+	})
+	alert := map[string]any{"uuid": "a1", "indicators": []any{
+		map[string]any{"type": "account", "value": "ann"},
+		map[string]any{"type": "account", "value": "breakglass-admin"},
+		map[string]any{"type": "email", "value": "bob@example.com"},
+		map[string]any{"type": "ip", "value": "203.0.113.9"},
+	}}
+	vars := map[string]any{"indicator": map[string]any{"type": "account", "value": "ann"}, "alert": alert,
+		"secrets": map[string]any{"ENTRA_TENANT_ID": "tenant-1", "ENTRA_CLIENT_ID": "cid", "ENTRA_CLIENT_SECRET": "cs"}}
+	res := httpsteps.NewRunner(rehost{a.srv}).Run(context.Background(), cfg, vars, nil)
+	require.True(t, res.Success, res.Error)
+	require.Equal(t, []string{"POST /tenant-1/oauth2/v2.0/token", "PATCH /v1.0/users/ann", "PATCH /v1.0/users/bob@example.com"}, a.paths)
+	require.Len(t, res.Steps[1].Items, 3)
+	require.True(t, res.Steps[1].Items[1].Skipped)
+	require.Equal(t, map[string]any{"disabled": []any{"ann", "bob@example.com"}, "left_alone": []any{"breakglass-admin"}}, res.Steps[2].Result)
 }

@@ -64,6 +64,9 @@ func CheckSave(ctx context.Context, src SecretSource, actor Actor, before *Defin
 		}
 	}
 	for i, st := range cfg.Steps {
+		if st.IsCode() {
+			continue // a code step sends nothing; a step sending its result is checked below
+		}
 		refs, via := cfg.StepTaint(i)
 		for _, ref := range refs {
 			from, derived := via[ref]

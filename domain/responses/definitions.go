@@ -33,7 +33,8 @@ func (e *NotConfiguredError) Error() string {
 	return "workflow secrets not stored: " + strings.Join(e.Missing, ", ")
 }
 
-// ValidateSteps checks a workflow's steps as the engine parses them (httpsteps.ParseConfig), with
+// ValidateSteps checks a workflow's steps as the engine parses them (httpsteps.ParseWorkflowConfig: kind,
+// when, for_each and code compiled, a problem reported with the step and its line and column), with
 // locations relative to the definition (["steps", 1, "url"]). Workflows have no auth namespace
 // (credentials are named secrets), and secret names match ^[A-Z][A-Z0-9_]{0,63}$.
 func ValidateSteps(steps json.RawMessage) validate.Errors {
@@ -44,7 +45,7 @@ func ValidateSteps(steps json.RawMessage) validate.Errors {
 		return errs
 	}
 	raw, _ := json.Marshal(map[string]json.RawMessage{"steps": steps})
-	cfg, verrs := httpsteps.ParseConfig(raw)
+	cfg, verrs := httpsteps.ParseWorkflowConfig(raw)
 	if len(verrs) > 0 {
 		return verrs
 	}

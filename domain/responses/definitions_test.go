@@ -122,3 +122,38 @@ func TestSystemWorkflowRules(t *testing.T) {
 	var nf *responses.NotFoundError
 	require.ErrorAs(t, svc.DeleteWorkflow(ctx, admin, custom.UUID), &nf)
 }
+
+// Saving a deciding workflow: expressions and code are checked (a 422 naming the step, line and
+// column, nothing saved), and a code step's result derived from a secret-carrying step counts as
+// derived for who may save it.
+func TestCreateWorkflow_DecisionRules(t *testing.T) {
+	st := testStore(t)
+	svc := responses.New(responses.Deps{Store: st})
+	ctx := context.Background()
+
+	bad := draftWorkflow(`[{"name":"enrich","kind":"code","code":"def main(ctx):\n  return nope"}]`)
+	err := svc.CreateWorkflow(ctx, admin, &bad)
+	var errs validate.Errors
+	require.ErrorAs(t, err, &errs)
+	require.Equal(t, []string{`["steps",0,"code"]`}, locs(err))
+	require.Contains(t, errs[0].Msg, `step "enrich": code: line 2, column 10: undefined: nope`)
+	require.Equal(t, map[string]any{"step": "enrich", "line": 2, "column": 10}, errs[0].Ctx)
+	_, err = st.GetWorkflow(ctx, bad.UUID)
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing saved")
+
+	secret := secretName("DECIDE")
+	_, err = st.PutWorkflowSecret(ctx, &store.WorkflowSecret{Name: secret, ValueSealed: []byte("x"), AllowedHosts: []string{"api.example.com"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.DeleteWorkflowSecret(context.Background(), secret) })
+	steps := `[{"name":"token","method":"POST","url":"https://api.example.com/token","form_body":{"s":"{{secrets.` + secret + `}}"}},
+		{"name":"copy","kind":"code","code":"def main(ctx):\n  return ctx['steps']['token']['response']['t']"},
+		{"name":"send","url":"https://api.example.com/use?t={{steps.copy.result}}"}]`
+	w := draftWorkflow(steps)
+	err = svc.CreateWorkflow(ctx, actor(auth.KeyTypeHuman, auth.ScopeWorkflowsWrite), &w)
+	var fe *responses.ForbiddenError
+	require.ErrorAs(t, err, &fe, "sending a code result derived from a secret needs admin")
+	require.Contains(t, fe.Reason, "step copy")
+	w = draftWorkflow(steps)
+	require.NoError(t, svc.CreateWorkflow(ctx, admin, &w))
+	require.Equal(t, []string{secret}, w.RequiredSecrets)
+}

@@ -25,12 +25,15 @@ func ParseSteps(steps json.RawMessage) (httpsteps.Config, error) {
 	if err != nil {
 		return httpsteps.Config{}, fmt.Errorf("encode steps: %w", err)
 	}
-	cfg, verrs := httpsteps.ParseConfig(raw)
+	cfg, verrs := httpsteps.ParseWorkflowConfig(raw)
 	if len(verrs) > 0 {
 		return httpsteps.Config{}, fmt.Errorf("parse workflow steps: %w", verrs)
 	}
 	return cfg, nil
 }
+
+// OutputStep is the name of the step whose value is a run's result (API.md §8).
+const OutputStep = "output"
 
 // SecretNames returns the secrets cfg names ({{secrets.NAME}}), sorted, never nil.
 func SecretNames(cfg httpsteps.Config) []string {

@@ -65,12 +65,50 @@ type Step struct {
 	// FollowRedirects lets the step follow up to MaxRedirects redirects (default false: a 3xx is the
 	// step's answer). Step headers, credentials and a body are only sent along to the same origin.
 	FollowRedirects bool `json:"follow_redirects,omitempty"`
+	// Workflow steps only (ParseWorkflowConfig): Kind is KindHTTP (the default, "") or KindCode;
+	// When and ForEach are CEL expressions; Code is the Starlark source of a code step.
+	Kind    string `json:"kind,omitempty"`
+	When    string `json:"when,omitempty"`
+	ForEach string `json:"for_each,omitempty"`
+	Code    string `json:"code,omitempty"`
 }
+
+// Step kinds.
+const (
+	StepKindHTTP = "http"
+	StepKindCode = "code"
+)
+
+// IsCode reports a code step.
+func (st Step) IsCode() bool { return st.Kind == StepKindCode }
+
+// itemAllowed marks, in the earlier-steps map a step's templates are checked with, that the step
+// has for_each, so item may be named (a key no step name can take).
+const itemAllowed = "#item"
 
 // ParseConfig decodes and validates an http_config. It reports every problem, with locations relative
 // to the config (["steps", 1, "url"]), and returns the config with defaults applied (method GET,
 // timeout 30, expected_status [200], not_found_status []).
 func ParseConfig(raw json.RawMessage) (Config, validate.Errors) {
+	return parseConfig(raw, nil)
+}
+
+// ParseWorkflowConfig is ParseConfig for a workflow's steps, which may also carry kind, when,
+// for_each and code: expressions and code are compiled, and a problem is reported at its field with
+// the step's name and the line and column in ctx.
+func ParseWorkflowConfig(raw json.RawMessage) (Config, validate.Errors) {
+	env, err := newExprEnv()
+	if err != nil {
+		var errs validate.Errors
+		errs.Add([]any{}, validate.TypeValue, err.Error(), nil)
+		return Config{}, errs
+	}
+	return parseConfig(raw, env)
+}
+
+// parseConfig parses a config; exprs is nil for providers (no decisions) and the expression
+// environment for workflows.
+func parseConfig(raw json.RawMessage, exprs *exprEnv) (Config, validate.Errors) {
 	var errs validate.Errors
 	root, ok := decodeJSON(raw, &errs)
 	if !ok {
@@ -98,7 +136,7 @@ func ParseConfig(raw json.RawMessage) (Config, validate.Errors) {
 		seen := map[string]int{}
 		for i, rs := range list {
 			loc := []any{"steps", i}
-			st, ok := parseStep(rs, loc, seen, &errs)
+			st, ok := parseStep(rs, loc, seen, &errs, exprs)
 			if ok && st.Name != "" {
 				if _, dup := seen[st.Name]; dup {
 					errs.Add(validate.Join(loc, "name"), validate.TypeValue, fmt.Sprintf("duplicate step name %q", st.Name), st.Name)
@@ -159,27 +197,28 @@ func decodeJSON(raw json.RawMessage, errs *validate.Errors) (any, bool) {
 	return v, true
 }
 
-func parseStep(raw any, loc []any, earlier map[string]int, errs *validate.Errors) (Step, bool) {
+func parseStep(raw any, loc []any, earlier map[string]int, errs *validate.Errors, exprs *exprEnv) (Step, bool) {
 	obj, ok := raw.(map[string]any)
 	if !ok {
 		errs.Add(loc, validate.TypeObject, "step must be an object", nil)
 		return Step{}, false
 	}
-	rejectUnknown(obj, loc, errs, "name", "method", "url", "headers", "query_params", "json_body",
-		"form_body", "timeout_seconds", "expected_status", "not_found_status", "optional", "follow_redirects")
+	known := []string{"name", "method", "url", "headers", "query_params", "json_body",
+		"form_body", "timeout_seconds", "expected_status", "not_found_status", "optional", "follow_redirects"}
+	if exprs != nil {
+		known = append(known, "kind", "when", "for_each", "code")
+	}
+	rejectUnknown(obj, loc, errs, known...)
 	st := Step{Method: DefaultMethod, TimeoutSeconds: DefaultTimeoutSeconds, ExpectedStatus: []int{200}, NotFoundStatus: []int{}}
-
-	if name, ok := requiredString(obj, "name", loc, errs); ok {
-		switch {
-		case len(name) > MaxStepNameLen:
-			errs.Add(validate.Join(loc, "name"), validate.TypeStringTooLong, fmt.Sprintf("name is longer than %d characters", MaxStepNameLen), name)
-		case !stepNameRE.MatchString(name):
-			errs.AddCtx(validate.Join(loc, "name"), validate.TypePattern, "name must match ^[a-zA-Z0-9_]+$", name,
-				map[string]any{"pattern": "^[a-zA-Z0-9_]+$"})
-		default:
-			st.Name = name
+	if exprs != nil {
+		var isCode bool
+		earlier, isCode = parseDecisions(obj, loc, earlier, errs, exprs, &st)
+		if isCode {
+			return parseCodeStep(obj, loc, errs, st)
 		}
 	}
+
+	st.Name = parseStepName(obj, loc, errs)
 	if v, present := obj["method"]; present && v != nil {
 		m, ok := v.(string)
 		if !ok {
@@ -250,6 +289,23 @@ func parseStep(raw any, loc []any, earlier map[string]int, errs *validate.Errors
 		st.FollowRedirects = b
 	}
 	return st, true
+}
+
+func parseStepName(obj map[string]any, loc []any, errs *validate.Errors) string {
+	name, ok := requiredString(obj, "name", loc, errs)
+	if !ok {
+		return ""
+	}
+	switch {
+	case len(name) > MaxStepNameLen:
+		errs.Add(validate.Join(loc, "name"), validate.TypeStringTooLong, fmt.Sprintf("name is longer than %d characters", MaxStepNameLen), name)
+	case !stepNameRE.MatchString(name):
+		errs.AddCtx(validate.Join(loc, "name"), validate.TypePattern, "name must match ^[a-zA-Z0-9_]+$", name,
+			map[string]any{"pattern": "^[a-zA-Z0-9_]+$"})
+	default:
+		return name
+	}
+	return ""
 }
 
 // Methods are the accepted HTTP methods.
@@ -417,12 +473,16 @@ func checkRef(e Expr, earlier map[string]int) string {
 			return fmt.Sprintf("{{%s}} refers to step %q, which is not an earlier step", e, e.Path[1])
 		}
 		switch e.Path[2] {
-		case "response", "status", "headers":
+		case "response", "status", "headers", "result", "skipped", "items":
 		default:
-			return fmt.Sprintf("{{%s}}: a step exposes response, status and headers", e)
+			return fmt.Sprintf("{{%s}}: a step exposes response, status, headers, result, skipped and items", e)
+		}
+	case namespaceItem:
+		if _, ok := earlier[itemAllowed]; !ok {
+			return fmt.Sprintf("{{%s}}: item exists only in a step with for_each", e)
 		}
 	default:
-		return fmt.Sprintf("{{%s}}: unknown namespace %q (indicator, auth, secrets, alert, steps)", e, ns)
+		return fmt.Sprintf("{{%s}}: unknown namespace %q (indicator, auth, secrets, alert, steps, item)", e, ns)
 	}
 	return ""
 }

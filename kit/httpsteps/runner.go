@@ -35,6 +35,9 @@ type Runner struct {
 	now      func() time.Time
 	maxBytes int64
 	hosts    HostPolicy
+	exprs    *exprEnv                 // when/for_each, built on first use
+	codes    map[string]*compiledCode // code steps compiled, by source
+	input    *codeInput               // the running step's ctx for code, frozen
 }
 
 // Option configures a Runner.
@@ -90,6 +93,18 @@ type StepRecord struct {
 	DurationMS         int64             `json:"duration_ms"`
 	Error              string            `json:"error"`
 	Skipped            bool              `json:"skipped"`
+	// Decisions (workflow steps): the step's kind when code, its when and the value it gave, why it
+	// was skipped, its for_each and one record per item in order (each with its item and index), and
+	// a code step's result (masked like the rest of the record).
+	Kind       string       `json:"kind,omitempty"`
+	When       string       `json:"when,omitempty"`
+	WhenValue  any          `json:"when_value,omitempty"`
+	SkipReason string       `json:"skip_reason,omitempty"`
+	ForEach    string       `json:"for_each,omitempty"`
+	Items      []StepRecord `json:"items,omitempty"`
+	ItemIndex  *int         `json:"item_index,omitempty"`
+	Item       any          `json:"item,omitempty"`
+	Result     any          `json:"result,omitempty"`
 }
 
 // StepOutcome is the result of one step: its masked record and, on success, the unmasked decoded
@@ -109,7 +124,7 @@ func (o StepOutcome) Vars() map[string]any {
 		h[k] = v
 		h[strings.ToLower(k)] = v
 	}
-	return map[string]any{"response": o.Response, "status": o.Status, "headers": h}
+	return map[string]any{"response": o.Response, "status": o.Status, "headers": h, "result": nil, "skipped": false}
 }
 
 // MarkSkipped records the outcome of a failed optional step as skipped, keeping its error.
@@ -418,6 +433,23 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 	for i, st := range cfg.Steps {
 		// What earlier steps received for a named secret is masked like it in this step's record.
 		derived := cfg.DerivedSecretValues(stepVars)
+		if st.HasDecisions() {
+			run, err := r.RunStep(ctx, cfg, i, root, append(append([]string(nil), secrets...), derived...), nil, nil)
+			res.Steps = append(res.Steps, run.Record)
+			if err != nil {
+				res.Err, res.Error = err, run.Record.Error
+				return res
+			}
+			stepVars[st.Name] = run.Vars
+			if !run.Skipped {
+				res.Responses[st.Name] = run.Vars["response"]
+			}
+			if run.NotFound { // a not_found_status ends the call, as for a plain step
+				res.Success, res.NotFound = true, true
+				return res
+			}
+			continue
+		}
 		p, err := BuildRequest(cfg, i, root)
 		if err != nil {
 			rec := FailedRecord(cfg, i, indicatorValue, err)
@@ -425,6 +457,7 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 			if st.Optional {
 				rec.Skipped = true
 				res.Steps = append(res.Steps, rec)
+				stepVars[st.Name] = skippedVars()
 				continue
 			}
 			res.Steps = append(res.Steps, rec)
@@ -436,6 +469,7 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 			if st.Optional {
 				out.MarkSkipped(err)
 				res.Steps = append(res.Steps, out.Record)
+				stepVars[st.Name] = skippedVars()
 				continue
 			}
 			res.Steps = append(res.Steps, out.Record)

@@ -41,6 +41,23 @@ func (c Config) taint(i int, urls []string) ([]string, map[string]string) {
 		for _, u := range urls {
 			tpls = append(tpls, stepTemplates(c.Steps[j], u)...)
 		}
+		// A code step's result, and a for_each step's items, may hold anything of the earlier steps
+		// the code or the expression reads: when it mentions steps at all, they carry what every
+		// earlier step carries.
+		if st := c.Steps[j]; (st.IsCode() && strings.Contains(st.Code, namespaceSteps)) || strings.Contains(st.ForEach, namespaceSteps) {
+			for k := 0; k < j; k++ {
+				inherited, done := memo[k]
+				if !done {
+					inherited = refsOf(k, c.ownURLs(k), depth+1)
+					memo[k] = inherited
+				}
+				for ref := range inherited {
+					if _, has := set[ref]; !has {
+						set[ref] = c.Steps[k].Name
+					}
+				}
+			}
+		}
 		for _, s := range tpls {
 			t, err := ParseTemplate(s)
 			if err != nil {
@@ -124,7 +141,16 @@ func (c Config) DerivedSecretValues(steps map[string]any) []string {
 			continue
 		}
 		out = appendStrings(out, v["response"], 0)
-		if h, ok := v["headers"].(map[string]any); ok {
+		out = appendStrings(out, v["result"], 0)
+		hs := []any{v["headers"]}
+		if list, ok := v["headers"].([]any); ok { // a for_each step: one per item
+			hs = list
+		}
+		for _, hv := range hs {
+			h, ok := hv.(map[string]any)
+			if !ok {
+				continue
+			}
 			for k, hv := range h {
 				if s, ok := hv.(string); ok && s != "" && !isPlainHeader(k) {
 					out = append(out, s)

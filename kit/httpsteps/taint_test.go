@@ -3,6 +3,7 @@ package httpsteps
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,4 +75,57 @@ func TestDerivedValuesKeepTheSecretsHostsAndMasking(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(rec), token)
 	require.Zero(t, otherHits.Load())
+}
+
+// What a code step or a for_each derives from a step that carries a secret carries that secret: a
+// later request with it may go only to the secret's hosts, and the code's result is masked.
+func TestDecisionsCarryTheSecretsOfWhatTheyRead(t *testing.T) {
+	const token = "minted-token-0123456789abcdef"
+	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"value":"` + token + `","users":["ann","bob"]}`))
+	}))
+	defer issuer.Close()
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer other.Close()
+	parse := func(steps ...any) Config {
+		raw, _ := json.Marshal(map[string]any{"steps": steps})
+		cfg, errs := ParseWorkflowConfig(raw)
+		require.Empty(t, errs)
+		return cfg
+	}
+	tokenStep := map[string]any{"name": "token", "method": "POST", "url": issuer.URL + "/token", "form_body": map[string]any{"client_secret": "{{secrets.CS}}"}}
+	code := map[string]any{"name": "copy", "kind": "code", "code": "def main(ctx):\n  return ctx['steps']['token']['response']['value']"}
+	viaCode := map[string]any{"name": "send", "url": other.URL + "/c?t={{steps.copy.result}}"}
+	viaItem := map[string]any{"name": "send", "url": other.URL + "/u/{{item}}", "for_each": "steps.token.response.users"}
+	whenOnly := map[string]any{"name": "send", "url": other.URL + "/w", "when": "steps.token.response.value != ''"}
+	policy := HostPolicy{"secrets.CS": netguard.NewHostList([]string{strings.TrimPrefix(issuer.URL, "http://")})}
+	vars := map[string]any{"indicator": map[string]any{"type": "ip", "value": "192.0.2.1"}, "secrets": map[string]any{"CS": "cs-value"}}
+
+	cfg := parse(tokenStep, code, viaCode)
+	require.True(t, cfg.StepCarriesSecret(1), "the code step read the token step")
+	refs, via := cfg.StepTaint(2)
+	require.Equal(t, []string{"secrets.CS"}, refs)
+	require.Equal(t, "copy", via["secrets.CS"])
+	res := NewRunner(http.DefaultClient, WithHostPolicy(policy)).Run(context.Background(), cfg, vars, nil)
+	require.False(t, res.Success)
+	require.Contains(t, res.Error, CodeSecretHostNotAllowed)
+	require.NotContains(t, fmt.Sprint(res.Steps[1].Result), token, "the code's result is masked like the response it came from")
+
+	cfg = parse(tokenStep, viaItem)
+	refs, _ = cfg.StepTaint(1)
+	require.Equal(t, []string{"secrets.CS"}, refs, "items from a step carrying a secret carry it")
+	res = NewRunner(http.DefaultClient, WithHostPolicy(policy)).Run(context.Background(), cfg, vars, nil)
+	require.Contains(t, res.Error, CodeSecretHostNotAllowed)
+
+	cfg = parse(tokenStep, whenOnly)
+	refs, _ = cfg.StepTaint(1)
+	require.Empty(t, refs, "a when decides; it puts nothing into the request")
+	res = NewRunner(http.DefaultClient, WithHostPolicy(policy)).Run(context.Background(), cfg, vars, nil)
+	require.True(t, res.Success, res.Error)
+	require.EqualValues(t, 1, otherHits.Load())
 }
