@@ -119,6 +119,26 @@ func (s *Server) listComments(c *fiber.Ctx) error {
 	return respondList(c, mapSlice(rows, toCommentResponse), total, q)
 }
 
+// joinRequestErrors reports every field error of a request at once (the path's and the body's); an
+// error that is not a field error (malformed JSON, a body too large) wins as it is.
+func joinRequestErrors(errs ...error) error {
+	var all validate.Errors
+	for _, err := range errs {
+		var v validate.Errors
+		switch {
+		case err == nil:
+		case errors.As(err, &v):
+			all = append(all, v...)
+		default:
+			return err
+		}
+	}
+	if len(all) > 0 {
+		return all
+	}
+	return nil
+}
+
 // commentPath reads the alert and comment uuids of a comment's path.
 func commentPath(c *fiber.Ctx) (alert, comment uuid.UUID, err error) {
 	alert, errA := pathUUID(c, "uuid")
@@ -139,12 +159,10 @@ func commentPath(c *fiber.Ctx) (alert, comment uuid.UUID, err error) {
 }
 
 func (s *Server) editComment(c *fiber.Ctx) error {
-	id, cid, err := commentPath(c)
-	if err != nil {
-		return err
-	}
+	id, cid, pathErr := commentPath(c)
 	var req commentRequest
-	if err := bindBody(c, &req); err != nil {
+	bodyErr := bindBody(c, &req)
+	if err := joinRequestErrors(pathErr, bodyErr); err != nil {
 		return err
 	}
 	cm, err := s.deps.Comments.Edit(c.UserContext(), store.AlertCommentSubject(id), cid, req.Body, comments.AuthorOf(principal(c), store.ActorAPI))
