@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/webhooks"
 	"github.com/vigil-soc/vigil/store"
@@ -252,8 +253,9 @@ func TestAlertTimeline_EverySourceAndCommentEvent(t *testing.T) {
 	r := h.ts.do(t, http.MethodPost, "/v1/alerts/"+id.String()+"/findings", analyst, map[string]any{"agent_name": "triage-bot",
 		"summary": "C2 beacon every 60 s.", "confidence": "high"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	r = h.ts.do(t, http.MethodPatch, "/v1/alerts/"+id.String(), analyst, map[string]any{"status": "Triaging"})
-	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	triaging := store.StatusTriaging
+	_, err = h.ts.Server.alertRules.Patch(ctx, id, alerts.Patch{Status: &triaging}, store.Actor{Type: store.ActorAPI})
+	require.NoError(t, err)
 	r = h.ts.do(t, http.MethodPost, "/v1/alerts/"+id.String()+"/comments", analyst, map[string]any{"body": "Isolating the host.\n\n<script>x</script>"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
 	commentUUID := commentData(t, r)["uuid"].(string)
