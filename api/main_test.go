@@ -16,7 +16,9 @@ import (
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/domain/timeline"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -86,6 +88,12 @@ func withServices(st *store.Store, deps *Deps) {
 	}
 	if deps.AlertRules == nil {
 		deps.AlertRules = alerts.New(st, deps.Log)
+	}
+	if deps.Comments == nil {
+		deps.Comments = comments.New(st)
+	}
+	if deps.Timeline == nil {
+		deps.Timeline = timeline.New(st)
 	}
 }
 

@@ -83,6 +83,8 @@ type Deps struct {
 	// The domain services, built once in cmd/vigil and shared with MCP, the console and the activities.
 	AlertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
 	Responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
+	Comments   CommentService     // comments on alerts (comments.Service); nil serves no comment routes
+	Timeline   TimelineService    // an alert's one timeline (timeline.Service); nil with Comments
 }
 
 // Mounter adds routes of its own to the app (the console, with its own sign-in).
@@ -200,6 +202,7 @@ func (s *Server) registerRoutes() {
 	s.sourceIntegrationRoutes()
 	s.ingestRoutes()
 	s.alertRoutes()
+	s.commentRoutes()
 	s.indicatorRoutes()
 	s.indicatorMappingRoutes()
 	s.enrichmentRoutes()

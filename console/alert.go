@@ -119,6 +119,10 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		return err
 	}
 	base := c.base(ctx, a.Title, errText)
+	notes, err := c.notes(ctx, a.UUID)
+	if err != nil {
+		return err
+	}
 	w := whoOf(ctx)
 	var choices []runChoice
 	canRun := w.p.Has(auth.ScopeWorkflowsExecute)
@@ -150,11 +154,12 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		Statuses, Classifications, MaliceLevels []string
 		CanRun                                  bool
 		RunChoices                              []runChoice
+		Notes                                   alertNotes // comments and the timeline (comments.go)
 	}{page: base, A: a, Malice: d.Malice, Occurred: a.OccurredAt.UTC().Format(time.RFC1123),
 		Description: deref(a.Description), Temporal: c.deps.Temporal.Link(ids.Alert(a.UUID)), Override: deref(a.MaliceOverride),
 		Rule: d.DetectionRule, Indicators: inds, Docs: docs, Findings: finds, Activity: acts, Graph: layoutGraph(a, d.Indicators, sibs),
 		Statuses: store.AlertStatuses(), Classifications: store.CloseClassifications(), MaliceLevels: indicators.MaliceNames(),
-		CanRun: canRun, RunChoices: choices}
+		CanRun: canRun, RunChoices: choices, Notes: notes}
 	return c.render(ctx, status, "alert", data)
 }
 

@@ -112,6 +112,8 @@ type Deps struct {
 	Alerts    AlertService
 	Approvals ApprovalService
 	Runs      RunService
+	Comments  CommentService  // comments on alerts (comments.Service); nil: the alert page shows none
+	Timeline  TimelineService // the alert's timeline (timeline.Service); nil with Comments
 	Temporal  TemporalUI
 	Env       store.Env // provider credentials' environment (the dashboard's "configured" providers)
 	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
@@ -147,7 +149,11 @@ func New(deps Deps) *Console {
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
 		"sub": func(a, b int) int { return a - b }, "add": func(a, b int) int { return a + b }}
 	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit"} {
-		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+		files := []string{"templates/layout.html", "templates/" + name + ".html"}
+		if name == "alert" {
+			files = append(files, "templates/alert_notes.html") // comments and the timeline
+		}
+		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, files...))
 	}
 	return c
 }
@@ -174,6 +180,7 @@ func (c *Console) Register(r fiber.Router) {
 	g.Post("/alerts/:uuid/malice", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setMalice)
 	g.Post("/alerts/:uuid/findings", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addFinding)
 	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)
+	c.registerComments(g)
 	g.Get("/dashboard", c.session, c.need(auth.ScopeAlertsRead), c.dashboard)
 	g.Get("/runs", c.session, c.need(auth.ScopeWorkflowsRead), c.runs)
 	g.Get("/runs/:uuid", c.session, c.need(auth.ScopeWorkflowsRead), c.run)

@@ -23,7 +23,9 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/domain/timeline"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -67,7 +69,7 @@ func newHarness(t *testing.T, perMinute int, mutate ...func(*Config)) *harness {
 		Limiter: ratelimit.NewMemory(), Health: health,
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}), Enricher: cannedEnricher{},
-		Agents: st, Metrics: st}
+		Agents: st, Metrics: st, Comments: comments.New(st), Timeline: timeline.New(st)}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -135,9 +137,10 @@ func requireToolError(t *testing.T, res *sdk.CallToolResult, body map[string]any
 }
 
 var (
-	readTools  = []string{"search_alerts", "get_alert", "search_detection_rules", "list_workflows", "get_workflow_run", "list_pending_approvals"}
+	readTools = []string{"search_alerts", "get_alert", "search_detection_rules", "list_workflows", "get_workflow_run", "list_pending_approvals",
+		"list_alert_comments", "get_alert_timeline"}
 	writeTools = []string{"update_alert_status", "update_alert_malice", "post_alert_finding", "add_alert_indicators",
-		"update_indicator_malice", "enrich_indicator", "execute_workflow"}
+		"update_indicator_malice", "enrich_indicator", "execute_workflow", "post_alert_comment"}
 	allTools = append(append([]string{}, readTools...), writeTools...)
 )
 
@@ -318,7 +321,8 @@ func TestScopeRefusals(t *testing.T) {
 		"get_workflow_run": auth.ScopeWorkflowsRead, "list_pending_approvals": auth.ScopeApprovalsWrite,
 		"update_alert_status": auth.ScopeAlertsWrite, "update_alert_malice": auth.ScopeAlertsWrite, "post_alert_finding": auth.ScopeAlertsWrite,
 		"add_alert_indicators": auth.ScopeAlertsWrite, "update_indicator_malice": auth.ScopeAlertsWrite,
-		"enrich_indicator": auth.ScopeEnrichmentsRead, "execute_workflow": auth.ScopeWorkflowsExecute}
+		"enrich_indicator": auth.ScopeEnrichmentsRead, "execute_workflow": auth.ScopeWorkflowsExecute,
+		"post_alert_comment": auth.ScopeAlertsWrite, "list_alert_comments": auth.ScopeAlertsRead, "get_alert_timeline": auth.ScopeAlertsRead}
 	// A key with every scope but admin minus the one a tool needs is refused, naming that scope; scopes
 	// are checked before arguments.
 	for _, tl := range allTools {

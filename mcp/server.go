@@ -113,6 +113,11 @@ type Config struct {
 	Agents      AgentReader
 	Metrics     MetricsReader
 	ProviderEnv store.Env
+
+	// Comments on alerts and the alert timeline (API.md §13): post_alert_comment, list_alert_comments
+	// and get_alert_timeline are offered when both are set.
+	Comments CommentService
+	Timeline TimelineService
 }
 
 // ListenerLimits bound what one client can hold on the listener; zero fields take the defaults.
@@ -222,6 +227,7 @@ func (s *Server) newMCPServer(who principalSource) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "vigil", Title: "Vigil security alert platform", Version: s.cfg.Version}, opts)
 	s.registerTools(srv, who)
 	s.registerWriteTools(srv, who)
+	s.registerCommentTools(srv, who)
 	s.registerResources(srv, who)
 	s.registerMoreResources(srv, who)
 	return srv

@@ -48,6 +48,7 @@ const (
 	EventAlertEnriched       = "alert.enriched"
 	EventAlertUpdated        = "alert.updated"
 	EventAlertFindingAdded   = "alert.finding_added"
+	EventAlertCommentAdded   = "alert.comment_added"
 	EventWorkflowRunComplete = "workflow_run.completed"
 	EventApprovalRequested   = "approval.requested"
 	EventApprovalDecided     = "approval.decided"

@@ -37,6 +37,7 @@ type Store struct {
 	startWake *outboxWaker
 	freedWake *outboxWaker // a pipeline finished: FreedChannel
 	ingest    *prepared    // ingestSQL
+	timeline  *prepared    // timelineSQL
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -58,7 +59,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
 	return &Store{pool: db, db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
-		freedWake: newOutboxWaker(db, FreedChannel), ingest: &prepared{query: ingestSQL}}, nil
+		freedWake: newOutboxWaker(db, FreedChannel), ingest: &prepared{query: ingestSQL},
+		timeline: &prepared{query: timelineSQL}}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
@@ -70,6 +72,7 @@ func (s *Store) Close() error {
 	s.startWake.close()
 	s.freedWake.close()
 	s.ingest.close()
+	s.timeline.close()
 	return s.pool.Close()
 }
 

@@ -159,9 +159,10 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &seen), stdout.String())
 	require.Equal(t, "vigil", seen.ServerName)
-	require.Equal(t, []string{"add_alert_indicators", "enrich_indicator", "execute_workflow", "get_alert", "get_workflow_run",
-		"list_pending_approvals", "list_workflows", "post_alert_finding", "search_alerts", "search_detection_rules",
-		"update_alert_malice", "update_alert_status", "update_indicator_malice"}, seen.Tools)
+	require.Equal(t, []string{"add_alert_indicators", "enrich_indicator", "execute_workflow", "get_alert", "get_alert_timeline",
+		"get_workflow_run", "list_alert_comments", "list_pending_approvals", "list_workflows", "post_alert_comment",
+		"post_alert_finding", "search_alerts", "search_detection_rules", "update_alert_malice", "update_alert_status",
+		"update_indicator_malice"}, seen.Tools)
 	require.Equal(t, []string{"vigil://agents", "vigil://alerts", "vigil://context-documents", "vigil://detection-rules",
 		"vigil://metrics/summary", "vigil://workflows"}, seen.Resources)
 	require.Contains(t, seen.ResourceTemplates, "vigil://alerts/{uuid}")

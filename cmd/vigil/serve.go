@@ -152,6 +152,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
 	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
+	apiDeps.Comments, apiDeps.Timeline = fd.svc.comments, fd.svc.timeline
 	apiDeps.Console = newConsole(cfg, st, box, fd, log)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)
@@ -203,6 +204,7 @@ func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 		AlertService: fd.svc.alerts, Executor: fd.svc.responses, Enricher: fd.svc.enricher,
+		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
 		Agents: st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
 	})
 	log.Info("mcp listening", "addr", ln.Addr().String())
@@ -311,6 +313,7 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, log *slog.Logger) *console.Console {
 	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log,
 		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
+		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box

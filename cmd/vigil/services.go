@@ -8,7 +8,9 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/domain/timeline"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -22,6 +24,8 @@ type services struct {
 	responses *responses.Service
 	agents    *agents.Service
 	enricher  *temporal.Enricher // on-demand enrichment and provider tests (a Temporal workflow; REST and MCP)
+	comments  *comments.Service  // comments on alerts (REST, MCP, the console)
+	timeline  *timeline.Service  // an alert's one timeline (REST, MCP, the console)
 }
 
 func newServices(cfg config, st *store.Store, box *secretbox.Box, tc client.Client, log *slog.Logger) services {
@@ -36,5 +40,7 @@ func newServices(cfg config, st *store.Store, box *secretbox.Box, tc client.Clie
 		responses: responses.New(rd),
 		agents:    newAgentService(cfg, st, box),
 		enricher:  temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts),
+		comments:  comments.New(st),
+		timeline:  timeline.New(st),
 	}
 }

@@ -34,6 +34,7 @@ const (
 	EventAlertEnriched     = store.EventAlertEnriched
 	EventAlertUpdated      = store.EventAlertUpdated
 	EventFindingAdded      = store.EventAlertFindingAdded
+	EventCommentAdded      = store.EventAlertCommentAdded
 	EventRunCompleted      = store.EventWorkflowRunComplete
 	EventApprovalRequested = store.EventApprovalRequested
 	EventApprovalDecided   = store.EventApprovalDecided
@@ -43,7 +44,7 @@ const (
 // Events lists the events an agent can subscribe to.
 func Events() []string {
 	return []string{EventAlertEnriched, EventAlertUpdated, EventFindingAdded, EventRunCompleted,
-		EventApprovalRequested, EventApprovalDecided}
+		EventApprovalRequested, EventApprovalDecided, EventCommentAdded}
 }
 
 // Registration bounds and defaults (API.md §9).

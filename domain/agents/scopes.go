@@ -56,7 +56,7 @@ func may(a store.Agent, scope string) bool {
 // for run events, the approval's for approval events ("" for agent.test).
 func eventScope(event string) string {
 	switch event {
-	case EventAlertEnriched, EventAlertUpdated, EventFindingAdded:
+	case EventAlertEnriched, EventAlertUpdated, EventFindingAdded, EventCommentAdded:
 		return auth.ScopeAlertsRead
 	case EventRunCompleted:
 		return auth.ScopeWorkflowsRead

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -38,6 +39,7 @@ func TestOf(t *testing.T) {
 		{responses.ErrResponderVoted, http.StatusConflict, "APPROVAL_ALREADY_DECIDED"},
 		{responses.ErrSelfApproval, http.StatusForbidden, "SELF_APPROVAL_FORBIDDEN"},
 		{responses.ErrDecideToken, http.StatusForbidden, "INVALID_DECIDE_TOKEN"},
+		{comments.ErrNotAuthor, http.StatusForbidden, "NOT_COMMENT_AUTHOR"},
 		{store.ErrNotFound, http.StatusNotFound, "NOT_FOUND"},
 		{store.ErrConflict, http.StatusConflict, "CONFLICT"},
 		{context.DeadlineExceeded, http.StatusServiceUnavailable, "UNAVAILABLE"},
