@@ -126,7 +126,11 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		return err
 	}
 	defer pm.Close()
-	tc, err := temporal.Dial(ctx, temporalConfig(cfg, pm), log)
+	tcfg, err := temporalConfig(cfg, pm)
+	if err != nil {
+		return err
+	}
+	tc, err := temporal.Dial(ctx, tcfg, log)
 	if err != nil {
 		return err
 	}

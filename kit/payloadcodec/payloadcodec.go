@@ -258,9 +258,3 @@ func truncate(s string) string {
 	}
 	return s
 }
-
-// DataConverter is the SDK's default data converter with c applied to every payload: what every
-// Temporal client (and so every worker) Vigil creates uses.
-func (c *Codec) DataConverter() converter.DataConverter {
-	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
-}

@@ -195,7 +195,7 @@ func TestDerive(t *testing.T) {
 
 func TestDataConverter_EncryptsThroughTheSDKConverter(t *testing.T) {
 	c := codec(t, key(t, "k1"))
-	dc := c.DataConverter()
+	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
 	p, err := dc.ToPayload(map[string]string{"title": "Beaconing to evil.example.com"})
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(p.Data, []byte("evil.example.com")))
