@@ -242,3 +242,19 @@ func payloadCodec(c config) (*payloadcodec.Codec, error) {
 	}
 	return codec, nil
 }
+
+// urlOrigin is the origin (scheme://host[:port]) of a URL setTemporalUIURL accepted; "" for "".
+func urlOrigin(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || v == "" {
+		return ""
+	}
+	host := strings.ToLower(u.Host)
+	if (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443") {
+		host = strings.ToLower(u.Hostname()) // the browser's Origin leaves the default port out
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	}
+	return u.Scheme + "://" + host
+}

@@ -152,6 +152,12 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Metrics:   st,
 		Telemetry: metrics.NewAPI(reg),
 	}
+	// The codec endpoint for the Temporal UI (API.md §16), answering TEMPORAL_UI_URL's origin.
+	codec, err := payloadCodec(cfg)
+	if err != nil {
+		return err
+	}
+	apiDeps.PayloadCodec, apiCfg.CodecAllowedOrigin = codec, urlOrigin(cfg.TemporalUIURL)
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
 	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
