@@ -85,7 +85,7 @@ func TestPipelineCPU_Codec(t *testing.T) {
 			ids = append(ids, id.String())
 		}
 		deadline := time.Now().Add(5 * time.Minute)
-		for e.count(t, "SELECT count(*) FROM alerts WHERE uuid::text IN (?) AND enrichment_status = ?", bun.In(ids), store.EnrichmentEnriched) < n {
+		for e.count(t, "SELECT count(*) FROM alerts WHERE uuid::text IN (?) AND enrichment_status = ?", bun.List(ids), store.EnrichmentEnriched) < n {
 			require.True(t, time.Now().Before(deadline), "%s: alerts not enriched within 5 minutes", modes[mode].name)
 			time.Sleep(50 * time.Millisecond)
 		}
