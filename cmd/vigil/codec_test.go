@@ -192,7 +192,7 @@ func TestPayloadCodecEndToEnd(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, raw := call(http.MethodGet, "/v1/alerts/"+alertUUID.String(), admin, nil)
 		return data(raw)["enrichment_status"] == "Enriched"
-	}, time.Minute, 200*time.Millisecond)
+	}, 3*time.Minute, 200*time.Millisecond)
 
 	// A gated workflow run: its approval notification (an activity input) names the indicator and the reason.
 	code, raw = call(http.MethodPost, "/v1/workflows", admin, map[string]any{"name": "codec isolate " + tag, "state": "active",
@@ -203,7 +203,7 @@ func TestPayloadCodecEndToEnd(t *testing.T) {
 		"indicator_value": indicator, "alert_uuid": alertUUID.String(), "reason": reason, "confidence": 0.8})
 	require.Equal(t, http.StatusAccepted, code, string(raw))
 	runUUID := uuid.MustParse(data(raw)["run_uuid"].(string))
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return decideURL != "" }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return decideURL != "" }, 2*time.Minute, 50*time.Millisecond)
 
 	// Straight from Temporal, with a client that has no codec.
 	raw0, err := client.DialContext(context.Background(), client.Options{HostPort: vars["TEMPORAL_ADDRESS"],
@@ -295,7 +295,7 @@ func TestPayloadCodecEndToEnd(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, raw := call(http.MethodGet, "/v1/workflow-runs/"+runUUID.String(), admin, nil)
 		return data(raw)["status"] == "succeeded"
-	}, time.Minute, 100*time.Millisecond, "the run started under key a completes under keys b,a")
+	}, 3*time.Minute, 100*time.Millisecond, "the run started under key a completes under keys b,a")
 	mu.Lock()
 	require.Equal(t, 1, hits["/isolate/"+indicator])
 	mu.Unlock()
