@@ -319,7 +319,7 @@ func TestTemporalTLSAndAPIKey(t *testing.T) {
 	t.Cleanup(srv.Stop)
 
 	cfg, err := loadConfig(envOf(map[string]string{"TEMPORAL_ADDRESS": ln.Addr().String(), "TEMPORAL_TLS_CERT": cert,
-		"TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": ca, "TEMPORAL_API_KEY": "tk-secret"}))
+		"TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": ca, "TEMPORAL_API_KEY": "tk-secret", "ENCRYPTION_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
