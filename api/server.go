@@ -33,6 +33,7 @@ type Config struct {
 	AlertDedupWindow   time.Duration // ALERT_DEDUP_WINDOW_HOURS; 0 disables dedup
 	SlackSigningSecret string        // SLACK_SIGNING_SECRET: verifies POST /v1/approvals/callback/slack
 	MaxConnsPerIP      int           // MAX_CONNS_PER_IP: concurrent connections one client IP may hold (0: no cap)
+	CodecAllowedOrigin string        // the Temporal UI's origin (from TEMPORAL_UI_URL): the one origin /codec answers with CORS; "" answers none
 	// ReadHeaderTimeout bounds what a client sends before it is authenticated: a request's headers and
 	// the part of its body fasthttp reads with them (at most 8 KB). Default 10 s.
 	ReadHeaderTimeout time.Duration
@@ -79,6 +80,9 @@ type Deps struct {
 	Telemetry Telemetry // request, 429 and ingest-ack counters for /metrics (metrics.API); nil counts nothing
 
 	Console Mounter // the analyst console at /console (console.Console); nil serves none
+	// PayloadCodec is the Temporal payload codec (kit/payloadcodec) behind POST /codec/decode and
+	// /codec/encode (API.md §16); nil serves neither.
+	PayloadCodec PayloadCodec
 
 	// The domain services, built once in cmd/vigil and shared with MCP, the console and the activities.
 	AlertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
@@ -210,6 +214,7 @@ func (s *Server) registerRoutes() {
 	s.metricsRoutes()
 	s.agentRoutes()
 	s.auditRoutes()
+	s.codecRoutes()
 }
 
 // route describes one operation: its handler chain and its OpenAPI description.

@@ -169,7 +169,7 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 	_, _ = rand.Read(key)
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
-	c, err := temporal.Dial(context.Background(), temporal.Config{HostPort: testenv.TemporalAddress(t), Namespace: "default",
+	c, err := temporal.Dial(context.Background(), temporal.Config{HostPort: testenv.TemporalAddress(t), Namespace: "default", Codec: testenv.PayloadCodec(t),
 		TaskQueuePrefix: testenv.TaskQueuePrefix(t) + queueSuffix}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)

@@ -97,6 +97,9 @@ type TemporalOptions struct {
 	UIPort int
 	// Log receives the server's stdout and stderr; nil discards them.
 	Log io.Writer
+	// UICodecEndpoint is the remote codec the Web UI decodes payloads with (the UI calls
+	// <endpoint>/decode from the browser), e.g. Vigil's http://127.0.0.1:8000/codec; "" sets none.
+	UICodecEndpoint string
 	// Nice > 0 runs the server as a background process (BackgroundCommand) at that CPU priority: `vigil dev` keeps it from taking the CPU the API's requests need.
 	Nice int
 }
@@ -226,6 +229,9 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 			}
 		}
 		args = append(args, "--ui-port", strconv.Itoa(uiPort))
+		if opts.UICodecEndpoint != "" {
+			args = append(args, "--ui-codec-endpoint", opts.UICodecEndpoint)
+		}
 	}
 	if opts.DBFile != "" {
 		args = append(args, "--db-filename", opts.DBFile)

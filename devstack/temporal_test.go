@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -55,7 +56,7 @@ func TestStartTemporal_WithUIAndPersistence(t *testing.T) {
 	dbFile := filepath.Join(t.TempDir(), "temporal.db")
 
 	start := time.Now()
-	srv, err := StartTemporal(ctx, TemporalOptions{Binary: bin, DBFile: dbFile})
+	srv, err := StartTemporal(ctx, TemporalOptions{Binary: bin, DBFile: dbFile, UICodecEndpoint: "http://127.0.0.1:8000/codec"})
 	require.NoError(t, err)
 	t.Logf("dev server with UI and SQLite file ready in %v", time.Since(start))
 	t.Cleanup(func() { _ = srv.Stop() })
@@ -70,6 +71,14 @@ func TestStartTemporal_WithUIAndPersistence(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(c, http.StatusOK, resp.StatusCode)
 	}, 30*time.Second, 200*time.Millisecond)
+
+	// The UI decodes payloads through the codec endpoint it was started with (vigil dev: the API's /codec).
+	resp, err := http.Get(srv.UIURL() + "/api/v1/settings")
+	require.NoError(t, err)
+	var settings struct{ Codec struct{ Endpoint string } }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&settings))
+	resp.Body.Close()
+	require.Equal(t, "http://127.0.0.1:8000/codec", settings.Codec.Endpoint)
 
 	requireNamespace(t, srv.Address())
 	require.NoError(t, srv.Stop())

@@ -11,8 +11,13 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
+	sdktemporal "go.temporal.io/sdk/temporal"
 )
+
+// errNoCodec: every client Vigil creates encrypts what it writes (API.md §16).
+var errNoCodec = errors.New("temporal client: no payload codec configured (every client encrypts its payloads)")
 
 // dialLimit bounds Dial when the caller's context has no deadline of its own.
 const dialLimit = 10 * time.Second
@@ -40,16 +45,24 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (client.Client, err
 }
 
 // clientOptions is what Dial and DialLazy share: address, namespace, TLS and credentials, the
-// metrics handler and the slog adapter.
+// payload codec, the metrics handler and the slog adapter.
 func clientOptions(cfg Config, log *slog.Logger) (client.Options, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Codec == nil {
+		return client.Options{}, errNoCodec
+	}
+	dc := DataConverter(cfg.Codec)
 	opts := client.Options{
 		HostPort:       cfg.HostPort,
 		Namespace:      cfg.namespace(),
 		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
 		MetricsHandler: cfg.Metrics,
+		DataConverter:  dc,
+		// Failure messages and stack traces (an activity's error can name an indicator or a host) go
+		// into the encoded attributes instead of the history's clear text.
+		FailureConverter: FailureConverter(dc),
 	}
 	tlsCfg, err := cfg.tlsConfig()
 	if err != nil {
@@ -90,4 +103,16 @@ func (cfg Config) tlsConfig() (*tls.Config, error) {
 		t.RootCAs = pool
 	}
 	return t, nil
+}
+
+// DataConverter is the SDK's default data converter with codec applied to every payload: what every
+// client, worker and replayer of Vigil's uses.
+func DataConverter(codec converter.PayloadCodec) converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), codec)
+}
+
+// FailureConverter is the SDK's default failure converter over dc, with a failure's message and
+// stack trace encoded as a payload (the history keeps only "Encoded failure").
+func FailureConverter(dc converter.DataConverter) converter.FailureConverter {
+	return sdktemporal.NewDefaultFailureConverter(sdktemporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
 }

@@ -3,7 +3,10 @@
 // workflows and the activities. The SDK's own temporal package is imported as sdktemporal.
 package temporal
 
-import "go.temporal.io/sdk/client"
+import (
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+)
 
 // Defaults for Config.
 const (
@@ -30,6 +33,10 @@ type Config struct {
 	APIKey string
 	// Metrics receives the SDK's metrics (metrics.NewTemporalHandler); nil drops them.
 	Metrics client.MetricsHandler
+	// Codec encodes every payload the client (and every worker built on it) hands to Temporal:
+	// inputs, results, signals, queries, memo and failure messages (API.md §16,
+	// kit/payloadcodec). Required: Dial and DialLazy refuse a Config without one.
+	Codec converter.PayloadCodec
 }
 
 // WorkerTuning are the per-worker limits; RunWorkersTuned applies them to each task queue's

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/devstack/testenv"
@@ -73,14 +74,15 @@ func enrichHarness(t testing.TB) *enrichEnv {
 	dsn := testenv.DatabaseURL(t)
 	addr := testenv.TemporalAddress(t)
 	prefix := testenv.TaskQueuePrefix(t) + "-enrich"
+	codec := testenv.PayloadCodec(t)
 	enrichOnce.Do(func() {
-		sharedEnrich, enrichErr = startEnrichEnv(dsn, addr, prefix)
+		sharedEnrich, enrichErr = startEnrichEnv(dsn, addr, prefix, codec)
 	})
 	require.NoError(t, enrichErr)
 	return sharedEnrich
 }
 
-func startEnrichEnv(dsn, addr, prefix string) (*enrichEnv, error) {
+func startEnrichEnv(dsn, addr, prefix string, codec converter.PayloadCodec) (*enrichEnv, error) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn, store.Options{})
 	if err != nil {
@@ -116,7 +118,7 @@ func startEnrichEnv(dsn, addr, prefix string) (*enrichEnv, error) {
 		return ""
 	}
 	acts := &activities.Activities{Enrichment: &enrichment.EngineDeps{Store: st, Box: box, Env: env, HTTP: guard.HTTPClient(time.Minute)}}
-	e.c, err = temporal.Dial(ctx, temporal.Config{HostPort: addr}, nil)
+	e.c, err = temporal.Dial(ctx, temporal.Config{HostPort: addr, Codec: codec}, nil)
 	if err != nil {
 		return nil, err
 	}

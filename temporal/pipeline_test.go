@@ -22,6 +22,7 @@ import (
 	"github.com/uptrace/bun"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/api"
@@ -76,14 +77,15 @@ func pipelineHarness(t *testing.T) *pipeEnv {
 	dsn := testenv.DatabaseURL(t)
 	addr := testenv.TemporalAddress(t)
 	prefix := testenv.TaskQueuePrefix(t) + "-pipe"
-	pipeOnce.Do(func() { sharedPipe, pipeErr = startPipeEnv(dsn, addr, prefix) })
+	codec := testenv.PayloadCodec(t)
+	pipeOnce.Do(func() { sharedPipe, pipeErr = startPipeEnv(dsn, addr, prefix, codec) })
 	require.NoError(t, pipeErr)
 	sharedPipe.startWorker()
 	sharedPipe.startDispatcher(sharedPipe.c)
 	return sharedPipe
 }
 
-func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
+func startPipeEnv(dsn, addr, prefix string, codec converter.PayloadCodec) (*pipeEnv, error) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn, store.Options{})
 	if err != nil {
@@ -102,7 +104,7 @@ func startPipeEnv(dsn, addr, prefix string) (*pipeEnv, error) {
 	}
 	e := &pipeEnv{st: st, box: box, queues: temporal.NewQueues(prefix),
 		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if e.c, err = temporal.Dial(ctx, temporal.Config{HostPort: addr}, e.log); err != nil {
+	if e.c, err = temporal.Dial(ctx, temporal.Config{HostPort: addr, Codec: codec}, e.log); err != nil {
 		return nil, err
 	}
 	if err := temporal.RegisterSearchAttributes(ctx, e.c, ""); err != nil {
@@ -523,7 +525,7 @@ func TestPipeline_TemporalUnreachableAtIngest(t *testing.T) {
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
-	lazy, err := temporal.DialLazy(temporal.Config{HostPort: fmt.Sprintf("127.0.0.1:%d", port)}, nil)
+	lazy, err := temporal.DialLazy(temporal.Config{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Codec: testenv.PayloadCodec(t)}, nil)
 	require.NoError(t, err)
 	defer lazy.Close()
 	e.killDispatcher()
@@ -543,7 +545,7 @@ func TestPipeline_TemporalUnreachableAtIngest(t *testing.T) {
 	// Temporal comes up: the waiting row is started there and the alert finishes.
 	srv := startSecondTemporal(t, port)
 	defer func() { _ = srv.Stop() }()
-	second, err := temporal.Dial(context.Background(), temporal.Config{HostPort: srv.Address()}, nil)
+	second, err := temporal.Dial(context.Background(), temporal.Config{HostPort: srv.Address(), Codec: testenv.PayloadCodec(t)}, nil)
 	require.NoError(t, err)
 	defer second.Close()
 	require.NoError(t, temporal.RegisterSearchAttributes(context.Background(), second, ""))

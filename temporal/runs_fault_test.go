@@ -51,7 +51,7 @@ func TestWorkflowRun_TemporalUnreachableAtExecute(t *testing.T) {
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
-	lazy, err := temporal.DialLazy(temporal.Config{HostPort: fmt.Sprintf("127.0.0.1:%d", port)}, nil)
+	lazy, err := temporal.DialLazy(temporal.Config{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Codec: testenv.PayloadCodec(t)}, nil)
 	require.NoError(t, err)
 	t.Cleanup(lazy.Close)
 	queues := temporal.NewQueues(testenv.TaskQueuePrefix(t) + "-fault")
@@ -134,7 +134,7 @@ func TestWorkflowRun_TemporalUnreachableAtExecute(t *testing.T) {
 	// Temporal comes up: both runs start there and succeed, each step sent once.
 	second := startSecondTemporal(t, port)
 	t.Cleanup(func() { _ = second.Stop() })
-	c, err := temporal.Dial(ctx, temporal.Config{HostPort: second.Address()}, nil)
+	c, err := temporal.Dial(ctx, temporal.Config{HostPort: second.Address(), Codec: testenv.PayloadCodec(t)}, nil)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	require.NoError(t, temporal.RegisterSearchAttributes(ctx, c, ""))

@@ -32,6 +32,7 @@ func dial(t *testing.T) (client.Client, temporal.Config) {
 		HostPort:        testenv.TemporalAddress(t),
 		Namespace:       "default",
 		TaskQueuePrefix: testenv.TaskQueuePrefix(t),
+		Codec:           testenv.PayloadCodec(t),
 	}
 	c, err := temporal.Dial(context.Background(), cfg, testLogger())
 	require.NoError(t, err)
@@ -114,7 +115,7 @@ func TestEndToEnd_SearchAttributesWorkersProbe(t *testing.T) {
 func TestRegisterSearchAttributes_UsableOnAFreshServer(t *testing.T) {
 	srv := startSecondTemporal(t, 0)
 	t.Cleanup(func() { _ = srv.Stop() })
-	cfg := temporal.Config{HostPort: srv.Address(), Namespace: "default", TaskQueuePrefix: testenv.TaskQueuePrefix(t)}
+	cfg := temporal.Config{HostPort: srv.Address(), Namespace: "default", TaskQueuePrefix: testenv.TaskQueuePrefix(t), Codec: testenv.PayloadCodec(t)}
 	c, err := temporal.Dial(context.Background(), cfg, testLogger())
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
@@ -165,12 +166,17 @@ func TestProbe_NoWorkerTimesOut(t *testing.T) {
 func TestDial_Failures(t *testing.T) {
 	_, err := temporal.Dial(context.Background(), temporal.Config{}, nil)
 	require.ErrorContains(t, err, "no host:port")
+	// Every client Vigil creates encrypts its payloads: none is made without a codec.
+	_, err = temporal.Dial(context.Background(), temporal.Config{HostPort: testenv.TemporalAddress(t)}, nil)
+	require.ErrorContains(t, err, "no payload codec")
+	_, err = temporal.DialLazy(temporal.Config{HostPort: testenv.TemporalAddress(t)}, nil)
+	require.ErrorContains(t, err, "no payload codec")
 
 	// Nothing listens on port 1: the bounded connect fails instead of hanging.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = temporal.Dial(ctx, temporal.Config{HostPort: "127.0.0.1:1"}, nil)
+	_, err = temporal.Dial(ctx, temporal.Config{HostPort: "127.0.0.1:1", Codec: testenv.PayloadCodec(t)}, nil)
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 10*time.Second)
 }
@@ -181,14 +187,14 @@ func TestDialLazy_CheckReportsServerState(t *testing.T) {
 
 	// Nothing listens on port 1: the lazy client is created anyway, and Check reports the failure
 	// within its 2 s bound.
-	down, err := temporal.DialLazy(temporal.Config{HostPort: "127.0.0.1:1"}, nil)
+	down, err := temporal.DialLazy(temporal.Config{HostPort: "127.0.0.1:1", Codec: testenv.PayloadCodec(t)}, nil)
 	require.NoError(t, err)
 	defer down.Close()
 	start := time.Now()
 	require.Error(t, temporal.Check(context.Background(), down))
 	require.Less(t, time.Since(start), 5*time.Second)
 
-	up, err := temporal.DialLazy(temporal.Config{HostPort: testenv.TemporalAddress(t)}, testLogger())
+	up, err := temporal.DialLazy(temporal.Config{HostPort: testenv.TemporalAddress(t), Codec: testenv.PayloadCodec(t)}, testLogger())
 	require.NoError(t, err)
 	defer up.Close()
 	require.NoError(t, temporal.Check(context.Background(), up))

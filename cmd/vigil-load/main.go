@@ -5,7 +5,8 @@
 //	vigil-load ingest   -url URL -key KEY -rate 50 -duration 30s [-dsn DSN -wait 2m]   ingest ack (+ ingest→Enriched)
 //	vigil-load list     -url URL -key KEY -rate 20 -duration 30s [-query 'status=Open'] [-path /v1/metrics/summary]  GET /v1/alerts (or path)
 //	vigil-load backlog  -url URL -key KEY -n 2000 -dsn DSN                                 Enriched/s draining a backlog
-//	vigil-load probe    -temporal HOST:PORT -prefix vigil -n 500                           bare one-activity workflows/s
+//	vigil-load probe    -temporal HOST:PORT -prefix vigil -n 500 -encryption-key KEY        bare one-activity workflows/s
+//	                    (the stack's ENCRYPTION_KEY, or -payload-keys: its TEMPORAL_PAYLOAD_KEYS; the worker must decode what it starts)
 //	vigil-load seed     -dsn DSN -n 100000 [-runs 20000]                                    bulk alerts (and workflow runs) for list and metrics
 //	vigil-load provider -addr 127.0.0.1:9900                                                a local enrichment provider
 //	vigil-load pgbench-log -prefix-log pgb                                                   percentiles of pgbench --log files (floor.sql)
@@ -40,6 +41,8 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	"go.temporal.io/sdk/client"
 
+	"github.com/vigil-soc/vigil/kit/payloadcodec"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 	"github.com/vigil-soc/vigil/workflows"
@@ -76,6 +79,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	indicators := fs.Int("indicators", 2, "routable indicators per ingested alert (enriched by providers)")
 	runs := fs.Int("runs", 0, "workflow runs seeded beside the alerts (seed)")
 	path := fs.String("path", "/v1/alerts", "path requested by list (e.g. /v1/metrics/summary)")
+	encKey := fs.String("encryption-key", "", "probe: the stack's ENCRYPTION_KEY (its Temporal payload key is derived from it)")
+	payloadKeys := fs.String("payload-keys", "", "probe: the stack's TEMPORAL_PAYLOAD_KEYS (id:base64key,...), instead of -encryption-key")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -136,7 +141,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "backlog":
 		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait)
 	case "probe":
-		return probeRate(ctx, enc, *temporalAddr, *prefix, *n)
+		codec, err := loadCodec(*payloadKeys, *encKey)
+		if err != nil {
+			return err
+		}
+		return probeRate(ctx, enc, *temporalAddr, *prefix, *n, codec)
 	case "seed":
 		return seed(ctx, enc, *dsn, *n, *runs)
 	case "provider":
@@ -381,8 +390,8 @@ func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, in
 
 // probeRate starts n bare one-activity workflows (workflows.Probe) at once and reports how many
 // complete per second: the ceiling the pipeline is compared with.
-func probeRate(ctx context.Context, enc *json.Encoder, addr, prefix string, n int) error {
-	c, err := temporal.Dial(ctx, temporal.Config{HostPort: addr}, nil)
+func probeRate(ctx context.Context, enc *json.Encoder, addr, prefix string, n int, codec *payloadcodec.Codec) error {
+	c, err := temporal.Dial(ctx, temporal.Config{HostPort: addr, Codec: codec}, nil)
 	if err != nil {
 		return err
 	}
@@ -651,4 +660,28 @@ func agentLatency(ctx context.Context, enc *json.Encoder, dsn, run, providerURL 
 	}
 	report["ingest_to_agent_received"] = per
 	return enc.Encode(report)
+}
+
+// loadCodec is the payload codec of the stack under load (its keys given as flags): the ring of
+// -payload-keys, or the key derived from -encryption-key, as `vigil` derives it.
+func loadCodec(ring, encryptionKey string) (*payloadcodec.Codec, error) {
+	if ring != "" {
+		keys, err := payloadcodec.ParseKeys(ring)
+		if err != nil {
+			return nil, fmt.Errorf("-payload-keys: %w", err)
+		}
+		return payloadcodec.New(keys)
+	}
+	if encryptionKey == "" {
+		return nil, errors.New("probe: -encryption-key (the stack's ENCRYPTION_KEY) or -payload-keys is required: the worker decodes what it starts")
+	}
+	master, err := secretbox.ParseKey(encryptionKey)
+	if err != nil {
+		return nil, fmt.Errorf("-encryption-key: %w", err)
+	}
+	k, err := payloadcodec.Derive(master)
+	if err != nil {
+		return nil, err
+	}
+	return payloadcodec.New([]payloadcodec.Key{k})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/vigil-soc/vigil/domain/approvals"
+	"github.com/vigil-soc/vigil/kit/payloadcodec"
+	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
 )
@@ -44,10 +46,11 @@ type config struct {
 	Version            string
 	LogLevel           slog.Level
 	LogFormat          string
-	Approvals          approvals.Config // APPROVAL_NOTIFIER and its channel settings (PublicBaseURL filled from PUBLIC_BASE_URL)
-	SlackSigningSecret string           // verifies Slack approval callbacks
-	MetricsAddr        string           // METRICS_ADDR: /metrics listener; empty serves none
-	Temporal           temporal.Config  // TLS files and API key (address, namespace and prefix above)
+	Approvals          approvals.Config   // APPROVAL_NOTIFIER and its channel settings (PublicBaseURL filled from PUBLIC_BASE_URL)
+	SlackSigningSecret string             // verifies Slack approval callbacks
+	MetricsAddr        string             // METRICS_ADDR: /metrics listener; empty serves none
+	Temporal           temporal.Config    // TLS files and API key (address, namespace and prefix above)
+	PayloadKeys        []payloadcodec.Key // TEMPORAL_PAYLOAD_KEYS: the codec's ring; empty: one key derived from ENCRYPTION_KEY
 	WorkerTuning       temporal.WorkerTuning
 }
 
@@ -76,6 +79,18 @@ func settings() []setting {
 		{"TEMPORAL_TLS_CA", "", "PEM CA bundle verifying the Temporal server (the system roots when empty).", func(c *config, v string) error { c.Temporal.TLSCAFile = v; return nil }},
 		{"TEMPORAL_TLS_SERVER_NAME", "", "Server name checked in the Temporal server's certificate (default: the host of TEMPORAL_ADDRESS).", func(c *config, v string) error { c.Temporal.TLSServerName = v; return nil }},
 		{"TEMPORAL_API_KEY", "", "Temporal Cloud API key (turns TLS on).", func(c *config, v string) error { c.Temporal.APIKey = v; return nil }},
+		{"TEMPORAL_PAYLOAD_KEYS", "", "Keys encrypting what Vigil writes to Temporal (AES-256-GCM): comma-separated id:base64key (32 bytes each); the first encrypts, every one decrypts (rotation: put the new key first, keep the old ones while histories need them). Empty: one key derived from ENCRYPTION_KEY (HKDF, its own label).", func(c *config, v string) error {
+			if v == "" {
+				c.PayloadKeys = nil
+				return nil
+			}
+			keys, err := payloadcodec.ParseKeys(v)
+			if err != nil {
+				return err
+			}
+			c.PayloadKeys = keys
+			return nil
+		}},
 		{"TEMPORAL_WORKER_WORKFLOW_TASK_POLLERS", "2", "Concurrent workflow task polls per task queue worker (at least 2).", intSetting(func(c *config) *int { return &c.WorkerTuning.WorkflowTaskPollers }, 2, 1000)},
 		{"TEMPORAL_WORKER_ACTIVITY_TASK_POLLERS", "2", "Concurrent activity task polls per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.ActivityTaskPollers }, 1, 1000)},
 		{"TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS", "1000", "Workflow tasks executing at once per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.MaxConcurrentWorkflowTasks }, 1, 100_000)},
@@ -113,6 +128,9 @@ func settings() []setting {
 	}
 }
 
+// secretSetting tells the settings whose value an error never repeats (errors are printed at start).
+func secretSetting(name string) bool { return name == "TEMPORAL_PAYLOAD_KEYS" }
+
 // loadConfig reads every setting from getenv, reporting all bad values at once.
 func loadConfig(getenv func(string) string) (config, error) {
 	var c config
@@ -123,6 +141,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 			v = s.def
 		}
 		if err := s.apply(&c, v); err != nil {
+			if secretSetting(s.name) {
+				errs = append(errs, fmt.Errorf("%s (value not shown): %w", s.name, err))
+				continue
+			}
 			errs = append(errs, fmt.Errorf("%s=%q: %w", s.name, v, err))
 		}
 	}
@@ -194,4 +216,45 @@ func setTemporalUIURL(c *config, v string) error {
 	}
 	c.TemporalUIURL = v
 	return nil
+}
+
+// payloadCodec is the codec of every Temporal client of the process (API.md §16): the
+// TEMPORAL_PAYLOAD_KEYS ring, or one key derived from ENCRYPTION_KEY when none is set.
+func payloadCodec(c config) (*payloadcodec.Codec, error) {
+	keys := c.PayloadKeys
+	if len(keys) == 0 {
+		if c.EncryptionKey == "" {
+			return nil, errors.New("the Temporal payload codec needs TEMPORAL_PAYLOAD_KEYS or ENCRYPTION_KEY (to derive its key from)")
+		}
+		master, err := secretbox.ParseKey(c.EncryptionKey)
+		if err != nil {
+			return nil, fmt.Errorf("ENCRYPTION_KEY is malformed: %w", err)
+		}
+		k, err := payloadcodec.Derive(master)
+		if err != nil {
+			return nil, err
+		}
+		keys = []payloadcodec.Key{k}
+	}
+	codec, err := payloadcodec.New(keys)
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_PAYLOAD_KEYS: %w", err)
+	}
+	return codec, nil
+}
+
+// urlOrigin is the origin (scheme://host[:port]) of a URL setTemporalUIURL accepted; "" for "".
+func urlOrigin(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || v == "" {
+		return ""
+	}
+	host := strings.ToLower(u.Host)
+	if (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443") {
+		host = strings.ToLower(u.Hostname()) // the browser's Origin leaves the default port out
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	}
+	return u.Scheme + "://" + host
 }

@@ -86,7 +86,9 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 			port = 0
 		}
 		ts, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{Binary: bin, DBFile: filepath.Join(dataDir, "temporal.db"),
-			UIPort: 8233, Port: port, Log: devstack.NewPrefixWriter(stderr, "temporal | "), Nice: devstack.BackgroundNice})
+			UIPort: 8233, Port: port, Log: devstack.NewPrefixWriter(stderr, "temporal | "), Nice: devstack.BackgroundNice,
+			// The UI decodes payloads through Vigil's codec endpoint (API.md §16) on the API listener.
+			UICodecEndpoint: devCodecEndpoint(cfg.APIAddr)})
 		if err != nil {
 			return fmt.Errorf("start temporal: %w", err)
 		}
@@ -126,7 +128,11 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		return err
 	}
 	defer pm.Close()
-	tc, err := temporal.Dial(ctx, temporalConfig(cfg, pm), log)
+	tcfg, err := temporalConfig(cfg, pm)
+	if err != nil {
+		return err
+	}
+	tc, err := temporal.Dial(ctx, tcfg, log)
 	if err != nil {
 		return err
 	}
@@ -326,4 +332,17 @@ func redactDSN(dsn string) string {
 		}
 	}
 	return dsn
+}
+
+// devCodecEndpoint is the codec endpoint the dev server's UI calls: the API listener's /codec, on
+// 127.0.0.1 when the API listens on every address.
+func devCodecEndpoint(apiAddr string) string {
+	host, port, err := net.SplitHostPort(apiAddr)
+	if err != nil {
+		return ""
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/codec"
 }

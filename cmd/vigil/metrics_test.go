@@ -56,9 +56,17 @@ func TestMetricsAndTemporalConfig(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9464", cfg.MetricsAddr)
 	require.Equal(t, temporal.WorkerTuning{WorkflowTaskPollers: 8, ActivityTaskPollers: 16, MaxConcurrentWorkflowTasks: 50,
 		MaxConcurrentActivities: 200, MaxConcurrentLocalActs: 300}, cfg.WorkerTuning)
-	tc := temporalConfig(cfg, nil)
+	_, err = temporalConfig(cfg, nil)
+	require.ErrorContains(t, err, "TEMPORAL_PAYLOAD_KEYS or ENCRYPTION_KEY", "no client without its payload codec")
+	cfg.EncryptionKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	tc, err := temporalConfig(cfg, nil)
+	require.NoError(t, err)
+	require.NotNil(t, tc.Codec)
+	tc.Codec = nil
 	require.Equal(t, temporal.Config{HostPort: "ns.tmprl.cloud:7233", Namespace: "ns.acct", TaskQueuePrefix: "vigil",
 		TLSCertFile: cert, TLSKeyFile: key, TLSCAFile: ca, TLSServerName: "ns.tmprl.cloud", APIKey: "tk-1"}, tc)
+	tc, err = temporalConfig(cfg, nil)
+	require.NoError(t, err)
 	// The files parse into a client (lazy: nothing is dialled).
 	c, err := temporal.DialLazy(tc, nil)
 	require.NoError(t, err)
@@ -85,10 +93,10 @@ func TestMetricsAndTemporalConfig(t *testing.T) {
 	notPEM := filepath.Join(t.TempDir(), "junk.pem")
 	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
 	for name, bad := range map[string]temporal.Config{
-		"missing cert file": {HostPort: "x:1", TLSCertFile: notPEM + ".nope", TLSKeyFile: key},
-		"junk cert":         {HostPort: "x:1", TLSCertFile: notPEM, TLSKeyFile: key},
-		"junk CA":           {HostPort: "x:1", TLSCAFile: notPEM},
-		"missing CA":        {HostPort: "x:1", TLSCAFile: notPEM + ".nope"},
+		"missing cert file": {HostPort: "x:1", TLSCertFile: notPEM + ".nope", TLSKeyFile: key, Codec: tc.Codec},
+		"junk cert":         {HostPort: "x:1", TLSCertFile: notPEM, TLSKeyFile: key, Codec: tc.Codec},
+		"junk CA":           {HostPort: "x:1", TLSCAFile: notPEM, Codec: tc.Codec},
+		"missing CA":        {HostPort: "x:1", TLSCAFile: notPEM + ".nope", Codec: tc.Codec},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := temporal.DialLazy(bad, nil)
@@ -311,11 +319,13 @@ func TestTemporalTLSAndAPIKey(t *testing.T) {
 	t.Cleanup(srv.Stop)
 
 	cfg, err := loadConfig(envOf(map[string]string{"TEMPORAL_ADDRESS": ln.Addr().String(), "TEMPORAL_TLS_CERT": cert,
-		"TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": ca, "TEMPORAL_API_KEY": "tk-secret"}))
+		"TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": ca, "TEMPORAL_API_KEY": "tk-secret", "ENCRYPTION_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = temporal.Dial(ctx, temporalConfig(cfg, nil), nil)
+	tcfg, err := temporalConfig(cfg, nil)
+	require.NoError(t, err)
+	_, err = temporal.Dial(ctx, tcfg, nil)
 	require.Error(t, err, "the test server refuses every call")
 	select {
 	case s := <-calls:

@@ -15,7 +15,11 @@ import (
 
 func temporalDial(t testing.TB, cfg config) (client.Client, error) {
 	t.Helper()
-	return temporal.Dial(context.Background(), temporalConfig(cfg, nil), slog.New(slog.DiscardHandler))
+	tcfg, err := temporalConfig(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return temporal.Dial(context.Background(), tcfg, slog.New(slog.DiscardHandler))
 }
 
 func startProbe(ctx context.Context, tc client.Client, cfg config) (string, error) {

@@ -73,11 +73,15 @@ func runProcess(ctx context.Context, cfg config, log *slog.Logger, kind processK
 		return err
 	}
 	defer pm.Close()
+	tcfg, err := temporalConfig(cfg, pm)
+	if err != nil {
+		return err
+	}
 	var tc client.Client
 	if kind.addr != "" {
-		tc, err = temporal.DialLazy(temporalConfig(cfg, pm), log)
+		tc, err = temporal.DialLazy(tcfg, log)
 	} else {
-		tc, err = temporal.Dial(ctx, temporalConfig(cfg, pm), log)
+		tc, err = temporal.Dial(ctx, tcfg, log)
 	}
 	if err != nil {
 		return err
@@ -149,6 +153,12 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Metrics:   st,
 		Telemetry: metrics.NewAPI(reg),
 	}
+	// The codec endpoint for the Temporal UI (API.md §16), answering TEMPORAL_UI_URL's origin.
+	codec, err := payloadCodec(cfg)
+	if err != nil {
+		return err
+	}
+	apiDeps.PayloadCodec, apiCfg.CodecAllowedOrigin = codec, urlOrigin(cfg.TemporalUIURL)
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
 	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
@@ -273,14 +283,20 @@ func prepareStore(ctx context.Context, cfg config, st *store.Store) (*secretbox.
 	return box, nil
 }
 
-// temporalConfig is the client's configuration; pm, when not nil, receives the SDK's metrics.
-func temporalConfig(cfg config, pm *processMetrics) temporal.Config {
+// temporalConfig is the client's configuration, with the payload codec (payloadCodec); pm, when
+// not nil, receives the SDK's metrics.
+func temporalConfig(cfg config, pm *processMetrics) (temporal.Config, error) {
 	tc := cfg.Temporal
 	tc.HostPort, tc.Namespace, tc.TaskQueuePrefix = cfg.TemporalAddress, cfg.TemporalNamespace, cfg.TaskQueuePrefix
 	if pm != nil {
 		tc.Metrics = pm.temporal
 	}
-	return tc
+	codec, err := payloadCodec(cfg)
+	if err != nil {
+		return temporal.Config{}, err
+	}
+	tc.Codec = codec
+	return tc, nil
 }
 
 func ignoreCanceled(err error) error {

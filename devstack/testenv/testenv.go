@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -61,6 +62,10 @@ type harness struct {
 	storeOnce sync.Once
 	st        *store.Store
 	stErr     error
+
+	codecOnce sync.Once
+	codec     *payloadcodec.Codec
+	codecErr  error
 }
 
 var env harness
