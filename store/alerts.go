@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
 // Alert is one alert (SEED-SPEC §2.1). Malice is not stored: it is computed at read time from the
@@ -42,6 +44,10 @@ type Alert struct {
 	MaliceOverride       *string          `bun:"malice_override"`
 	MaliceOverrideSource *string          `bun:"malice_override_source"`
 	MaliceOverrideAt     *time.Time       `bun:"malice_override_at"`
+	// Assignee is the handle of the person who owns the alert (nil: unassigned) and AssignedAt when
+	// it was set (API.md §13).
+	Assignee   *string    `bun:"assignee"`
+	AssignedAt *time.Time `bun:"assigned_at"`
 	// InputSanitized: hostile characters of the payload were replaced at ingest; OriginalBody holds
 	// the payload as received (nil otherwise).
 	InputSanitized bool      `bun:"input_sanitized"`
@@ -57,6 +63,9 @@ type NormalizedRecord struct {
 	RuleRef        *RuleReference  `json:"rule_ref,omitempty"` // nil: the payload names no rule
 	Indicators     []IndicatorPair `json:"indicators"`         // pass-1 candidates, not yet normalized
 	SourceSeverity string          `json:"source_severity,omitempty"`
+	// SeverityUnmapped: SourceSeverity is a value no severity mapping knows (the alert is Pending
+	// for that reason, not because the source gave none).
+	SeverityUnmapped bool `json:"severity_unmapped,omitempty"`
 }
 
 // RuleReference names the source system's detection rule.
@@ -151,10 +160,20 @@ type AlertFilter struct {
 	DetectionRuleUUID  *uuid.UUID
 	From, To           *time.Time // occurred_at bounds, inclusive
 	Tags               []string   // the alert has all of them
-	Query              string     // case-insensitive title substring
-	SortBy             string     // title, status, severity, source_name, occurred_at, created_at
-	SortDesc           bool
-	Page               Page
+	Query              string     // case-insensitive substring of the title or the description
+	// Assignees: any of these handles; Unassigned adds the alerts without one (API.md §13 "none").
+	Assignees  []string
+	Unassigned bool
+	// Indicators: the alert is linked to any of these (type, normalized value) pairs. IndicatorFilter
+	// set with no pair matches nothing (a value no type accepts).
+	Indicators      []IndicatorKey
+	IndicatorFilter bool
+	// Malices: the effective malice (override, else the worst linked indicator's) is any of these.
+	Malices              []string
+	CloseClassifications []string
+	SortBy               string // title, status, severity, source_name, occurred_at, created_at
+	SortDesc             bool
+	Page                 Page
 }
 
 // alertSortColumns maps the API's sort_by values to SQL. Severity sorts by rank, not by name.
@@ -204,7 +223,39 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 		q = q.Where("tags @> ?", pgdialectArray(f.Tags))
 	}
 	if f.Query != "" {
-		q = q.Where("lower(title) LIKE ? ESCAPE '\\'", "%"+escapeLike(strings.ToLower(f.Query))+"%")
+		pat := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
+		q = q.Where("(lower(title) LIKE ? ESCAPE '\\' OR lower(description) LIKE ? ESCAPE '\\')", pat, pat)
+	}
+	if len(f.Assignees) > 0 || f.Unassigned {
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			if len(f.Assignees) > 0 {
+				q = q.WhereOr("assignee IN (?)", bun.List(f.Assignees))
+			}
+			if f.Unassigned {
+				q = q.WhereOr("assignee IS NULL")
+			}
+			return q
+		})
+	}
+	if len(f.CloseClassifications) > 0 {
+		q = q.Where("close_classification IN (?)", bun.List(f.CloseClassifications))
+	}
+	if f.IndicatorFilter {
+		if len(f.Indicators) == 0 {
+			q = q.Where("false")
+		} else {
+			types, values := make([]string, len(f.Indicators)), make([]string, len(f.Indicators))
+			for i, k := range f.Indicators {
+				types[i], values[i] = k.Type, k.Value
+			}
+			q = q.Where(`uuid IN (SELECT ai.alert_uuid FROM alert_indicators AS ai
+				WHERE ai.indicator_uuid IN (SELECT i.uuid FROM indicators AS i
+					JOIN unnest(?::text[], ?::text[]) AS k (type, value) ON i.type = k.type AND i.value = k.value))`,
+				pgdialectArray(types), pgdialectArray(values))
+		}
+	}
+	if len(f.Malices) > 0 {
+		q = q.Where(maliceFilter(f.Malices))
 	}
 	col, ok := alertSortColumns[f.SortBy]
 	if !ok {
@@ -220,6 +271,49 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 		return nil, 0, fmt.Errorf("list alerts: %w", mapErr(err))
 	}
 	return out, int(total), nil
+}
+
+// maliceFilter is the SQL condition "the alert's effective malice is one of levels" (API.md §3: the
+// override, else the worst malice of the linked indicators, else Pending; indicators.AlertMalice is
+// the rule, and TestMaliceFilterAgreesWithAlertMalice holds this condition to it). An alert's worst
+// level is L when it links an indicator at L and none above it. Each set of alerts "linking an
+// indicator at one of these levels" is an uncorrelated IN, which Postgres hashes once per query
+// from indicators_malice_idx and the links' indicator index, instead of probing per alert.
+func maliceFilter(levels []string) string {
+	all := indicators.MaliceLevels()
+	linked := func(ls []indicators.MaliceLevel) string {
+		names := make([]string, len(ls))
+		for i, l := range ls {
+			names[i] = "'" + string(l) + "'"
+		}
+		return `uuid IN (SELECT ai.alert_uuid FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid
+			WHERE i.malice IN (` + strings.Join(names, ", ") + `))`
+	}
+	var computed, override []string
+	for _, name := range levels {
+		l, err := indicators.ParseMalice(name)
+		if err != nil {
+			continue // the doors validate; an unknown level matches nothing
+		}
+		override = append(override, "'"+string(l)+"'")
+		above := all[l.Rank()+1:]
+		var cond []string
+		if l != indicators.MalicePending {
+			cond = append(cond, linked([]indicators.MaliceLevel{l}))
+		}
+		if len(above) > 0 {
+			cond = append(cond, "NOT "+linked(above))
+		}
+		if len(cond) == 0 {
+			cond = append(cond, "true")
+		}
+		computed = append(computed, "("+strings.Join(cond, " AND ")+")")
+	}
+	if len(override) == 0 {
+		return "false"
+	}
+	return "(malice_override IN (" + strings.Join(override, ", ") + ") OR (malice_override IS NULL AND (" +
+		strings.Join(computed, " OR ") + ")))"
 }
 
 func escapeLike(s string) string {
