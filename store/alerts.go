@@ -347,12 +347,18 @@ func (s *Store) PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *Ale
 				return fmt.Errorf("update alert %s: %w", id, mapErr(err))
 			}
 		}
-		for i := range ch.Events {
-			e := ch.Events[i]
-			e.AlertUUID = &a.UUID
-			e.CreatedAt = now
-			if err := s.RecordActivity(ctx, tx, &e); err != nil {
-				return err
+		// The events in one statement (a bulk change runs this per alert).
+		if len(ch.Events) > 0 {
+			events := make([]ActivityEvent, len(ch.Events))
+			for i, e := range ch.Events {
+				e.UUID, e.AlertUUID, e.CreatedAt = uuid.New(), &a.UUID, now
+				if e.References == nil {
+					e.References = map[string]any{}
+				}
+				events[i] = e
+			}
+			if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
+				return fmt.Errorf("record %d activity events of alert %s: %w", len(events), id, mapErr(err))
 			}
 		}
 		if ch.Updated != nil {
