@@ -136,7 +136,7 @@ func requireToolError(t *testing.T, res *sdk.CallToolResult, body map[string]any
 
 var (
 	readTools  = []string{"search_alerts", "get_alert", "search_detection_rules", "list_workflows", "get_workflow_run", "list_pending_approvals"}
-	writeTools = []string{"update_alert_status", "update_alert_malice", "post_alert_finding", "add_alert_indicators",
+	writeTools = []string{"assign_alert", "update_alert_status", "update_alert_malice", "post_alert_finding", "add_alert_indicators",
 		"update_indicator_malice", "enrich_indicator", "execute_workflow"}
 	allTools = append(append([]string{}, readTools...), writeTools...)
 )
