@@ -316,7 +316,7 @@ func TestScopeRefusals(t *testing.T) {
 	need := map[string]string{"search_alerts": auth.ScopeAlertsRead, "get_alert": auth.ScopeAlertsRead,
 		"search_detection_rules": auth.ScopeAlertsRead, "list_workflows": auth.ScopeWorkflowsRead,
 		"get_workflow_run": auth.ScopeWorkflowsRead, "list_pending_approvals": auth.ScopeApprovalsWrite,
-		"update_alert_status": auth.ScopeAlertsWrite, "update_alert_malice": auth.ScopeAlertsWrite, "post_alert_finding": auth.ScopeAlertsWrite,
+		"assign_alert": auth.ScopeAlertsWrite, "update_alert_status": auth.ScopeAlertsWrite, "update_alert_malice": auth.ScopeAlertsWrite, "post_alert_finding": auth.ScopeAlertsWrite,
 		"add_alert_indicators": auth.ScopeAlertsWrite, "update_indicator_malice": auth.ScopeAlertsWrite,
 		"enrich_indicator": auth.ScopeEnrichmentsRead, "execute_workflow": auth.ScopeWorkflowsExecute}
 	// A key with every scope but admin minus the one a tool needs is refused, naming that scope; scopes
