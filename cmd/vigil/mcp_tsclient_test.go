@@ -152,8 +152,8 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 			Message   string `json:"message"`
 		} `json:"badKey"`
 		Finding, CloseWithoutClassification, Close, IllegalMove, ExecuteWithoutReason, Execute, BeforeRevoke toolOutcome
-		Assign, AssignOversized, AssignWrongType, AssignHostile, AddIndicator, SearchPivot, SearchUnassigned     toolOutcome
-		SearchBadFilters, ReadOnlyAssign                                                                         toolOutcome
+		Assign, AssignOversized, AssignWrongType, AssignHostile, AddIndicator, SearchPivot, SearchUnassigned toolOutcome
+		SearchBadFilters, ReadOnlyAssign                                                                     toolOutcome
 		RevokeStatus                                                                                         int `json:"revokeStatus"`
 		AfterRevoke                                                                                          struct {
 			Refused bool   `json:"refused"`

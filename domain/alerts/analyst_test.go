@@ -222,4 +222,3 @@ func TestMaliceFilterAgreesWithAlertMalice(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, len(want["Malicious"])+len(want["Suspicious"]))
 }
-
