@@ -27,7 +27,7 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 	defer db.Close()
 	started := time.Now()
 	var have int
-	if err := db.NewRaw(`SELECT count(*) FROM indicators WHERE value LIKE 'a29-%' OR value LIKE '10.29.%'`).Scan(ctx, &have); err != nil {
+	if err := db.NewRaw(`SELECT count(*) FROM indicators WHERE malice_source = 'enrichment'`).Scan(ctx, &have); err != nil {
 		return fmt.Errorf("count analyst indicators: %w", err)
 	}
 	if have > 0 {
@@ -43,7 +43,7 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 			SELECT t.type, t.value, true, m.malice, 'enrichment'
 			FROM generate_series(0, 199999) AS g
 			CROSS JOIN LATERAL (SELECT CASE g % 3 WHEN 0 THEN 'ip' WHEN 1 THEN 'domain' ELSE 'hash_sha256' END AS type,
-				CASE g % 3 WHEN 0 THEN '10.29.' || (g / 65536) || '.' || ((g / 256) % 256) || '.' || (g % 256)
+				CASE g % 3 WHEN 0 THEN '10.' || (g / 65536) || '.' || ((g / 256) % 256) || '.' || (g % 256)
 					WHEN 1 THEN 'a29-' || g || '.example.com' ELSE encode(sha256(('a29-' || g)::bytea), 'hex') END AS value) AS t
 			CROSS JOIN LATERAL (SELECT CASE WHEN g % 50 = 7 THEN 'Malicious' WHEN g % 100 < 8 THEN 'Suspicious'
 				WHEN g % 2 = 0 THEN 'Benign' ELSE 'Pending' END AS malice) AS m
@@ -53,7 +53,7 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 			FROM (SELECT uuid, row_number() OVER (ORDER BY uuid) AS n FROM alerts WHERE title LIKE 'seeded alert %') AS a
 			CROSS JOIN generate_series(0, ?::int - 1) AS k
 			JOIN (SELECT uuid, row_number() OVER (ORDER BY value) - 1 AS r FROM indicators
-				WHERE value LIKE 'a29-%' OR value LIKE '10.29.%' OR (type = 'hash_sha256' AND malice_source = 'enrichment')) AS i
+				WHERE malice_source = 'enrichment') AS i
 			  ON i.r = (a.n * 7919 + k * 104729) % 200000
 			ON CONFLICT DO NOTHING`},
 	}
@@ -98,7 +98,7 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 	_ = db.NewRaw(`SELECT (SELECT value FROM indicators WHERE type = 'hash_sha256' AND malice = 'Malicious' AND value <> '' LIMIT 1),
 		(SELECT i.value FROM indicators i JOIN alert_indicators ai ON ai.indicator_uuid = i.uuid WHERE i.type = 'domain'
 			GROUP BY i.value ORDER BY count(*) DESC LIMIT 1),
-		(SELECT value FROM indicators WHERE value LIKE '10.29.%' LIMIT 1)`).Scan(ctx, &sample.Malicious, &sample.Shared, &sample.IP)
+		(SELECT value FROM indicators WHERE type = 'ip' AND malice_source = 'enrichment' LIMIT 1)`).Scan(ctx, &sample.Malicious, &sample.Shared, &sample.IP)
 	report["alerts"], report["links_total"], report["indicators_total"] = alerts, total, inds
 	report["sample_values"] = sample
 	report["seconds"] = time.Since(started).Seconds()
