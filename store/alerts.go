@@ -275,45 +275,46 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 
 // maliceFilter is the SQL condition "the alert's effective malice is one of levels" (API.md §3: the
 // override, else the worst malice of the linked indicators, else Pending; indicators.AlertMalice is
-// the rule, and TestMaliceFilterAgreesWithAlertMalice holds this condition to it). An alert's worst
-// level is L when it links an indicator at L and none above it. Each set of alerts "linking an
-// indicator at one of these levels" is an uncorrelated IN, which Postgres hashes once per query
-// from indicators_malice_idx and the links' indicator index, instead of probing per alert.
+// the rule, and TestMaliceFilterAgreesWithAlertMalice holds this condition to it). The worst linked
+// malice is kept on the alert (indicator_malice, refreshIndicatorMalice), so the condition is one
+// indexed expression (alerts_effective_malice_idx).
 func maliceFilter(levels []string) string {
-	all := indicators.MaliceLevels()
-	linked := func(ls []indicators.MaliceLevel) string {
-		names := make([]string, len(ls))
-		for i, l := range ls {
-			names[i] = "'" + string(l) + "'"
-		}
-		return `uuid IN (SELECT ai.alert_uuid FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid
-			WHERE i.malice IN (` + strings.Join(names, ", ") + `))`
-	}
-	var computed, override []string
+	var names []string
 	for _, name := range levels {
-		l, err := indicators.ParseMalice(name)
-		if err != nil {
-			continue // the doors validate; an unknown level matches nothing
+		if l, err := indicators.ParseMalice(name); err == nil { // the doors validate; an unknown level matches nothing
+			names = append(names, "'"+string(l)+"'")
 		}
-		override = append(override, "'"+string(l)+"'")
-		above := all[l.Rank()+1:]
-		var cond []string
-		if l != indicators.MalicePending {
-			cond = append(cond, linked([]indicators.MaliceLevel{l}))
-		}
-		if len(above) > 0 {
-			cond = append(cond, "NOT "+linked(above))
-		}
-		if len(cond) == 0 {
-			cond = append(cond, "true")
-		}
-		computed = append(computed, "("+strings.Join(cond, " AND ")+")")
 	}
-	if len(override) == 0 {
+	if len(names) == 0 {
 		return "false"
 	}
-	return "(malice_override IN (" + strings.Join(override, ", ") + ") OR (malice_override IS NULL AND (" +
-		strings.Join(computed, " OR ") + ")))"
+	return "coalesce(malice_override, indicator_malice, 'Pending') IN (" + strings.Join(names, ", ") + ")"
+}
+
+// refreshIndicatorMalice recomputes indicator_malice (the worst Benign < Suspicious < Malicious of
+// the linked indicators, NULL when none) of the alerts linked to any of the indicators, in tx, the
+// transaction that changed their links or malice. The alerts are locked in uuid order first, so two
+// transactions refreshing overlapping alerts cannot deadlock; only alerts whose value changes are
+// written.
+func refreshIndicatorMalice(ctx context.Context, tx bun.IDB, indicatorIDs []uuid.UUID) error {
+	if len(indicatorIDs) == 0 {
+		return nil
+	}
+	_, err := tx.NewRaw(`WITH locked AS (
+			SELECT uuid FROM alerts WHERE uuid IN (SELECT alert_uuid FROM alert_indicators WHERE indicator_uuid = ANY(?::uuid[]))
+			ORDER BY uuid FOR NO KEY UPDATE
+		), worst AS (
+			SELECT l.uuid, (SELECT (ARRAY['Benign', 'Suspicious', 'Malicious'])[max(array_position(ARRAY['Benign', 'Suspicious', 'Malicious'], i.malice))]
+				FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid
+				WHERE ai.alert_uuid = l.uuid) AS worst
+			FROM locked AS l
+		)
+		UPDATE alerts AS a SET indicator_malice = w.worst FROM worst AS w
+		WHERE a.uuid = w.uuid AND a.indicator_malice IS DISTINCT FROM w.worst`, pgdialectArray(indicatorIDs)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("refresh indicator malice of the alerts of %d indicators: %w", len(indicatorIDs), mapErr(err))
+	}
+	return nil
 }
 
 func escapeLike(s string) string {
@@ -507,7 +508,27 @@ func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID
 		return nil, 0, fmt.Errorf("link %d indicators to alert %s: %w", len(ids), alertID, mapErr(err))
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 && hasVerdict(inds) {
+		// Only this alert gained links: refresh it alone (its other alerts' links did not change).
+		if _, err := tx.NewRaw(`UPDATE alerts AS a SET indicator_malice = w.worst
+			FROM (SELECT (ARRAY['Benign', 'Suspicious', 'Malicious'])[max(array_position(ARRAY['Benign', 'Suspicious', 'Malicious'], i.malice))] AS worst
+				FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = ?0) AS w
+			WHERE a.uuid = ?0 AND a.indicator_malice IS DISTINCT FROM w.worst`, alertID).Exec(ctx); err != nil {
+			return nil, 0, fmt.Errorf("refresh indicator malice of alert %s: %w", alertID, mapErr(err))
+		}
+	}
 	return inds, int(n), nil
+}
+
+// hasVerdict reports whether any of inds is above Pending (only then can a new link change an
+// alert's worst indicator malice).
+func hasVerdict(inds []Indicator) bool {
+	for _, ind := range inds {
+		if indicators.MaliceLevel(ind.Malice).Rank() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // associateRule links the alert to its source rule, creating the stub when there is none. The rule

@@ -18,8 +18,8 @@ import (
 // every seeded alert a description, assigns 30 % of them across 20 handles, and links them to
 // indicators until there are `links` links in all (10 per alert for 100 000 alerts and 1 000 000
 // links), over 200 000 indicators of three types (ip, domain, hash_sha256) whose malice is 90 %
-// Pending/Benign, 8 % Suspicious, 2 % Malicious. It runs once per database (it refuses when the
-// links are there already) and ends with VACUUM ANALYZE.
+// Pending/Benign, 8 % Suspicious, 2 % Malicious. It runs once per database (it refuses when indicators
+// with malice_source "enrichment" exist) and ends with VACUUM ANALYZE.
 func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) error {
 	sqldb := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithTimeout(30*time.Minute)))
 	sqldb.SetMaxOpenConns(1)

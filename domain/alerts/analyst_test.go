@@ -221,4 +221,41 @@ func TestMaliceFilterAgreesWithAlertMalice(t *testing.T) {
 	rows, _, err := st.ListAlerts(ctx, store.AlertFilter{Tags: []string{tag}, Malices: []string{"Malicious", "Suspicious"}, Page: store.Page{Number: 1, Size: 500}})
 	require.NoError(t, err)
 	require.Len(t, rows, len(want["Malicious"])+len(want["Suspicious"]))
+
+	// The other two ways an alert's worst indicator malice changes: a link to an indicator that
+	// already has a verdict, and an enrichment recording one.
+	only := func(level string, id uuid.UUID) bool {
+		rows, _, err := st.ListAlerts(ctx, store.AlertFilter{Tags: []string{tag}, Malices: []string{level}, Page: store.Page{Number: 1, Size: 500}})
+		require.NoError(t, err)
+		for _, r := range rows {
+			if r.UUID == id {
+				return true
+			}
+		}
+		return false
+	}
+	bad, _, err := st.LinkIndicators(ctx, newAlert(t, st), []store.IndicatorKey{{Type: "domain", Value: "bad-" + tag + ".example"}}, "test")
+	require.NoError(t, err)
+	_, err = svc.SetIndicatorMalice(ctx, bad[0].UUID, ptr("Malicious"), human)
+	require.NoError(t, err)
+	fresh := newAlert(t, st)
+	_, err = svc.Patch(ctx, fresh, alerts.Patch{Tags: &[]string{tag}}, human)
+	require.NoError(t, err)
+	require.True(t, only("Pending", fresh))
+	_, _, err = st.LinkIndicators(ctx, fresh, []store.IndicatorKey{{Type: "domain", Value: "bad-" + tag + ".example"}}, "test")
+	require.NoError(t, err)
+	require.True(t, only("Malicious", fresh), "linked to a Malicious indicator")
+
+	enriched := newAlert(t, st)
+	_, err = svc.Patch(ctx, enriched, alerts.Patch{Tags: &[]string{tag}}, human)
+	require.NoError(t, err)
+	inds, _, err := st.LinkIndicators(ctx, enriched, []store.IndicatorKey{{Type: "domain", Value: "enr-" + tag + ".example"}}, "test")
+	require.NoError(t, err)
+	require.True(t, only("Pending", enriched))
+	require.NoError(t, st.RecordEnrichment(ctx, nil, []store.IndicatorEnrichment{{IndicatorUUID: inds[0].UUID,
+		Results: map[string]any{"p": map[string]any{"success": true, "malice": "Suspicious"}}}}))
+	require.True(t, only("Suspicious", enriched), "an enrichment's verdict reaches the alert")
+	require.NoError(t, st.RecordEnrichment(ctx, nil, []store.IndicatorEnrichment{{IndicatorUUID: inds[0].UUID,
+		Results: map[string]any{"p": map[string]any{"success": true, "malice": "Benign"}}}}))
+	require.True(t, only("Benign", enriched), "and a later one replaces it")
 }

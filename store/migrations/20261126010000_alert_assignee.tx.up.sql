@@ -20,11 +20,5 @@ CREATE INDEX alerts_close_classification_idx ON alerts (close_classification, oc
 
 -- q matches the title or the description: trigrams on both (the title's index exists).
 CREATE INDEX alerts_description_trgm_idx ON alerts USING gin (lower(description) gin_trgm_ops);
-
---bun:split
-
 -- indicator=<value> without a type looks the value up under every type it normalizes to; the
 -- unique (type, value) index serves each pair, so no index on value alone is needed.
--- malice=...: the effective malice is the override, else the worst malice of the linked
--- indicators; the override part reads this index.
-CREATE INDEX alerts_malice_override_idx ON alerts (malice_override, occurred_at DESC) WHERE malice_override IS NOT NULL;
