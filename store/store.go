@@ -35,6 +35,7 @@ type Store struct {
 	startWake *outboxWaker
 	freedWake *outboxWaker // a pipeline finished: FreedChannel
 	ingest    prepared     // ingestSQL
+	dsn       string       // for Migrate's own connection
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -56,7 +57,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
 	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
-		freedWake: newOutboxWaker(db, FreedChannel), ingest: prepared{query: ingestSQL}}, nil
+		freedWake: newOutboxWaker(db, FreedChannel), ingest: prepared{query: ingestSQL}, dsn: dsn}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
