@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -52,6 +53,9 @@ func (s *Server) alertRoutes() {
 	s.add(route{Method: http.MethodPatch, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Update an alert",
 		Description: "Status moves follow the transition graph (" + alerts.TransitionSummary() + "); others are 422 invalid_transition. Closing needs close_classification. null leaves a field unchanged; reset_malice_override may not be null.",
 		Scopes:      write, Body: patchAlertRequest{}, Response: alertDetail{}}, s.patchAlert)
+	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/bulk", Tag: tag, Summary: "Change many alerts at once",
+		Description: "1..500 alert uuids and one patch (status, close_classification, severity, assignee, tags_add, tags_remove, malice_override). Each alert goes through the PATCH rules in its own transaction; one refused alert does not stop or undo the others. 200 with one result per alert, in the order given.",
+		Scopes:      write, Body: bulkAlertsRequest{}, Response: bulkAlertsResponse{}}, s.bulkAlerts)
 	s.add(route{Method: http.MethodDelete, Path: "/v1/alerts/:uuid", Tag: tag, Summary: "Delete an alert",
 		Scopes: []string{auth.ScopeAdmin}, Status: http.StatusNoContent}, s.deleteAlert)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/findings", Tag: tag, Summary: "Post an agent finding",
@@ -103,6 +107,8 @@ type alertSummary struct {
 	CreatedAt            time.Time  `json:"created_at"`
 	UpdatedAt            time.Time  `json:"updated_at"`
 	InputSanitized       bool       `json:"input_sanitized" doc:"The payload held NUL, lone UTF-16 surrogates or invalid UTF-8, replaced by U+FFFD at ingest; the detail's original_body has it as received."`
+	Assignee             *string    `json:"assignee" doc:"Handle of the person who owns the alert; null when unassigned."`
+	AssignedAt           *time.Time `json:"assigned_at" doc:"When the current assignee was set; null when unassigned."`
 }
 
 type alertDetail struct {
@@ -113,6 +119,8 @@ type alertDetail struct {
 	DetectionRule    *detectionRuleResponse    `json:"detection_rule"`
 	ContextDocuments []contextDocumentResponse `json:"context_documents"`
 	AgentFindings    []findingResponse         `json:"agent_findings"`
+	SourceSeverity   *string                   `json:"source_severity" doc:"The source's own severity value as received (null when it gave none)."`
+	SeverityUnmapped bool                      `json:"severity_unmapped" doc:"source_severity is a value no mapping knows (the plugin's vendor words nor the integration's severity_mapping): severity is Pending for that reason. Map it with the integration's severity_mapping."`
 }
 
 type alertDetailMeta struct {
@@ -141,7 +149,7 @@ func toAlertSummary(a store.Alert, malice string) alertSummary {
 		DetectionRuleID: a.DetectionRuleID, Description: a.Description, DuplicateCount: a.DuplicateCount, LastSeenAt: utcPtr(a.LastSeenAt),
 		Malice: malice, MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
 		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
-		InputSanitized: a.InputSanitized}
+		InputSanitized: a.InputSanitized, Assignee: a.Assignee, AssignedAt: utcPtr(a.AssignedAt)}
 }
 
 // List.
@@ -157,7 +165,12 @@ type listAlertsQuery struct {
 	FromTime          *time.Time `query:"from_time" doc:"occurred_at ≥ this (RFC 3339 with offset)."`
 	ToTime            *time.Time `query:"to_time" doc:"occurred_at ≤ this (RFC 3339 with offset)."`
 	Tags              []string   `query:"tags" maxLength:"100" doc:"Repeatable (or comma-separated); the alert has all of them."`
-	Q                 string     `query:"q" maxLength:"500" doc:"Case-insensitive substring of the title."`
+	Q                 string     `query:"q" maxLength:"500" doc:"Case-insensitive substring of the title or the description."`
+	Assignee          []string   `query:"assignee" maxLength:"200" doc:"Comma-separated handles; any of. none = unassigned."`
+	Indicator         string     `query:"indicator" maxLength:"2048" doc:"Alerts linked to this indicator value, normalized as ingest does; exact match on any type unless indicator_type is given."`
+	IndicatorType     string     `query:"indicator_type" enum:"$indicator_type" doc:"Narrows indicator to one type (only with indicator)."`
+	Malice            []string   `query:"malice" enum:"$malice" doc:"Comma-separated; any of. The computed malice: the override, else the worst indicator malice."`
+	Closure           []string   `query:"close_classification" enum:"$close_classification" doc:"Comma-separated; any of."`
 	SortBy            string     `query:"sort_by" enum:"title,status,severity,source_name,occurred_at,created_at" default:"occurred_at"`
 	SortOrder         string     `query:"sort_order" enum:"asc,desc" default:"desc"`
 }
@@ -181,7 +194,34 @@ func (q listAlertsQuery) Validate() validate.Errors {
 			errs.Add([]any{"source_name", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
 		}
 	}
+	for i, t := range q.Assignee {
+		if strings.IndexByte(t, 0) >= 0 {
+			errs.Add([]any{"assignee", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+		}
+	}
+	if q.Indicator != "" {
+		_, ierrs := alerts.IndicatorFilter(q.Indicator, q.IndicatorType)
+		errs = append(errs, ierrs...)
+	} else if q.IndicatorType != "" {
+		errs.Add([]any{"indicator_type"}, validate.TypeValue, "indicator_type narrows indicator: give indicator too.", q.IndicatorType)
+	}
 	return errs
+}
+
+// filter is the query as ListAlerts takes it (validated: Validate passed).
+func (q listAlertsQuery) filter() store.AlertFilter {
+	f := store.AlertFilter{
+		Statuses: q.Status, Severities: q.Severity, SourceNames: q.SourceName, EnrichmentStatuses: q.EnrichmentStatus,
+		IsEnriched: q.IsEnriched, DetectionRuleUUID: q.DetectionRuleUUID, From: q.FromTime, To: q.ToTime, Tags: q.Tags,
+		Query: q.Q, Malices: q.Malice, CloseClassifications: q.Closure,
+		SortBy: q.SortBy, SortDesc: q.SortOrder == "desc", Page: q.storePage(),
+	}
+	f.Assignees, f.Unassigned = alerts.AssigneeFilter(q.Assignee)
+	if q.Indicator != "" {
+		f.Indicators, _ = alerts.IndicatorFilter(q.Indicator, q.IndicatorType)
+		f.IndicatorFilter = true
+	}
+	return f
 }
 
 func (s *Server) listAlerts(c *fiber.Ctx) error {
@@ -190,11 +230,7 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	rows, total, err := s.deps.Alerts.ListAlerts(ctx, store.AlertFilter{
-		Statuses: q.Status, Severities: q.Severity, SourceNames: q.SourceName, EnrichmentStatuses: q.EnrichmentStatus,
-		IsEnriched: q.IsEnriched, DetectionRuleUUID: q.DetectionRuleUUID, From: q.FromTime, To: q.ToTime, Tags: q.Tags,
-		Query: q.Q, SortBy: q.SortBy, SortDesc: q.SortOrder == "desc", Page: q.storePage(),
-	})
+	rows, total, err := s.deps.Alerts.ListAlerts(ctx, q.filter())
 	if err != nil {
 		return err
 	}
@@ -226,7 +262,10 @@ func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, a
 	d := alertDetail{alertSummary: toAlertSummary(a, det.Malice), RawPayload: a.RawPayload,
 		Indicators:       mapSlice(det.Indicators, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) }),
 		ContextDocuments: mapSlice(det.ContextDocuments, toContextDocumentResponse),
-		AgentFindings:    mapSlice(det.Findings, toFindingResponse)}
+		AgentFindings:    mapSlice(det.Findings, toFindingResponse), SeverityUnmapped: a.Normalized.SeverityUnmapped}
+	if src := a.Normalized.SourceSeverity; src != "" {
+		d.SourceSeverity = &src
+	}
 	if a.OriginalBody != nil {
 		b64 := base64.StdEncoding.EncodeToString(a.OriginalBody)
 		d.OriginalBody = &b64
@@ -264,12 +303,13 @@ type patchAlertRequest struct {
 	Tags                Optional[[]string] `json:"tags" maxItems:"50" maxLength:"100" doc:"Replaces the list (blank and repeated tags are dropped)."`
 	MaliceOverride      *string            `json:"malice_override" enum:"$malice"`
 	ResetMaliceOverride bool               `json:"reset_malice_override" doc:"true clears malice_override, its source and time. null is rejected."`
+	Assignee            *string            `json:"assignee" doc:"A person's handle (1..200 characters, trimmed; not \"none\"); \"\" unassigns; null leaves it."`
 }
 
 // patch is the request as the alerts service takes it (a null field leaves the value unchanged).
 func (r patchAlertRequest) patch() alerts.Patch {
 	p := alerts.Patch{Status: r.Status, Severity: r.Severity, CloseClassification: r.CloseClassification,
-		MaliceOverride: r.MaliceOverride, ResetMaliceOverride: r.ResetMaliceOverride}
+		MaliceOverride: r.MaliceOverride, ResetMaliceOverride: r.ResetMaliceOverride, Assignee: r.Assignee}
 	if r.Tags.Set && !r.Tags.Null {
 		p.Tags = &r.Tags.Value
 	}
@@ -309,6 +349,75 @@ func (s *Server) patchAlert(c *fiber.Ctx) error {
 		return err
 	}
 	return respondMeta(c, http.StatusOK, d, meta)
+}
+
+// Bulk.
+
+type bulkAlertsRequest struct {
+	AlertUUIDs []uuid.UUID `json:"alert_uuids" required:"true" minItems:"1" maxItems:"500"`
+	Patch      bulkPatch   `json:"patch" required:"true"`
+}
+
+type bulkPatch struct {
+	Status              *string  `json:"status" enum:"$alert_status"`
+	CloseClassification *string  `json:"close_classification" enum:"$close_classification"`
+	Severity            *string  `json:"severity" enum:"$severity"`
+	Assignee            *string  `json:"assignee" doc:"A handle; \"\" unassigns."`
+	TagsAdd             []string `json:"tags_add" maxItems:"50" doc:"Tags each alert gets (kept once)."`
+	TagsRemove          []string `json:"tags_remove" maxItems:"50" doc:"Tags removed from each alert."`
+	MaliceOverride      *string  `json:"malice_override" enum:"$malice"`
+}
+
+func (r bulkAlertsRequest) patch() alerts.Patch {
+	p := r.Patch
+	return alerts.Patch{Status: p.Status, CloseClassification: p.CloseClassification, Severity: p.Severity,
+		Assignee: p.Assignee, TagsAdd: p.TagsAdd, TagsRemove: p.TagsRemove, MaliceOverride: p.MaliceOverride}
+}
+
+// Validate checks the request as a whole (alerts.ValidateBulk) before any alert is touched.
+func (r bulkAlertsRequest) Validate() validate.Errors {
+	return alerts.ValidateBulk(r.AlertUUIDs, r.patch())
+}
+
+type bulkAlertsResponse struct {
+	Results   []bulkResult `json:"results"`
+	Succeeded int          `json:"succeeded"`
+	Failed    int          `json:"failed"`
+}
+
+type bulkResult struct {
+	AlertUUID uuid.UUID  `json:"alert_uuid"`
+	OK        bool       `json:"ok"`
+	Error     *bulkError `json:"error,omitempty"`
+}
+
+type bulkError struct {
+	Code    string                `json:"code"`
+	Message string                `json:"message"`
+	Detail  []validate.FieldError `json:"detail,omitempty" doc:"The refused fields (as a 422's detail), for VALIDATION_ERROR and INVALID_TRANSITION."`
+}
+
+func (s *Server) bulkAlerts(c *fiber.Ctx) error {
+	var req bulkAlertsRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	done, err := s.alertRules.Bulk(c.UserContext(), req.AlertUUIDs, req.patch(), principal(c).Actor(store.ActorAPI))
+	if err != nil {
+		return inBody(err)
+	}
+	out := bulkAlertsResponse{Results: make([]bulkResult, len(done.Items)), Succeeded: done.Succeeded, Failed: done.Failed}
+	for i, it := range done.Items {
+		out.Results[i] = bulkResult{AlertUUID: it.AlertUUID, OK: it.Err == nil}
+		if it.Err != nil {
+			item := errcode.ItemOf(it.Err, "Alert")
+			if item.Internal {
+				s.log.ErrorContext(c.UserContext(), "bulk alert change", "alert_uuid", it.AlertUUID, "error", it.Err)
+			}
+			out.Results[i].Error = &bulkError{Code: item.Code, Message: item.Message, Detail: item.Fields}
+		}
+	}
+	return respond(c, http.StatusOK, out)
 }
 
 func (s *Server) deleteAlert(c *fiber.Ctx) error {

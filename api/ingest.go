@@ -138,6 +138,9 @@ func (s *Server) commit(c *fiber.Ctx, src ingest.Source, raw []byte, loc []any) 
 		return s.ingestError(err, src.Plugin.Name(), raw, loc)
 	}
 	s.deps.Telemetry.IngestAcked(src.Plugin.Name(), out.Duplicate)
+	if out.SeverityUnmapped && !out.Duplicate {
+		s.deps.Telemetry.SeverityUnmapped(src.Plugin.Name())
+	}
 	resp := ingestResponse{AlertUUID: out.AlertUUID, Status: "queued", WorkflowID: out.WorkflowID}
 	if out.Duplicate {
 		resp.Status, resp.IsDuplicate, resp.DuplicateCount = "deduplicated", true, out.DuplicateCount

@@ -353,16 +353,18 @@ func TestIngest_SeverityOverrides(t *testing.T) {
 	ts := newAlertServer(t, func(c *Config, _ *Deps) { c.AlertDedupWindow = 0 })
 	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
 	key := mustKey(t, ts.Store, auth.ScopeAlertsWrite, auth.ScopeAlertsRead)
-	body := strings.Replace(string(fixture(t, "splunk_webhook.json")), `"urgency": "critical"`, `"urgency": "P1"`, 1)
-	require.Contains(t, body, `"P1"`)
+	body := strings.Replace(string(fixture(t, "splunk_webhook.json")), `"urgency": "critical"`, `"urgency": "Amber"`, 1)
+	require.Contains(t, body, `"Amber"`)
 	d := ingestData(t, ts.do(t, http.MethodPost, "/v1/ingest/splunk", key, body))
 	a := ts.do(t, http.MethodGet, "/v1/alerts/"+d["alert_uuid"].(string), key, nil).JSON(t)["data"].(map[string]any)
-	require.Equal(t, "Pending", a["severity"], "P1 is unknown to the default mapping")
+	require.Equal(t, "Pending", a["severity"], "Amber is unknown to the default mapping")
+	require.Equal(t, true, a["severity_unmapped"])
 
-	withIntegration(t, ts, admin, map[string]any{"source_name": "splunk", "auth_type": "none", "severity_mapping": map[string]any{"p1": "Critical"}})
+	withIntegration(t, ts, admin, map[string]any{"source_name": "splunk", "auth_type": "none", "severity_mapping": map[string]any{"amber": "Critical"}})
 	d = ingestData(t, ts.do(t, http.MethodPost, "/v1/ingest/splunk", key, body))
 	a = ts.do(t, http.MethodGet, "/v1/alerts/"+d["alert_uuid"].(string), key, nil).JSON(t)["data"].(map[string]any)
 	require.Equal(t, "Critical", a["severity"])
+	require.Equal(t, false, a["severity_unmapped"])
 }
 
 func TestCreateAlert_Envelope(t *testing.T) {

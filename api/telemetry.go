@@ -15,6 +15,8 @@ type Telemetry interface {
 	RateLimited(bucket string)
 	// IngestAcked counts one 202 of an ingest route.
 	IngestAcked(source string, duplicate bool)
+	// SeverityUnmapped counts one ingested alert whose severity value no mapping knows.
+	SeverityUnmapped(source string)
 }
 
 type noTelemetry struct{}
@@ -22,6 +24,7 @@ type noTelemetry struct{}
 func (noTelemetry) ObserveRequest(string, string, int, time.Duration) {}
 func (noTelemetry) RateLimited(string)                                {}
 func (noTelemetry) IngestAcked(string, bool)                          {}
+func (noTelemetry) SeverityUnmapped(string)                           {}
 
 // unmatchedRoute labels requests no route matched (404, 405, a body refused before routing), so a
 // scan of random paths cannot grow the metrics without bound.

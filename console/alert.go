@@ -287,6 +287,22 @@ func (c *Console) setStatus(ctx *fiber.Ctx) error {
 	return c.alertAction(ctx, id, err, "")
 }
 
+// assign sets the alert's assignee (PATCH's assignee): "Assign to me" posts to=me and takes the
+// signed-in key's name; otherwise the assignee field ("" unassigns).
+func (c *Console) assign(ctx *fiber.Ctx) error {
+	id, ok := formUUID(ctx)
+	if !ok {
+		return c.notFound(ctx, "alert")
+	}
+	w := whoOf(ctx)
+	who := ctx.FormValue("assignee")
+	if ctx.FormValue("to") == "me" {
+		who = w.p.Name
+	}
+	_, err := c.deps.Alerts.Patch(ctx.UserContext(), id, alerts.Patch{Assignee: &who}, w.p.Actor(store.ActorConsole))
+	return c.alertAction(ctx, id, err, "")
+}
+
 // setMalice sets or clears the analyst's malice override (PATCH's malice_override and
 // reset_malice_override).
 func (c *Console) setMalice(ctx *fiber.Ctx) error {

@@ -92,6 +92,7 @@ type Store interface {
 type AlertService interface {
 	Patch(ctx context.Context, id uuid.UUID, p alerts.Patch, actor store.Actor) (store.Alert, error)
 	AddFinding(ctx context.Context, alertID uuid.UUID, f alerts.NewFinding, actor store.Actor) (store.Finding, error)
+	Bulk(ctx context.Context, ids []uuid.UUID, p alerts.Patch, actor store.Actor) (alerts.Bulked, error)
 }
 
 // RunService starts workflow runs (responses.Service).
@@ -148,7 +149,7 @@ func New(deps Deps) *Console {
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
 		"sub": func(a, b int) int { return a - b }, "add": func(a, b int) int { return a + b }}
-	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit"} {
+	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit", "bulk"} {
 		files := []string{"templates/layout.html", "templates/" + name + ".html"}
 		if name == "alert" {
 			files = append(files, "templates/alert_notes.html") // comments and the timeline
@@ -176,7 +177,9 @@ func (c *Console) Register(r fiber.Router) {
 	g.Post("/logout", c.session, c.csrf, c.logout)
 	g.Get("/", c.session, c.need(auth.ScopeAlertsRead), c.queue)
 	g.Get("/alerts/:uuid", c.session, c.need(auth.ScopeAlertsRead), c.alert)
+	g.Post("/alerts/bulk", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.bulk)
 	g.Post("/alerts/:uuid/status", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setStatus)
+	g.Post("/alerts/:uuid/assign", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.assign)
 	g.Post("/alerts/:uuid/malice", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setMalice)
 	g.Post("/alerts/:uuid/findings", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addFinding)
 	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)

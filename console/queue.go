@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/store"
@@ -27,11 +28,17 @@ const formTime = "2006-01-02T15:04"
 // analyst typed them (to refill the form); Filter is what ListAlerts gets.
 type queueQuery struct {
 	Statuses, Severities, Enrichment []string
+	Malices, Closures                []string
 	Sources, Tags, Rule, From, To    string
 	Enriched, Text, Sort, Order      string
-	Page                             int
-	Filter                           store.AlertFilter
-	Ignored                          []string // filter values refused, named for the analyst
+	Assignee                         string // as typed: handles, comma-separated; "none" = unassigned
+	Indicator, IndicatorType         string // the indicator pivot (explicit, or recognised in the search box)
+	// Pivoted: the search box held an indicator value (kit/indicators inference), searched as
+	// one; TextOnly (text=1) searches it as text instead.
+	Pivoted, TextOnly bool
+	Page              int
+	Filter            store.AlertFilter
+	Ignored           []string // filter values refused, named for the analyst
 }
 
 // multi reads a repeated or comma-separated parameter.
@@ -87,6 +94,12 @@ func parseQueue(ctx *fiber.Ctx) queueQuery {
 	}
 	f.SourceNames, q.Sources = texts("source_name", "source", 100)
 	f.Tags, q.Tags = texts("tags", "tags", 100)
+	q.Malices = known(multi(ctx, "malice"), indicators.MaliceNames(), "malice", &q.Ignored)
+	q.Closures = known(multi(ctx, "close_classification"), store.CloseClassifications(), "close classification", &q.Ignored)
+	f.Malices, f.CloseClassifications = q.Malices, q.Closures
+	var handles []string
+	handles, q.Assignee = texts("assignee", "assignee", alerts.MaxAssigneeLength)
+	f.Assignees, f.Unassigned = alerts.AssigneeFilter(handles)
 	switch q.Enriched = ctx.Query("is_enriched"); q.Enriched {
 	case "true", "false":
 		b := q.Enriched == "true"
@@ -130,6 +143,25 @@ func parseQueue(ctx *fiber.Ctx) queueQuery {
 		q.Ignored = append(q.Ignored, "search")
 	}
 	f.Query = q.Text
+	q.TextOnly = ctx.Query("text") == "1"
+	q.Indicator, q.IndicatorType = strings.TrimSpace(ctx.Query("indicator")), strings.TrimSpace(ctx.Query("indicator_type"))
+	if q.Indicator == "" && q.Text != "" && !q.TextOnly {
+		// The search box pivots: an IP, domain, hash, URL or email finds the alerts carrying it.
+		if t, ok := indicators.Infer(q.Text); ok {
+			q.Indicator, q.IndicatorType, q.Pivoted = q.Text, string(t), true
+			f.Query = ""
+		}
+	}
+	if q.Indicator != "" {
+		keys, errs := alerts.IndicatorFilter(q.Indicator, q.IndicatorType)
+		if len(errs) > 0 {
+			q.Ignored = append(q.Ignored, "indicator")
+			q.Indicator, q.IndicatorType, q.Pivoted = "", "", false
+			f.Query = q.Text
+		} else {
+			f.Indicators, f.IndicatorFilter = keys, true
+		}
+	}
 	if q.Sort = ctx.Query("sort_by"); !slices.Contains(store.AlertSortFields(), q.Sort) {
 		if q.Sort != "" {
 			q.Ignored = append(q.Ignored, "sort")
@@ -168,6 +200,19 @@ func (q queueQuery) values(n int, sortBy, order string) url.Values {
 	add("from_time", q.From)
 	add("to_time", q.To)
 	add("q", q.Text)
+	add("malice", q.Malices...)
+	add("close_classification", q.Closures...)
+	add("assignee", q.Filter.Assignees...)
+	if q.Filter.Unassigned {
+		add("assignee", alerts.Unassigned)
+	}
+	if !q.Pivoted { // a pivot comes back from q itself
+		add("indicator", q.Indicator)
+		add("indicator_type", q.IndicatorType)
+	}
+	if q.TextOnly {
+		add("text", "1")
+	}
 	if sortBy != "occurred_at" || order != "desc" {
 		add("sort_by", sortBy)
 		add("sort_order", order)
@@ -188,7 +233,7 @@ func (q queueQuery) link(n int, sortBy, order string) string {
 type queueRow struct {
 	UUID                                              uuid.UUID
 	Title, Severity, Status, Malice, Source, Occurred string
-	Enrichment                                        string
+	Enrichment, Assignee                              string
 	Tags                                              []string
 }
 
@@ -217,7 +262,8 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 	for i, a := range rows {
 		out[i] = queueRow{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status,
 			Malice: string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])), Source: a.SourceName,
-			Occurred: a.OccurredAt.UTC().Format("2006-01-02 15:04"), Enrichment: a.EnrichmentStatus, Tags: a.Tags}
+			Occurred: a.OccurredAt.UTC().Format("2006-01-02 15:04"), Enrichment: a.EnrichmentStatus, Tags: a.Tags,
+			Assignee: deref(a.Assignee)}
 	}
 	pages := int(math.Ceil(float64(total) / queuePageSize))
 	headers := map[string]sortHeader{}
@@ -234,18 +280,26 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 		h.Link = q.link(1, field, order)
 		headers[field] = h
 	}
+	base := c.base(ctx, "Alerts", "")
 	data := struct {
 		page
 		Q                                           queueQuery
 		Statuses, Severities, Enrichments, SortKeys []string
+		MaliceLevels, Classifications               []string
 		Rows                                        []queueRow
 		Total, Pages, RefreshMS                     int
-		Prev, Next, Self                            string
+		Prev, Next, Self, Mine, TextLink            string
 		Sort                                        map[string]sortHeader
-	}{page: c.base(ctx, "Alerts", ""), Q: q, Statuses: store.AlertStatuses(), Severities: severity.Names(),
+	}{page: base, Q: q, Statuses: store.AlertStatuses(), Severities: severity.Names(),
 		Enrichments: store.EnrichmentStatuses(), SortKeys: store.AlertSortFields(), Rows: out, Total: total, Pages: pages,
+		MaliceLevels: indicators.MaliceNames(), Classifications: store.CloseClassifications(),
 		RefreshMS: int(c.deps.LiveRefresh.Milliseconds()),
-		Self:      q.link(q.Page, q.Sort, q.Order), Sort: headers}
+		Self:      q.link(q.Page, q.Sort, q.Order), Sort: headers, Mine: myAlertsLink(base.KeyName)}
+	if q.Pivoted {
+		tq := q
+		tq.Pivoted, tq.TextOnly, tq.Indicator, tq.IndicatorType = false, true, "", ""
+		data.TextLink = tq.link(1, q.Sort, q.Order)
+	}
 	if q.Page > 1 {
 		data.Prev = q.link(q.Page-1, q.Sort, q.Order)
 	}
@@ -257,4 +311,13 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 		return c.renderBlock(ctx, "queue", "rows", data)
 	}
 	return c.render(ctx, http.StatusOK, "queue", data)
+}
+
+// myAlertsLink is the one-click "My alerts" view: the queue filtered on the signed-in key's name,
+// the handle "Assign to me" writes ("" when that name cannot be an assignee).
+func myAlertsLink(name string) string {
+	if len(alerts.ValidateAssignee("assignee", name)) > 0 || strings.TrimSpace(name) == "" {
+		return ""
+	}
+	return "/console/?" + url.Values{"assignee": {strings.TrimSpace(name)}}.Encode()
 }

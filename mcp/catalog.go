@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/indicators"
@@ -32,7 +33,8 @@ func (s *Server) registerTools(srv *sdk.Server, who principalSource) {
 	alertsRead := []string{auth.ScopeAlertsRead}
 	s.addTool(srv, who, tool{name: "search_alerts", title: "Search alerts", scopes: alertsRead,
 		description: "Find security alerts. Use it first to see what is open, to find alerts by severity, status, source, " +
-			"tag, detection rule, time window or a title substring. Returns one page of alert summaries " +
+			"tag, detection rule, time window, assignee, computed malice, close classification, an indicator they carry " +
+			"(every alert with this IP, hash, domain, ...) or a title/description substring. Returns one page of alert summaries " +
 			"({data: [...], meta: {total, page, page_size, total_pages}}), newest occurred_at first by default; each " +
 			"summary has uuid, status, severity, computed malice and the alert's title/description/tags inside " +
 			"untrusted_content. Call get_alert with a uuid for indicators, rule, runbooks and findings. Needs alerts:read.",
@@ -46,7 +48,12 @@ func (s *Server) registerTools(srv *sdk.Server, who principalSource) {
 			{name: "from_time", kind: kindTime, doc: "occurred_at at or after this RFC 3339 time (with offset)."},
 			{name: "to_time", kind: kindTime, doc: "occurred_at at or before this RFC 3339 time (with offset)."},
 			{name: "tags", kind: kindStringList, max: 100, doc: "The alert has all of these tags."},
-			{name: "q", kind: kindString, max: 500, doc: "Case-insensitive substring of the title."},
+			{name: "q", kind: kindString, max: 500, doc: "Case-insensitive substring of the title or the description."},
+			{name: "assignee", kind: kindStringList, max: alerts.MaxAssigneeLength, doc: "Any of these assignee handles; \"none\" = unassigned."},
+			{name: "indicator", kind: kindString, max: indicators.MaxValueLen, doc: "Alerts linked to this indicator value (IP, domain, hash, URL, email, ...), normalized as ingest does; any type unless indicator_type is given."},
+			{name: "indicator_type", kind: kindString, enum: indicators.TypeNames(), doc: "Narrows indicator to one type."},
+			{name: "malice", kind: kindStringList, enum: indicators.MaliceNames(), doc: "Any of these computed malice levels (override, else worst indicator)."},
+			{name: "close_classification", kind: kindStringList, enum: store.CloseClassifications(), doc: "Any of these close classifications."},
 			{name: "sort_by", kind: kindString, enum: alertSortFields, def: "occurred_at", doc: "Sort field."},
 			{name: "sort_order", kind: kindString, enum: sortOrders, def: "desc", doc: "Sort direction."},
 		}, pageArgs()...),
@@ -119,11 +126,24 @@ func (s *Server) registerTools(srv *sdk.Server, who principalSource) {
 
 func (s *Server) searchAlerts(ctx context.Context, a args) (any, error) {
 	page, size := a.integer("page"), a.integer("page_size")
-	rows, total, err := s.cfg.Alerts.ListAlerts(ctx, store.AlertFilter{Statuses: a.list("status"), Severities: a.list("severity"),
+	f := store.AlertFilter{Statuses: a.list("status"), Severities: a.list("severity"),
 		SourceNames: a.list("source_name"), EnrichmentStatuses: a.list("enrichment_status"), IsEnriched: a.boolPtr("is_enriched"),
 		DetectionRuleUUID: a.uuidPtr("detection_rule_uuid"), From: a.timePtr("from_time"), To: a.timePtr("to_time"),
-		Tags: a.list("tags"), Query: a.str("q"), SortBy: a.str("sort_by"), SortDesc: a.str("sort_order") == "desc",
-		Page: store.Page{Number: page, Size: size}})
+		Tags: a.list("tags"), Query: a.str("q"), Malices: a.list("malice"), CloseClassifications: a.list("close_classification"),
+		SortBy: a.str("sort_by"), SortDesc: a.str("sort_order") == "desc", Page: store.Page{Number: page, Size: size}}
+	f.Assignees, f.Unassigned = alerts.AssigneeFilter(a.list("assignee"))
+	if v := a.str("indicator"); v != "" {
+		keys, errs := alerts.IndicatorFilter(v, a.str("indicator_type"))
+		if len(errs) > 0 {
+			return nil, inArguments(errs, nil)
+		}
+		f.Indicators, f.IndicatorFilter = keys, true
+	} else if a.str("indicator_type") != "" {
+		var errs validate.Errors
+		errs.Add([]any{"arguments", "indicator_type"}, validate.TypeValue, "indicator_type narrows indicator: give indicator too.", a.str("indicator_type"))
+		return nil, errs
+	}
+	rows, total, err := s.cfg.Alerts.ListAlerts(ctx, f)
 	if err != nil {
 		return nil, err
 	}

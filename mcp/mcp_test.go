@@ -139,7 +139,7 @@ func requireToolError(t *testing.T, res *sdk.CallToolResult, body map[string]any
 var (
 	readTools = []string{"search_alerts", "get_alert", "search_detection_rules", "list_workflows", "get_workflow_run", "list_pending_approvals",
 		"list_alert_comments", "get_alert_timeline"}
-	writeTools = []string{"update_alert_status", "update_alert_malice", "post_alert_finding", "add_alert_indicators",
+	writeTools = []string{"assign_alert", "update_alert_status", "update_alert_malice", "post_alert_finding", "add_alert_indicators",
 		"update_indicator_malice", "enrich_indicator", "execute_workflow", "post_alert_comment"}
 	allTools = append(append([]string{}, readTools...), writeTools...)
 )
@@ -319,7 +319,7 @@ func TestScopeRefusals(t *testing.T) {
 	need := map[string]string{"search_alerts": auth.ScopeAlertsRead, "get_alert": auth.ScopeAlertsRead,
 		"search_detection_rules": auth.ScopeAlertsRead, "list_workflows": auth.ScopeWorkflowsRead,
 		"get_workflow_run": auth.ScopeWorkflowsRead, "list_pending_approvals": auth.ScopeApprovalsWrite,
-		"update_alert_status": auth.ScopeAlertsWrite, "update_alert_malice": auth.ScopeAlertsWrite, "post_alert_finding": auth.ScopeAlertsWrite,
+		"assign_alert": auth.ScopeAlertsWrite, "update_alert_status": auth.ScopeAlertsWrite, "update_alert_malice": auth.ScopeAlertsWrite, "post_alert_finding": auth.ScopeAlertsWrite,
 		"add_alert_indicators": auth.ScopeAlertsWrite, "update_indicator_malice": auth.ScopeAlertsWrite,
 		"enrich_indicator": auth.ScopeEnrichmentsRead, "execute_workflow": auth.ScopeWorkflowsExecute,
 		"post_alert_comment": auth.ScopeAlertsWrite, "list_alert_comments": auth.ScopeAlertsRead, "get_alert_timeline": auth.ScopeAlertsRead}

@@ -38,6 +38,8 @@ const (
 	originTrigger       = "workflow_trigger" // reason given by the key that triggered a run
 	// originAgentRegistration: what an agents:write key wrote about its agent (name, description).
 	originAgentRegistration = "agent_registration"
+	// originAssignment: the assignee handle a key holder set on an alert.
+	originAssignment = "alert_assignment"
 )
 
 // freeTextValue reports an indicator value kept as given (account, url: indicators.IsFreeText): it
@@ -96,6 +98,9 @@ type alertView struct {
 	UpdatedAt            time.Time  `json:"updated_at"`
 	// UntrustedContent: title, description, tags (and raw_payload in the detail).
 	UntrustedContent *untrusted `json:"untrusted_content"`
+	// Assignee is the owner's handle, free text a key holder wrote (null when unassigned).
+	Assignee   *untrusted `json:"assignee"`
+	AssignedAt *time.Time `json:"assigned_at"`
 }
 
 func toAlertView(a store.Alert, malice string, withPayload bool) alertView {
@@ -108,7 +113,16 @@ func toAlertView(a store.Alert, malice string, withPayload bool) alertView {
 		EnrichedAt: utc(a.EnrichedAt), CloseClassification: a.CloseClassification, AcknowledgedAt: utc(a.AcknowledgedAt),
 		TriagedAt: utc(a.TriagedAt), ClosedAt: utc(a.ClosedAt), DetectionRuleID: a.DetectionRuleID, DuplicateCount: a.DuplicateCount,
 		LastSeenAt: utc(a.LastSeenAt), MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
-		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(), UntrustedContent: wrapUntrusted(originAlertSource, content)}
+		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(), UntrustedContent: wrapUntrusted(originAlertSource, content),
+		Assignee: assigneeView(a.Assignee), AssignedAt: utc(a.AssignedAt)}
+}
+
+// assigneeView marks an assignee handle as untrusted (any alerts:write key may write one).
+func assigneeView(a *string) *untrusted {
+	if a == nil {
+		return nil
+	}
+	return wrapUntrusted(originAssignment, *a)
 }
 
 type alertDetailView struct {

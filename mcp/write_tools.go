@@ -64,6 +64,19 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 			patch := alerts.Patch{Status: a.strPtr("status"), CloseClassification: a.strPtr("close_classification")}
 			return s.patchAlert(ctx, id, patch, actor(ctx, p), nil)
 		}})
+	s.addTool(srv, who, tool{name: "assign_alert", title: "Assign an alert to a person", scopes: alertsWrite, writes: true,
+		description: "Set who owns an alert (a person's handle such as maria.ortiz, 1 to 200 characters), or \"\" to " +
+			"unassign it. Use it when you hand an alert to a person or a person asked you to take it off their queue; the " +
+			"change is recorded as alert_assigned {from, to} and agents hear it as alert.updated. Returns the alert as " +
+			"get_alert does. Needs alerts:write.",
+		args: []arg{
+			{name: "alert_uuid", kind: kindUUID, required: true, doc: "The alert's uuid."},
+			{name: "assignee", kind: kindString, required: true, max: alerts.MaxAssigneeLength, doc: "The handle; \"\" unassigns."},
+		},
+		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
+			who := a.str("assignee")
+			return s.patchAlert(ctx, *a.uuidPtr("alert_uuid"), alerts.Patch{Assignee: &who}, actor(ctx, p), nil)
+		}})
 	s.addTool(srv, who, tool{name: "update_alert_malice", title: "Override an alert's malice", scopes: alertsWrite, writes: true,
 		description: "Set the alert's verdict (Malicious, Suspicious, Benign, Pending) over the one computed from its " +
 			"indicators, or reset=true to go back to the computed one. An agent key's override is recorded as the agent's. " +

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
 // Alert is one alert (SEED-SPEC §2.1). Malice is not stored: it is computed at read time from the
@@ -42,6 +44,10 @@ type Alert struct {
 	MaliceOverride       *string          `bun:"malice_override"`
 	MaliceOverrideSource *string          `bun:"malice_override_source"`
 	MaliceOverrideAt     *time.Time       `bun:"malice_override_at"`
+	// Assignee is the handle of the person who owns the alert (nil: unassigned) and AssignedAt when
+	// it was set (API.md §13).
+	Assignee   *string    `bun:"assignee"`
+	AssignedAt *time.Time `bun:"assigned_at"`
 	// InputSanitized: hostile characters of the payload were replaced at ingest; OriginalBody holds
 	// the payload as received (nil otherwise).
 	InputSanitized bool      `bun:"input_sanitized"`
@@ -57,6 +63,9 @@ type NormalizedRecord struct {
 	RuleRef        *RuleReference  `json:"rule_ref,omitempty"` // nil: the payload names no rule
 	Indicators     []IndicatorPair `json:"indicators"`         // pass-1 candidates, not yet normalized
 	SourceSeverity string          `json:"source_severity,omitempty"`
+	// SeverityUnmapped: SourceSeverity is a value no severity mapping knows (the alert is Pending
+	// for that reason, not because the source gave none).
+	SeverityUnmapped bool `json:"severity_unmapped,omitempty"`
 }
 
 // RuleReference names the source system's detection rule.
@@ -151,10 +160,20 @@ type AlertFilter struct {
 	DetectionRuleUUID  *uuid.UUID
 	From, To           *time.Time // occurred_at bounds, inclusive
 	Tags               []string   // the alert has all of them
-	Query              string     // case-insensitive title substring
-	SortBy             string     // title, status, severity, source_name, occurred_at, created_at
-	SortDesc           bool
-	Page               Page
+	Query              string     // case-insensitive substring of the title or the description
+	// Assignees: any of these handles; Unassigned adds the alerts without one (API.md §13 "none").
+	Assignees  []string
+	Unassigned bool
+	// Indicators: the alert is linked to any of these (type, normalized value) pairs. IndicatorFilter
+	// set with no pair matches nothing (a value no type accepts).
+	Indicators      []IndicatorKey
+	IndicatorFilter bool
+	// Malices: the effective malice (override, else the worst linked indicator's) is any of these.
+	Malices              []string
+	CloseClassifications []string
+	SortBy               string // title, status, severity, source_name, occurred_at, created_at
+	SortDesc             bool
+	Page                 Page
 }
 
 // alertSortColumns maps the API's sort_by values to SQL. Severity sorts by rank, not by name.
@@ -204,7 +223,39 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 		q = q.Where("tags @> ?", pgdialectArray(f.Tags))
 	}
 	if f.Query != "" {
-		q = q.Where("lower(title) LIKE ? ESCAPE '\\'", "%"+escapeLike(strings.ToLower(f.Query))+"%")
+		pat := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
+		q = q.Where("(lower(title) LIKE ? ESCAPE '\\' OR lower(description) LIKE ? ESCAPE '\\')", pat, pat)
+	}
+	if len(f.Assignees) > 0 || f.Unassigned {
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			if len(f.Assignees) > 0 {
+				q = q.WhereOr("assignee IN (?)", bun.List(f.Assignees))
+			}
+			if f.Unassigned {
+				q = q.WhereOr("assignee IS NULL")
+			}
+			return q
+		})
+	}
+	if len(f.CloseClassifications) > 0 {
+		q = q.Where("close_classification IN (?)", bun.List(f.CloseClassifications))
+	}
+	if f.IndicatorFilter {
+		if len(f.Indicators) == 0 {
+			q = q.Where("false")
+		} else {
+			types, values := make([]string, len(f.Indicators)), make([]string, len(f.Indicators))
+			for i, k := range f.Indicators {
+				types[i], values[i] = k.Type, k.Value
+			}
+			q = q.Where(`uuid IN (SELECT ai.alert_uuid FROM alert_indicators AS ai
+				WHERE ai.indicator_uuid IN (SELECT i.uuid FROM indicators AS i
+					JOIN unnest(?::text[], ?::text[]) AS k (type, value) ON i.type = k.type AND i.value = k.value))`,
+				pgdialectArray(types), pgdialectArray(values))
+		}
+	}
+	if len(f.Malices) > 0 {
+		q = q.Where(maliceFilter(f.Malices))
 	}
 	col, ok := alertSortColumns[f.SortBy]
 	if !ok {
@@ -220,6 +271,50 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 		return nil, 0, fmt.Errorf("list alerts: %w", mapErr(err))
 	}
 	return out, int(total), nil
+}
+
+// maliceFilter is the SQL condition "the alert's effective malice is one of levels" (API.md §3: the
+// override, else the worst malice of the linked indicators, else Pending; indicators.AlertMalice is
+// the rule, and TestMaliceFilterAgreesWithAlertMalice holds this condition to it). The worst linked
+// malice is kept on the alert (indicator_malice, refreshIndicatorMalice), so the condition is one
+// indexed expression (alerts_effective_malice_idx).
+func maliceFilter(levels []string) string {
+	var names []string
+	for _, name := range levels {
+		if l, err := indicators.ParseMalice(name); err == nil { // the doors validate; an unknown level matches nothing
+			names = append(names, "'"+string(l)+"'")
+		}
+	}
+	if len(names) == 0 {
+		return "false"
+	}
+	return "coalesce(malice_override, indicator_malice, 'Pending') IN (" + strings.Join(names, ", ") + ")"
+}
+
+// refreshIndicatorMalice recomputes indicator_malice (the worst Benign < Suspicious < Malicious of
+// the linked indicators, NULL when none) of the alerts linked to any of the indicators, in tx, the
+// transaction that changed their links or malice. The alerts are locked in uuid order first, so two
+// transactions refreshing overlapping alerts cannot deadlock; only alerts whose value changes are
+// written.
+func refreshIndicatorMalice(ctx context.Context, tx bun.IDB, indicatorIDs []uuid.UUID) error {
+	if len(indicatorIDs) == 0 {
+		return nil
+	}
+	_, err := tx.NewRaw(`WITH locked AS (
+			SELECT uuid FROM alerts WHERE uuid IN (SELECT alert_uuid FROM alert_indicators WHERE indicator_uuid = ANY(?::uuid[]))
+			ORDER BY uuid FOR NO KEY UPDATE
+		), worst AS (
+			SELECT l.uuid, (SELECT (ARRAY['Benign', 'Suspicious', 'Malicious'])[max(array_position(ARRAY['Benign', 'Suspicious', 'Malicious'], i.malice))]
+				FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid
+				WHERE ai.alert_uuid = l.uuid) AS worst
+			FROM locked AS l
+		)
+		UPDATE alerts AS a SET indicator_malice = w.worst FROM worst AS w
+		WHERE a.uuid = w.uuid AND a.indicator_malice IS DISTINCT FROM w.worst`, pgdialectArray(indicatorIDs)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("refresh indicator malice of the alerts of %d indicators: %w", len(indicatorIDs), mapErr(err))
+	}
+	return nil
 }
 
 func escapeLike(s string) string {
@@ -253,12 +348,18 @@ func (s *Store) PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *Ale
 				return fmt.Errorf("update alert %s: %w", id, mapErr(err))
 			}
 		}
-		for i := range ch.Events {
-			e := ch.Events[i]
-			e.AlertUUID = &a.UUID
-			e.CreatedAt = now
-			if err := s.RecordActivity(ctx, tx, &e); err != nil {
-				return err
+		// The events in one statement (a bulk change runs this per alert).
+		if len(ch.Events) > 0 {
+			events := make([]ActivityEvent, len(ch.Events))
+			for i, e := range ch.Events {
+				e.UUID, e.AlertUUID, e.CreatedAt = uuid.New(), &a.UUID, now
+				if e.References == nil {
+					e.References = map[string]any{}
+				}
+				events[i] = e
+			}
+			if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
+				return fmt.Errorf("record %d activity events of alert %s: %w", len(events), id, mapErr(err))
 			}
 		}
 		if ch.Updated != nil {
@@ -407,7 +508,27 @@ func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID
 		return nil, 0, fmt.Errorf("link %d indicators to alert %s: %w", len(ids), alertID, mapErr(err))
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 && hasVerdict(inds) {
+		// Only this alert gained links: refresh it alone (its other alerts' links did not change).
+		if _, err := tx.NewRaw(`UPDATE alerts AS a SET indicator_malice = w.worst
+			FROM (SELECT (ARRAY['Benign', 'Suspicious', 'Malicious'])[max(array_position(ARRAY['Benign', 'Suspicious', 'Malicious'], i.malice))] AS worst
+				FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = ?0) AS w
+			WHERE a.uuid = ?0 AND a.indicator_malice IS DISTINCT FROM w.worst`, alertID).Exec(ctx); err != nil {
+			return nil, 0, fmt.Errorf("refresh indicator malice of alert %s: %w", alertID, mapErr(err))
+		}
+	}
 	return inds, int(n), nil
+}
+
+// hasVerdict reports whether any of inds is above Pending (only then can a new link change an
+// alert's worst indicator malice).
+func hasVerdict(inds []Indicator) bool {
+	for _, ind := range inds {
+		if indicators.MaliceLevel(ind.Malice).Rank() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // associateRule links the alert to its source rule, creating the stub when there is none. The rule

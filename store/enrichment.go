@@ -321,7 +321,7 @@ func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds [
 			return nil
 		}
 		var locked []Indicator
-		err := tx.NewSelect().Model(&locked).Column("uuid", "enrichment_results", "malice_overridden_at").
+		err := tx.NewSelect().Model(&locked).Column("uuid", "enrichment_results", "malice", "malice_overridden_at").
 			Where("uuid IN (?)", bun.List(ids)).OrderExpr("uuid").For("UPDATE").Scan(ctx)
 		if err != nil {
 			return fmt.Errorf("lock %d indicators: %w", len(ids), mapErr(err))
@@ -330,6 +330,7 @@ func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds [
 			return nil
 		}
 		uuids, merged, malices := make([]uuid.UUID, len(locked)), make([]string, len(locked)), make([]string, len(locked))
+		var changed []uuid.UUID // indicators whose malice this pass changes: their alerts' indicator_malice follows
 		for i, ind := range locked {
 			m := maps.Clone(ind.EnrichmentResults)
 			if m == nil {
@@ -341,6 +342,9 @@ func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds [
 				return fmt.Errorf("encode enrichment results of indicator %s: %w", ind.UUID, err)
 			}
 			uuids[i], merged[i], malices[i] = ind.UUID, string(raw), string(indicators.ResultsMalice(m))
+			if ind.MaliceOverriddenAt == nil && malices[i] != ind.Malice {
+				changed = append(changed, ind.UUID)
+			}
 		}
 		now := s.Now()
 		_, err = tx.NewRaw(`UPDATE indicators AS i SET enrichment_results = d.results::jsonb, is_enriched = true,
@@ -352,7 +356,7 @@ func (s *Store) RecordEnrichment(ctx context.Context, cache []CacheEntry, inds [
 		if err != nil {
 			return fmt.Errorf("update %d indicators: %w", len(uuids), mapErr(err))
 		}
-		return nil
+		return refreshIndicatorMalice(ctx, tx, changed)
 	})
 }
 

@@ -169,6 +169,11 @@ func (s *Store) SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *str
 		if _, err := tx.NewUpdate().Model(&ind).Column("malice", "malice_source", "malice_overridden_at", "updated_at").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("update indicator %s: %w", id, mapErr(err))
 		}
+		if before != ind.Malice {
+			if err := refreshIndicatorMalice(ctx, tx, []uuid.UUID{id}); err != nil {
+				return err
+			}
+		}
 		var prefix *string
 		if actorKeyPrefix != "" {
 			prefix = &actorKeyPrefix

@@ -2,12 +2,20 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
+	"time"
 
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/driver/pgdriver"
 	"github.com/uptrace/bun/migrate"
 )
+
+// migrationTimeout bounds one statement of a migration (the pool's requests get 5 s).
+const migrationTimeout = 30 * time.Minute
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -23,10 +31,19 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := ms.Discover(sub); err != nil {
 		return fmt.Errorf("discover migrations: %w", err)
 	}
-	m := migrate.NewMigrator(s.pool, ms, migrate.WithMarkAppliedOnSuccess(true))
+	// Migrations get a connection of their own without the pool's 5 s read timeout: building an index
+	// or backfilling a column over a large table takes longer than any request may.
+	db := s.pool
+	if s.dsn != "" {
+		db = bun.NewDB(sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(s.dsn), pgdriver.WithDialTimeout(5*time.Second),
+			pgdriver.WithReadTimeout(migrationTimeout), pgdriver.WithWriteTimeout(migrationTimeout))), pgdialect.New())
+		defer db.Close()
+		db.SetMaxOpenConns(2)
+	}
+	m := migrate.NewMigrator(db, ms, migrate.WithMarkAppliedOnSuccess(true))
 	// A session-level advisory lock serialises concurrent starts, including the creation of bun's own
 	// bookkeeping tables.
-	conn, err := s.pool.Conn(ctx)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migration connection: %w", err)
 	}

@@ -38,6 +38,7 @@ type Store struct {
 	freedWake *outboxWaker // a pipeline finished: FreedChannel
 	ingest    *prepared    // ingestSQL
 	timeline  *prepared    // timelineSQL
+	dsn       string       // for Migrate's own connection
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -60,7 +61,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	return &Store{pool: db, db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
 		freedWake: newOutboxWaker(db, FreedChannel), ingest: &prepared{query: ingestSQL},
-		timeline: &prepared{query: timelineSQL}}, nil
+		timeline: &prepared{query: timelineSQL}, dsn: dsn}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.

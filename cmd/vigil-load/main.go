@@ -59,7 +59,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|enriched|list|backlog|probe|seed|provider|agent-latency|pgbench-log [flags]")
+		return errors.New("usage: vigil-load ingest|enriched|list|backlog|probe|seed|seed-analyst|bulk|provider|agent-latency|pgbench-log [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -81,6 +81,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	path := fs.String("path", "/v1/alerts", "path requested by list (e.g. /v1/metrics/summary)")
 	encKey := fs.String("encryption-key", "", "probe: the stack's ENCRYPTION_KEY (its Temporal payload key is derived from it)")
 	payloadKeys := fs.String("payload-keys", "", "probe: the stack's TEMPORAL_PAYLOAD_KEYS (id:base64key,...), instead of -encryption-key")
+	links := fs.Int("links", 1_000_000, "indicator links in all (seed-analyst)")
+	rounds := fs.Int("rounds", 10, "bulk requests of 500 alerts, each followed by its undo (bulk)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -148,6 +150,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return probeRate(ctx, enc, *temporalAddr, *prefix, *n, codec)
 	case "seed":
 		return seed(ctx, enc, *dsn, *n, *runs)
+	case "seed-analyst":
+		return seedAnalyst(ctx, enc, *dsn, *links)
+	case "bulk":
+		return bulkBench(ctx, enc, *url, *key, *dsn, *rounds)
 	case "provider":
 		return provider(ctx, *addr)
 	case "agent-latency":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -151,6 +152,8 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 			Message   string `json:"message"`
 		} `json:"badKey"`
 		Finding, CloseWithoutClassification, Close, IllegalMove, ExecuteWithoutReason, Execute, BeforeRevoke toolOutcome
+		Assign, AssignOversized, AssignWrongType, AssignHostile, AddIndicator, SearchPivot, SearchUnassigned toolOutcome
+		SearchBadFilters, ReadOnlyAssign                                                                     toolOutcome
 		RevokeStatus                                                                                         int `json:"revokeStatus"`
 		AfterRevoke                                                                                          struct {
 			Refused bool   `json:"refused"`
@@ -159,7 +162,7 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &seen), stdout.String())
 	require.Equal(t, "vigil", seen.ServerName)
-	require.Equal(t, []string{"add_alert_indicators", "enrich_indicator", "execute_workflow", "get_alert", "get_alert_timeline",
+	require.Equal(t, []string{"add_alert_indicators", "assign_alert", "enrich_indicator", "execute_workflow", "get_alert", "get_alert_timeline",
 		"get_workflow_run", "list_alert_comments", "list_pending_approvals", "list_workflows", "post_alert_comment",
 		"post_alert_finding", "search_alerts", "search_detection_rules", "update_alert_malice", "update_alert_status",
 		"update_indicator_malice"}, seen.Tools)
@@ -198,6 +201,33 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	require.Equal(t, "mcp", actors["agent_finding_posted"])
 	require.Equal(t, "mcp", actors["alert_closed"])
 	// The transition rules.
+	// Ownership and the pivot (issue 29).
+	require.False(t, seen.Assign.IsError, "%v", seen.Assign.Structured)
+	assigned := seen.Assign.Structured["data"].(map[string]any)
+	require.Equal(t, "maria.ortiz", assigned["assignee"].(map[string]any)["data"], "the handle, marked untrusted")
+	require.Equal(t, "alert_assignment", assigned["assignee"].(map[string]any)["origin"])
+	require.NotNil(t, assigned["assigned_at"])
+	for name, o := range map[string]toolOutcome{"oversized": seen.AssignOversized, "wrong type": seen.AssignWrongType, "reserved": seen.AssignHostile} {
+		require.True(t, o.IsError, name)
+		require.Equal(t, []any{"arguments", "assignee"}, o.Structured["detail"].([]any)[0].(map[string]any)["loc"], name)
+	}
+	require.False(t, seen.AddIndicator.IsError, "%v", seen.AddIndicator.Structured)
+	require.False(t, seen.SearchPivot.IsError, "%v", seen.SearchPivot.Structured)
+	require.Equal(t, 1.0, seen.SearchPivot.Structured["meta"].(map[string]any)["total"])
+	require.Equal(t, alertUUID, seen.SearchPivot.Structured["data"].([]any)[0].(map[string]any)["uuid"])
+	require.Equal(t, 0.0, seen.SearchUnassigned.Structured["meta"].(map[string]any)["total"], "assigned: not in none")
+	require.True(t, seen.SearchBadFilters.IsError)
+	require.GreaterOrEqual(t, len(seen.SearchBadFilters.Structured["detail"].([]any)), 3, "%v", seen.SearchBadFilters.Structured)
+	require.True(t, seen.ReadOnlyAssign.IsError, "a read-only key cannot assign")
+	require.Equal(t, "FORBIDDEN", seen.ReadOnlyAssign.Structured["error"].(map[string]any)["code"], "%v", seen.ReadOnlyAssign.Structured)
+	require.Contains(t, fmt.Sprint(seen.ReadOnlyAssign.Structured), "alerts:write")
+	assignActors := map[string]string{}
+	_, trail := restJSON(t, http.MethodGet, api+"/v1/alerts/"+alertUUID+"/activity?event_type=alert_assigned", admin, nil)
+	for _, e := range trail["data"].([]any) {
+		assignActors[e.(map[string]any)["event_type"].(string)] = e.(map[string]any)["actor_type"].(string)
+	}
+	require.Equal(t, map[string]string{"alert_assigned": "mcp"}, assignActors)
+
 	require.True(t, seen.CloseWithoutClassification.IsError)
 	require.False(t, seen.Close.IsError, "%v", seen.Close.Structured)
 	require.Equal(t, "Closed", seen.Close.Structured["data"].(map[string]any)["status"])

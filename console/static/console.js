@@ -23,7 +23,8 @@
   var known = {};
   rows().forEach(function (r) { known[r.dataset.id] = 0; });
   function refresh() {
-    if (document.hidden) { return; }
+    // A selection in progress is not wiped by new rows.
+    if (document.hidden || table.querySelector("input.pick:checked")) { return; }
     var url = table.dataset.refresh + (table.dataset.refresh.indexOf("?") < 0 ? "?" : "&") + "partial=rows";
     fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
       if (res.redirected || !res.ok) { return null; }
@@ -54,6 +55,24 @@
   var total = document.getElementById("total");
   if (total) { total.parentNode.appendChild(live); }
   setInterval(refresh, parseInt(table.dataset.every, 10) || 10000);
+
+  // Multi-select: shift-click ticks the range from the last box clicked; the header box ticks the page.
+  function picks() { return Array.prototype.slice.call(table.querySelectorAll("input.pick")); }
+  var last = -1;
+  table.addEventListener("click", function (e) {
+    var box = e.target;
+    if (!box.classList || !box.classList.contains("pick")) { return; }
+    var all = picks(), i = all.indexOf(box);
+    if (e.shiftKey && last >= 0 && last < all.length) {
+      var a = Math.min(last, i), b = Math.max(last, i);
+      for (var j = a; j <= b; j++) { all[j].checked = box.checked; }
+    }
+    last = i;
+  });
+  var pickAll = document.getElementById("pick-all");
+  if (pickAll) {
+    pickAll.addEventListener("change", function () { picks().forEach(function (b) { b.checked = pickAll.checked; }); });
+  }
 
   document.addEventListener("keydown", function (e) {
     var tag = (e.target.tagName || "").toLowerCase();

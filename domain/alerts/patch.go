@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -19,6 +21,13 @@ const (
 	MaxTags      = 50
 	MaxTagLength = 100 // characters
 )
+
+// MaxAssigneeLength is the longest assignee handle, in characters (API.md §13).
+const MaxAssigneeLength = 200
+
+// Unassigned is the assignee filter value for "no assignee" (GET /v1/alerts?assignee=none), which
+// is why no one may be assigned the handle "none" (in any case).
+const Unassigned = "none"
 
 // Malice override sources: who set an alert's malice_override.
 const (
@@ -35,6 +44,11 @@ type Patch struct {
 	Tags                *[]string
 	MaliceOverride      *string
 	ResetMaliceOverride bool
+	// Assignee nil leaves the assignee; "" unassigns; a handle (trimmed) assigns (API.md §13).
+	Assignee *string
+	// TagsAdd and TagsRemove edit the tags (bulk changes, API.md §13): applied after Tags, adding
+	// the tags the alert lacks (at the end) and removing the others named.
+	TagsAdd, TagsRemove []string
 }
 
 // Validate checks the rules that do not need the stored alert. Locations are the field names.
@@ -59,22 +73,52 @@ func (p Patch) Validate() validate.Errors {
 	if p.ResetMaliceOverride && p.MaliceOverride != nil {
 		errs.Add([]any{"reset_malice_override"}, validate.TypeValue, "reset_malice_override cannot be combined with malice_override.", true)
 	}
-	if p.Tags != nil {
-		if n := len(*p.Tags); n > MaxTags {
-			errs.AddCtx([]any{"tags"}, validate.TypeTooLong, "List should have at most 50 item(s).", nil, map[string]any{"max_length": MaxTags})
+	tagList := func(loc string, tags []string) {
+		if n := len(tags); n > MaxTags {
+			errs.AddCtx([]any{loc}, validate.TypeTooLong, "List should have at most 50 item(s).", nil, map[string]any{"max_length": MaxTags})
 		}
-		for i, t := range *p.Tags {
+		for i, t := range tags {
 			if strings.TrimSpace(t) == "" {
-				errs.Add([]any{"tags", i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
+				errs.Add([]any{loc, i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
 			}
 			if strings.IndexByte(t, 0) >= 0 {
-				errs.Add([]any{"tags", i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+				errs.Add([]any{loc, i}, validate.TypeValue, "NUL characters are not accepted.", nil)
 			}
 			if n := len([]rune(t)); n > MaxTagLength {
-				errs.AddCtx([]any{"tags", i}, validate.TypeStringTooLong, "String should have at most 100 character(s).",
+				errs.AddCtx([]any{loc, i}, validate.TypeStringTooLong, "String should have at most 100 character(s).",
 					validate.Truncate(t), map[string]any{"max_length": MaxTagLength})
 			}
 		}
+	}
+	if p.Tags != nil {
+		tagList("tags", *p.Tags)
+	}
+	tagList("tags_add", p.TagsAdd)
+	tagList("tags_remove", p.TagsRemove)
+	if p.Assignee != nil {
+		errs = append(errs, ValidateAssignee("assignee", *p.Assignee)...)
+	}
+	return errs
+}
+
+// ValidateAssignee checks an assignee handle as PATCH takes it: "" (unassign) or 1..200 characters
+// once trimmed, without control characters (NUL included), and not the filter word "none".
+func ValidateAssignee(loc string, v string) validate.Errors {
+	var errs validate.Errors
+	t := strings.TrimSpace(v)
+	switch {
+	case v == "":
+	case t == "":
+		errs.Add([]any{loc}, validate.TypeStringTooShort, "An assignee must not be blank; send \"\" to unassign.", v)
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		errs.Add([]any{loc}, validate.TypeValue, "Control characters (NUL included) are not accepted.", nil)
+	case len([]rune(t)) > MaxAssigneeLength:
+		errs.AddCtx([]any{loc}, validate.TypeStringTooLong, "String should have at most 200 character(s).",
+			validate.Truncate(v), map[string]any{"max_length": MaxAssigneeLength})
+	case !utf8.ValidString(v):
+		errs.Add([]any{loc}, validate.TypeValue, "Invalid UTF-8.", nil)
+	case strings.EqualFold(t, Unassigned):
+		errs.Add([]any{loc}, validate.TypeValue, "\"none\" is reserved (the filter for unassigned alerts).", v)
 	}
 	return errs
 }
@@ -170,6 +214,37 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 			ch.Columns = append(ch.Columns, "tags")
 		}
 	}
+	if p.TagsAdd != nil || p.TagsRemove != nil {
+		tags := CleanTags(append(slices.Clone(a.Tags), CleanTags(p.TagsAdd)...))
+		tags = slices.DeleteFunc(tags, func(t string) bool { return slices.Contains(CleanTags(p.TagsRemove), t) })
+		if !slices.Equal(tags, CleanTags(a.Tags)) {
+			if len(tags) > MaxTags {
+				var errs validate.Errors
+				errs.AddCtx([]any{"tags_add"}, validate.TypeTooLong, "The alert would have more than 50 tags.", nil,
+					map[string]any{"max_length": MaxTags, "tags": len(tags)})
+				return ch, errs
+			}
+			event("alert_tags_updated", map[string]any{"from": a.Tags, "to": tags})
+			a.Tags = tags
+			ch.Columns = append(ch.Columns, "tags")
+		}
+	}
+	if p.Assignee != nil {
+		var to *string
+		if t := strings.TrimSpace(*p.Assignee); t != "" {
+			to = &t
+		}
+		if !equalPtr(a.Assignee, to) {
+			event("alert_assigned", map[string]any{"from": strOr(a.Assignee), "to": strOr(to)})
+			a.Assignee = to
+			if to == nil {
+				a.AssignedAt = nil
+			} else {
+				a.AssignedAt = &now
+			}
+			ch.Columns = append(ch.Columns, "assignee", "assigned_at")
+		}
+	}
 	switch {
 	case p.MaliceOverride != nil:
 		src := OverrideByAnalyst
@@ -191,7 +266,7 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 }
 
 // agentFacts are the facts of the alert.updated event a change raises (API.md §9: a change of
-// status, close classification, severity or malice; tags alone raise none): each change's activity
+// status, close classification, severity, malice or assignee (§13); tags alone raise none): each change's activity
 // event type and references, and who made it. nil when nothing agents hear of changed.
 func agentFacts(events []store.ActivityEvent, actor store.Actor) map[string]any {
 	var changes []map[string]any
@@ -217,6 +292,10 @@ func CleanTags(in []string) []string {
 		}
 	}
 	return out
+}
+
+func equalPtr(a, b *string) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func strOr(p *string) any {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/comments"
@@ -96,4 +97,37 @@ func unavailable(msg string) Fault {
 // NotFound is the NOT_FOUND fault naming what was not found ("Alert" → "Alert not found.").
 func NotFound(what string) Fault {
 	return Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: what + " not found.", Subject: what}
+}
+
+// Item is one element's error inside an answer that succeeds as a whole (a bulk change's per-alert
+// result, API.md §13): its code and message, and the refused fields when the rule named them.
+// A refused status move is INVALID_TRANSITION (its field error has type invalid_transition), so a
+// caller can tell it from other validation failures without reading the fields.
+type Item struct {
+	Code, Message string
+	Fields        validate.Errors
+	Internal      bool // no rule names the error: the door logs it; Message is generic
+}
+
+// ItemOf answers err as an Item; subject names what a NOT_FOUND was ("Alert").
+func ItemOf(err error, subject string) Item {
+	f, ok := Of(err)
+	if !ok {
+		return Item{Code: "INTERNAL_ERROR", Message: "Internal error.", Internal: true}
+	}
+	it := Item{Code: f.Code, Message: f.Message, Fields: f.Fields}
+	if f.Code == "NOT_FOUND" && f.Subject == "" && subject != "" {
+		it.Message = subject + " not found."
+	}
+	if len(f.Fields) > 0 {
+		msgs := make([]string, len(f.Fields))
+		for i, fe := range f.Fields {
+			msgs[i] = fe.Msg
+			if fe.Type == "invalid_transition" {
+				it.Code = "INVALID_TRANSITION"
+			}
+		}
+		it.Message = strings.Join(msgs, " ")
+	}
+	return it
 }

@@ -180,6 +180,9 @@ func (s *Service) Mappings(ctx context.Context, source string) ([]indicators.Map
 type Result struct {
 	store.IngestResult
 	WorkflowID string // the pipeline of the alert (the original's for a duplicate)
+	// SeverityUnmapped: the payload's severity was a value no mapping knows, so the alert is Pending
+	// (kept in normalized.source_severity and flagged normalized.severity_unmapped; docs/SOURCES.md).
+	SeverityUnmapped bool
 }
 
 // Decode decodes a payload (valid JSON) into an object, refusing anything else and NUL characters
@@ -255,7 +258,8 @@ func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor stor
 		}
 	}
 	res := indicators.Extract(n.Fields, nil, name, n.Indicators, pass2)
-	rec := store.NormalizedRecord{Fields: n.Fields, Indicators: make([]store.IndicatorPair, len(n.Indicators)), SourceSeverity: n.SourceSeverity}
+	rec := store.NormalizedRecord{Fields: n.Fields, Indicators: make([]store.IndicatorPair, len(n.Indicators)), SourceSeverity: n.SourceSeverity,
+		SeverityUnmapped: n.SeverityUnmapped}
 	if rec.Fields == nil {
 		rec.Fields = map[string]any{}
 	}
@@ -284,5 +288,5 @@ func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor stor
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{IngestResult: out, WorkflowID: ids.Alert(out.AlertUUID)}, nil
+	return Result{IngestResult: out, WorkflowID: ids.Alert(out.AlertUUID), SeverityUnmapped: n.SeverityUnmapped}, nil
 }

@@ -18,6 +18,7 @@ type API struct {
 	duration    *prometheus.HistogramVec
 	rateLimited *prometheus.CounterVec
 	ingestAcks  *prometheus.CounterVec
+	unmapped    *prometheus.CounterVec
 }
 
 // NewAPI registers the API's metrics on reg.
@@ -40,8 +41,12 @@ func NewAPI(reg prometheus.Registerer) *API {
 			Name: "vigil_ingest_acks_total",
 			Help: "Alerts acknowledged with 202 (committed with their outbox row), by source and outcome (queued or deduplicated).",
 		}, []string{"source", "outcome"}),
+		unmapped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_ingest_severity_unmapped_total",
+			Help: "Alerts ingested with a severity value no mapping knows (stored as Pending, the value kept in normalized.source_severity), by source.",
+		}, []string{"source"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.rateLimited, m.ingestAcks)
+	reg.MustRegister(m.requests, m.duration, m.rateLimited, m.ingestAcks, m.unmapped)
 	return m
 }
 
@@ -62,3 +67,6 @@ func (m *API) IngestAcked(source string, duplicate bool) {
 	}
 	m.ingestAcks.WithLabelValues(source, outcome).Inc()
 }
+
+// SeverityUnmapped counts one ingested alert whose severity value no mapping knows.
+func (m *API) SeverityUnmapped(source string) { m.unmapped.WithLabelValues(source).Inc() }

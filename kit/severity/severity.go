@@ -6,6 +6,8 @@ package severity
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Level is an alert severity.
@@ -59,4 +61,76 @@ func Parse(s string) (Level, error) {
 		return "", fmt.Errorf("%w: %q", ErrUnknown, s)
 	}
 	return l, nil
+}
+
+// FromWord maps a vendor's severity word onto a Level, case-insensitively and ignoring surrounding
+// space, "-", "_" and inner spaces ("Sev 1", "sev-1", "SEV_1" read as "sev1"). It knows the
+// levels' own names and the words SIEMs, EDRs, ticketing and paging tools use:
+//
+//	Critical       critical, crit, p1, sev1, s1, emergency, emerg, fatal, urgent, very high, veryhigh
+//	High           high, p2, sev2, s2, major, severe, important, error, err
+//	Medium         medium, med, moderate, p3, sev3, s3, warning, warn, elevated
+//	Low            low, p4, sev4, s4, minor
+//	Informational  informational, information, info, p5, sev5, s5, notice, notification, debug, none
+//
+// Bare numbers are not words: what "1" means depends on the vendor (Splunk 1 is informational, a
+// pager's 1 critical), so the source plugins read numbers (SplunkNumber, RiskScore). It reports
+// false for anything else, Pending included (a source saying "pending" has not decided).
+func FromWord(s string) (Level, bool) {
+	w := strings.ToLower(strings.TrimSpace(s))
+	w = strings.NewReplacer(" ", "", "-", "", "_", "").Replace(w)
+	switch w {
+	case "critical", "crit", "p1", "sev1", "s1", "emergency", "emerg", "fatal", "urgent", "veryhigh":
+		return Critical, true
+	case "high", "p2", "sev2", "s2", "major", "severe", "important", "error", "err":
+		return High, true
+	case "medium", "med", "moderate", "p3", "sev3", "s3", "warning", "warn", "elevated":
+		return Medium, true
+	case "low", "p4", "sev4", "s4", "minor":
+		return Low, true
+	case "informational", "information", "info", "p5", "sev5", "s5", "notice", "notification", "debug", "none":
+		return Informational, true
+	}
+	return "", false
+}
+
+// SplunkNumber maps Splunk's numeric alert severity: 1 Informational, 2 Low, 3 Medium, 4 High,
+// 5 Critical, and 6 (Splunk's "fatal", the top of alert.severity's 1-6 scale) Critical. Other text
+// and numbers report false.
+func SplunkNumber(s string) (Level, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return "", false
+	}
+	switch n {
+	case 1:
+		return Informational, true
+	case 2:
+		return Low, true
+	case 3:
+		return Medium, true
+	case 4:
+		return High, true
+	case 5, 6:
+		return Critical, true
+	}
+	return "", false
+}
+
+// RiskScore maps a 0-100 risk score (Elastic's rule risk_score, and the same scale elsewhere):
+// 0-21 Low, 22-47 Medium, 48-73 High, 74-100 Critical (Elastic's own bands). Outside 0..100 or NaN
+// reports false.
+func RiskScore(score float64) (Level, bool) {
+	switch {
+	case score < 0 || score > 100 || score != score: // NaN fails every comparison
+		return "", false
+	case score < 22:
+		return Low, true
+	case score < 48:
+		return Medium, true
+	case score < 74:
+		return High, true
+	default:
+		return Critical, true
+	}
 }

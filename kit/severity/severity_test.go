@@ -2,6 +2,8 @@ package severity
 
 import (
 	"errors"
+	"math"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +34,51 @@ func TestParseRejects(t *testing.T) {
 		}
 		if Level(s).Valid() || Level(s).Rank() != -1 {
 			t.Errorf("Level(%q) is valid", s)
+		}
+	}
+}
+
+func TestFromWord(t *testing.T) {
+	cases := map[string]Level{
+		"critical": Critical, "CRIT": Critical, "P1": Critical, "sev1": Critical, "Sev 1": Critical, "SEV-1": Critical,
+		"sev_1": Critical, "Emergency": Critical, "very high": Critical, " Critical ": Critical,
+		"High": High, "p2": High, "SEV2": High, "major": High, "Error": High,
+		"medium": Medium, "Med": Medium, "moderate": Medium, "P3": Medium, "warning": Medium,
+		"low": Low, "p4": Low, "Sev4": Low, "minor": Low,
+		"info": Informational, "Informational": Informational, "information": Informational, "p5": Informational, "notice": Informational,
+	}
+	for in, want := range cases {
+		got, ok := FromWord(in)
+		if !ok || got != want {
+			t.Errorf("FromWord(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "pending", "Pending", "1", "5", "sev9", "p0", "purple", "crit\x00", "hígh", strings.Repeat("a", 10000)} {
+		if got, ok := FromWord(in); ok {
+			t.Errorf("FromWord(%q) = %q, want unknown", in, got)
+		}
+	}
+}
+
+func TestSplunkNumberAndRiskScore(t *testing.T) {
+	for in, want := range map[string]Level{"1": Informational, "2": Low, " 3 ": Medium, "4": High, "5": Critical, "6": Critical} {
+		if got, ok := SplunkNumber(in); !ok || got != want {
+			t.Errorf("SplunkNumber(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"0", "7", "-1", "3.5", "high", "", "99999999999999999999"} {
+		if got, ok := SplunkNumber(in); ok {
+			t.Errorf("SplunkNumber(%q) = %q, want unknown", in, got)
+		}
+	}
+	for score, want := range map[float64]Level{0: Low, 21.9: Low, 22: Medium, 47: Medium, 48: High, 73: High, 74: Critical, 100: Critical} {
+		if got, ok := RiskScore(score); !ok || got != want {
+			t.Errorf("RiskScore(%v) = %q, %v; want %q", score, got, ok, want)
+		}
+	}
+	for _, score := range []float64{-0.1, 100.1, math.NaN(), math.Inf(1)} {
+		if _, ok := RiskScore(score); ok {
+			t.Errorf("RiskScore(%v) accepted", score)
 		}
 	}
 }

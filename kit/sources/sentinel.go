@@ -73,9 +73,9 @@ func (Sentinel) Normalize(payload map[string]any) (Normalized, validate.Errors) 
 		Severity:    SeverityPending,
 	}
 	n.SourceSeverity = optString(base, "properties.severity")
-	// Sentinel's own levels map directly; anything else (Critical included) stays Pending unless the
-	// integration's severity_mapping says otherwise.
-	if sev, ok := severityByName(n.SourceSeverity); ok && sev != SeverityCritical {
+	// Sentinel's own levels (Informational, Low, Medium, High) map directly, and so do the vendors'
+	// words (severity.FromWord): a "Critical" raised through an automation rule is Critical.
+	if sev, ok := severityByName(n.SourceSeverity); ok {
 		n.Severity = sev
 	}
 	var tags []string

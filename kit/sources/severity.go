@@ -1,9 +1,6 @@
 package sources
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/vigil-soc/vigil/kit/severity"
 )
 
@@ -21,59 +18,12 @@ const (
 	SeverityCritical      = severity.Critical
 )
 
-// severityByName maps a source's severity word to a Severity, case-insensitively, accepting the
-// common aliases "info" and "informational". It reports false for anything else.
-func severityByName(s string) (Severity, bool) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "informational", "info":
-		return SeverityInformational, true
-	case "low":
-		return SeverityLow, true
-	case "medium":
-		return SeverityMedium, true
-	case "high":
-		return SeverityHigh, true
-	case "critical":
-		return SeverityCritical, true
-	}
-	return "", false
-}
+// severityByName maps a source's severity word (severity.FromWord: the levels' names and the
+// vendors' words such as crit, p1, sev2, moderate, case-insensitively). It reports false otherwise.
+func severityByName(s string) (Severity, bool) { return severity.FromWord(s) }
 
-// severityByRiskScore maps Elastic's 0-100 risk score: 0-21 Low, 22-47 Medium, 48-73 High,
-// 74-100 Critical.
-func severityByRiskScore(score float64) (Severity, bool) {
-	switch {
-	case score < 0 || score > 100 || score != score: // NaN fails every comparison
-		return "", false
-	case score < 22:
-		return SeverityLow, true
-	case score < 48:
-		return SeverityMedium, true
-	case score < 74:
-		return SeverityHigh, true
-	default:
-		return SeverityCritical, true
-	}
-}
+// severityByRiskScore maps Elastic's 0-100 risk score (severity.RiskScore).
+func severityByRiskScore(score float64) (Severity, bool) { return severity.RiskScore(score) }
 
-// severityBySplunkNumber maps Splunk's 1-5 alert severity: 1 info, 2 low, 3 medium, 4 high,
-// 5 critical.
-func severityBySplunkNumber(s string) (Severity, bool) {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return "", false
-	}
-	switch n {
-	case 1:
-		return SeverityInformational, true
-	case 2:
-		return SeverityLow, true
-	case 3:
-		return SeverityMedium, true
-	case 4:
-		return SeverityHigh, true
-	case 5:
-		return SeverityCritical, true
-	}
-	return "", false
-}
+// severityBySplunkNumber maps Splunk's numeric severity (severity.SplunkNumber).
+func severityBySplunkNumber(s string) (Severity, bool) { return severity.SplunkNumber(s) }

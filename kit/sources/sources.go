@@ -68,11 +68,14 @@ type RuleRef struct {
 type Normalized struct {
 	Title          string
 	Severity       Severity
-	SourceSeverity string    // the source's own severity value as text ("" when absent); override key
-	OccurredAt     time.Time // UTC; zero when the payload has no usable timestamp (caller uses now)
-	Description    string
-	Tags           []string // never nil
-	RuleRef        *RuleRef // nil when the payload names no rule
+	SourceSeverity string // the source's own severity value as text ("" when absent); override key
+	// SeverityUnmapped: the source gave a severity (SourceSeverity) that neither the plugin nor the
+	// integration's severity_mapping knows, so Severity is Pending for that reason (Normalize sets it).
+	SeverityUnmapped bool
+	OccurredAt       time.Time // UTC; zero when the payload has no usable timestamp (caller uses now)
+	Description      string
+	Tags             []string // never nil
+	RuleRef          *RuleRef // nil when the payload names no rule
 	// Fields are the normalized fields pass 2 reads (indicators.Field* names). Each value is a string,
 	// or a []string when the payload had several values. Absent fields are not set.
 	Fields map[string]any
@@ -89,7 +92,10 @@ func Normalize(p Plugin, payload map[string]any, overrides map[string]string) (N
 	if len(errs) > 0 {
 		return n, errs
 	}
-	return ApplySeverityOverrides(n, overrides), nil
+	n = ApplySeverityOverrides(n, overrides)
+	src := strings.TrimSpace(n.SourceSeverity)
+	n.SeverityUnmapped = n.Severity == SeverityPending && src != "" && !strings.EqualFold(src, string(SeverityPending))
+	return n, nil
 }
 
 // ApplySeverityOverrides returns n with Severity replaced when n.SourceSeverity matches a key of

@@ -173,17 +173,34 @@ func TestSeverityOverrides(t *testing.T) {
 	n, _ = Normalize(Sentinel{}, payload, map[string]string{"Medium": "Severe"})
 	require.Equal(t, SeverityMedium, n.Severity, "an invalid override value is ignored")
 
-	// A value the default mapping does not know can be mapped by the integration.
+	// The vendors' words map by default (Splunk urgency P1 is Critical); the integration's mapping
+	// still wins.
 	splunk := decode(t, `{"search_name": "s", "result": {"urgency": "P1"}}`)
 	n, _ = Normalize(Splunk{}, splunk, nil)
-	require.Equal(t, SeverityPending, n.Severity)
+	require.Equal(t, SeverityCritical, n.Severity)
+	require.False(t, n.SeverityUnmapped)
 	n, _ = Normalize(Splunk{}, splunk, map[string]string{"p1": "High"})
 	require.Equal(t, SeverityHigh, n.Severity)
 
-	// Sentinel has no Critical level of its own: it stays Pending unless mapped.
+	// A value nothing knows stays Pending and is reported as unmapped, until the integration maps it.
+	odd := decode(t, `{"search_name": "s", "result": {"urgency": "Purple"}}`)
+	n, _ = Normalize(Splunk{}, odd, nil)
+	require.Equal(t, SeverityPending, n.Severity)
+	require.True(t, n.SeverityUnmapped)
+	require.Equal(t, "Purple", n.SourceSeverity)
+	n, _ = Normalize(Splunk{}, odd, map[string]string{"purple": "Medium"})
+	require.Equal(t, SeverityMedium, n.Severity)
+	require.False(t, n.SeverityUnmapped)
+	// "Pending" and no severity at all are not unmapped values.
+	n, _ = Normalize(Generic{}, decode(t, `{"title":"t","severity":"pending"}`), nil)
+	require.False(t, n.SeverityUnmapped)
+	n, _ = Normalize(Generic{}, decode(t, `{"title":"t"}`), nil)
+	require.False(t, n.SeverityUnmapped)
+
+	// A Sentinel "Critical" (set through an automation rule) is Critical (issue 29).
 	crit := decode(t, `{"properties": {"title": "t", "severity": "Critical"}}`)
 	n, _ = Normalize(Sentinel{}, crit, nil)
-	require.Equal(t, SeverityPending, n.Severity)
+	require.Equal(t, SeverityCritical, n.Severity)
 
 	// Validation errors pass through untouched.
 	_, errs = Normalize(Sentinel{}, map[string]any{}, map[string]string{"x": "High"})
@@ -214,7 +231,8 @@ func TestSeverityMappings(t *testing.T) {
 		{"sentinel high", Sentinel{}, `{"properties":{"title":"t","severity":"HIGH"}}`, SeverityHigh},
 		{"sentinel informational", Sentinel{}, `{"properties":{"title":"t","severity":"informational"}}`, SeverityInformational},
 		{"sentinel low", Sentinel{}, `{"properties":{"title":"t","severity":"Low"}}`, SeverityLow},
-		{"sentinel unknown", Sentinel{}, `{"properties":{"title":"t","severity":"Sev2"}}`, SeverityPending},
+		{"sentinel sev2", Sentinel{}, `{"properties":{"title":"t","severity":"Sev2"}}`, SeverityHigh},
+		{"sentinel unknown", Sentinel{}, `{"properties":{"title":"t","severity":"Ultraviolet"}}`, SeverityPending},
 		{"sentinel number", Sentinel{}, `{"properties":{"title":"t","severity":3}}`, SeverityPending},
 		{"sentinel absent", Sentinel{}, `{"properties":{"title":"t"}}`, SeverityPending},
 		{"elastic rule severity", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.severity":"critical"}`, SeverityCritical},
@@ -231,19 +249,25 @@ func TestSeverityMappings(t *testing.T) {
 		{"elastic risk 101", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":101}`, SeverityPending},
 		{"elastic risk negative", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":-1}`, SeverityPending},
 		{"elastic risk string", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.risk_score":"50"}`, SeverityHigh},
-		{"elastic unknown word falls back to score", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.severity":"severe","kibana.alert.rule.risk_score":90}`, SeverityCritical},
+		{"elastic unknown word falls back to score", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.severity":"bogus","kibana.alert.rule.risk_score":90}`, SeverityCritical},
+		{"elastic vendor word", Elastic{}, `{"kibana.alert.rule.name":"r","kibana.alert.rule.severity":"Moderate","kibana.alert.rule.risk_score":90}`, SeverityMedium},
 		{"elastic nothing", Elastic{}, `{"kibana.alert.rule.name":"r"}`, SeverityPending},
 		{"splunk urgency", Splunk{}, `{"search_name":"s","result":{"urgency":"High","severity":"low"}}`, SeverityHigh},
 		{"splunk severity", Splunk{}, `{"search_name":"s","result":{"severity":"informational"}}`, SeverityInformational},
 		{"splunk info", Splunk{}, `{"search_name":"s","result":{"severity":"info"}}`, SeverityInformational},
 		{"splunk numeric 1", Splunk{}, `{"search_name":"s","result":{"severity":"1"}}`, SeverityInformational},
 		{"splunk numeric 5 number", Splunk{}, `{"search_name":"s","result":{"severity":5}}`, SeverityCritical},
-		{"splunk numeric 6", Splunk{}, `{"search_name":"s","result":{"severity":"6"}}`, SeverityPending},
+		{"splunk numeric 6 (fatal)", Splunk{}, `{"search_name":"s","result":{"severity":"6"}}`, SeverityCritical},
+		{"splunk numeric 7", Splunk{}, `{"search_name":"s","result":{"severity":"7"}}`, SeverityPending},
+		{"splunk urgency p2", Splunk{}, `{"search_name":"s","result":{"urgency":"p2"}}`, SeverityHigh},
 		{"splunk numeric 3.5", Splunk{}, `{"search_name":"s","result":{"severity":3.5}}`, SeverityPending},
 		{"generic name", Generic{}, `{"title":"t","severity":"medium"}`, SeverityMedium},
 		{"generic exact", Generic{}, `{"title":"t","severity":"Informational"}`, SeverityInformational},
 		{"generic pending", Generic{}, `{"title":"t","severity":"Pending"}`, SeverityPending},
-		{"generic unknown", Generic{}, `{"title":"t","severity":"sev1"}`, SeverityPending},
+		{"generic sev1", Generic{}, `{"title":"t","severity":"sev1"}`, SeverityCritical},
+		{"generic SEV 3", Generic{}, `{"title":"t","severity":"SEV 3"}`, SeverityMedium},
+		{"generic crit", Generic{}, `{"title":"t","severity":"CRIT"}`, SeverityCritical},
+		{"generic unknown", Generic{}, `{"title":"t","severity":"sev9"}`, SeverityPending},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

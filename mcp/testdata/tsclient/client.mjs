@@ -41,6 +41,23 @@ const result = (r) => ({ isError: r.isError ?? false, structured: r.structuredCo
 out.finding = result(await client.callTool({ name: "post_alert_finding", arguments: {
   alert_uuid: alertUUID, agent_name: "ts-client", summary: "Seen by the TypeScript client.", confidence: "medium",
   evidence: { source: "mcp" } } }));
+// Ownership and the pivot filters (issue 29): assign, then find the alert by assignee, an indicator
+// written differently from how it was added, its computed malice and text of its description.
+out.assign = result(await client.callTool({ name: "assign_alert",
+  arguments: { alert_uuid: alertUUID, assignee: "maria.ortiz" } }));
+out.assignOversized = result(await client.callTool({ name: "assign_alert",
+  arguments: { alert_uuid: alertUUID, assignee: "x".repeat(201) } }));
+out.assignWrongType = result(await client.callTool({ name: "assign_alert",
+  arguments: { alert_uuid: alertUUID, assignee: 42 } }));
+out.assignHostile = result(await client.callTool({ name: "assign_alert",
+  arguments: { alert_uuid: alertUUID, assignee: "none" } }));
+out.addIndicator = result(await client.callTool({ name: "add_alert_indicators",
+  arguments: { alert_uuid: alertUUID, indicators: [{ value: "c2.lockbit-ts.example" }], enrich: false } }));
+out.searchPivot = result(await client.callTool({ name: "search_alerts", arguments: {
+  assignee: ["maria.ortiz"], indicator: " C2.LockBit-TS.example ", malice: ["Pending"], q: "previous instructions" } }));
+out.searchUnassigned = result(await client.callTool({ name: "search_alerts", arguments: { assignee: "none", q: title } }));
+out.searchBadFilters = result(await client.callTool({ name: "search_alerts", arguments: {
+  indicator: "a\u0000b", malice: ["Evil"], close_classification: ["Nope"], indicator_type: "bogus" } }));
 out.closeWithoutClassification = result(await client.callTool({ name: "update_alert_status",
   arguments: { alert_uuid: alertUUID, status: "Closed" } }));
 out.close = result(await client.callTool({ name: "update_alert_status",
@@ -56,6 +73,9 @@ await client.close();
 // A key revoked over REST is refused on its next MCP request (after the authenticator's 2 s cache).
 const revocable = await connect(process.env.VIGIL_REVOKE_KEY);
 out.beforeRevoke = result(await revocable.callTool({ name: "search_alerts", arguments: { page_size: 1 } }));
+// That key is read-only: it cannot assign.
+out.readOnlyAssign = result(await revocable.callTool({ name: "assign_alert",
+  arguments: { alert_uuid: alertUUID, assignee: "mallory" } }));
 const del = await fetch(`${process.env.VIGIL_API_URL}/v1/api-keys/${process.env.VIGIL_REVOKE_KEY_UUID}`, {
   method: "DELETE", headers: { Authorization: `Bearer ${process.env.VIGIL_ADMIN_KEY}` } });
 out.revokeStatus = del.status;
