@@ -68,7 +68,7 @@ type listAuditEventsQuery struct {
 	PageQuery
 	ResourceType   []string   `query:"resource_type" enum:"$audit_resource_type" doc:"Comma-separated; any of."`
 	Action         []string   `query:"action" enum:"$audit_action" doc:"Comma-separated; any of."`
-	ActorKeyPrefix string     `query:"actor_key_prefix" maxLength:"64" pattern:"^[A-Za-z0-9_]*$" doc:"Events by the key with this prefix."`
+	ActorKeyPrefix string     `query:"actor_key_prefix" maxLength:"64" pattern:"^[A-Za-z0-9_-]*$" doc:"Events by the key with this prefix."`
 	FromTime       *time.Time `query:"from_time" doc:"created_at ≥ this (RFC 3339 with offset)."`
 	ToTime         *time.Time `query:"to_time" doc:"created_at ≤ this (RFC 3339 with offset)."`
 }

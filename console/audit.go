@@ -26,7 +26,7 @@ type auditRow struct {
 
 type auditChangeRow struct{ Field, From, To string }
 
-var keyPrefixForm = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+var keyPrefixForm = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // parseFormTime reads a datetime-local field (UTC, as the console shows every time) or an RFC 3339
 // time; it returns the time and the field's value to show again, ok false when v is neither.
