@@ -42,8 +42,8 @@ type AlertPipelineInput struct {
 	// saves a history event, a visibility update and a database commit per alert. 2: as 1, and the
 	// first attempt of every provider step is a local activity (EnrichIndicatorsInput.LocalSteps), so
 	// a pipeline whose provider calls answer promptly runs in one workflow task. 3: as 2, with
-	// extraction, link and enrichment plan in one local activity (PipelinePrepare): an alert without
-	// provider calls takes two local activities (prepare, finish) instead of four.
+	// extraction, link and enrichment plan in one local activity (PipelinePrepare): two local
+	// activities fewer per alert (prepare, record, finish and the provider steps).
 	Version int `json:"version,omitempty"`
 }
 

@@ -207,9 +207,9 @@ func TestPipelineSearchAttributeNames(t *testing.T) {
 	require.Equal(t, []string{"VigilAlertUUID", "VigilSource", "VigilSeverity"}, workflows.PipelineSearchAttributeNames())
 }
 
-// Version 3: extraction, link and plan are one local activity; an alert without provider calls runs
+// Version 3: extraction, link and plan are one local activity; with nothing to enrich the run is
 // PipelinePrepare and PipelineFinish only.
-func TestAlertPipeline_V3_NoProviderCalls(t *testing.T) {
+func TestAlertPipeline_V3_NothingToEnrich(t *testing.T) {
 	require.Equal(t, 3, workflows.PipelineVersion)
 	m := pipelineEnv(t)
 	var a *activities.Activities
