@@ -20,8 +20,7 @@ type PipelineStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
-	AlertVerdictInputs(ctx context.Context, alertID uuid.UUID) (override *string, malices []string, err error)
-	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.ActivityEvent) (store.FinishedEnrichment, error)
+	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.FinishEvent) (store.FinishedEnrichment, error)
 }
 
 // Error types of the pipeline activities (non-retryable).
@@ -236,20 +235,22 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	if in.Status != store.EnrichmentEnriched && in.Status != store.EnrichmentFailed {
 		return PipelineFinishResult{}, sdktemporal.NewNonRetryableApplicationError("invalid enrichment status "+in.Status, ErrTypePipelineBadInput, nil)
 	}
-	override, malices, err := st.AlertVerdictInputs(ctx, id)
-	if err != nil {
-		return PipelineFinishResult{}, alertErr(id, err)
-	}
-	malice := string(indicators.AlertMalice(override, malices))
-	event := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{
-		"workflow_id": ids.Alert(id), "indicator_count": len(malices), "malice": malice,
-		"providers_succeeded": pipelineList(in.Succeeded), "providers_failed": pipelineList(in.Failed),
-	}}
-	if in.Status == store.EnrichmentFailed {
-		event.EventType = "alert_enrichment_failed"
-		if in.Error != "" {
-			event.References["error"] = pipelineTruncate(in.Error, 1000)
+	// The event is built from the verdict inputs the finish reads in its own transaction (one
+	// statement less per alert than reading them first, issue 26).
+	var malice string
+	event := func(override *string, malices []string) store.ActivityEvent {
+		malice = string(indicators.AlertMalice(override, malices))
+		ev := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{
+			"workflow_id": ids.Alert(id), "indicator_count": len(malices), "malice": malice,
+			"providers_succeeded": pipelineList(in.Succeeded), "providers_failed": pipelineList(in.Failed),
+		}}
+		if in.Status == store.EnrichmentFailed {
+			ev.EventType = "alert_enrichment_failed"
+			if in.Error != "" {
+				ev.References["error"] = pipelineTruncate(in.Error, 1000)
+			}
 		}
+		return ev
 	}
 	// Parked with the alert's finish: a failed provider's alerts are re-run once it answers again
 	// (temporal.CircuitHealer).

@@ -466,7 +466,11 @@ type FinishedEnrichment struct {
 // is_enriched, parks it for the providers that failed (circuits.go "Parking"), records event and raises
 // alert.enriched once per runID (a retried activity records nothing twice) and deletes the alert's
 // started outbox entries, in one transaction. It returns ErrNotFound when the alert is gone.
-func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event ActivityEvent) (FinishedEnrichment, error) {
+// FinishEvent builds a finish's activity event from the alert's verdict inputs (its malice override
+// and its indicators' malices, ordered by type and value), read in the finish's transaction.
+type FinishEvent func(override *string, malices []string) ActivityEvent
+
+func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event FinishEvent) (FinishedEnrichment, error) {
 	var freed int64
 	var fin FinishedEnrichment
 	if failed == nil {
@@ -503,17 +507,25 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		// rows would miss it and the entry would hold its place until the recheck. Locking the alert's
 		// entries first waits for such a claim; the delete, a statement of its own, then sees the
 		// entry started. A re-run asked for meanwhile (not started) still waits, to run after this one.
-		// The same statement asks whether this run's event is recorded already (a retried activity
-		// after its commit records nothing twice; its snapshot follows the alert's row lock above, so
-		// a concurrent attempt's commit is seen) and whether any agent subscribes to alert.enriched.
+		// The same statement reads the alert's verdict inputs (what event is built from), asks whether
+		// this run's event is recorded already (either finish event: a retried activity after its
+		// commit records nothing twice; its snapshot follows the alert's row lock above, so a
+		// concurrent attempt's commit is seen) and whether any agent subscribes to alert.enriched.
 		var locked int
 		var exists, subscribed bool
+		var override *string
+		var malices []string
 		if err := tx.NewRaw(`SELECT (SELECT count(*) FROM (SELECT id FROM alert_outbox WHERE alert_uuid = ?0 FOR UPDATE) AS l),
-				EXISTS (SELECT 1 FROM activity_events WHERE alert_uuid = ?0 AND event_type = ?1 AND "references"->>'run_id' = ?2),
-				`+strings.Replace(agentsSubscribedSQL, "?", "?3", 1),
-			alertID, event.EventType, runID, EventAlertEnriched).Scan(ctx, &locked, &exists, &subscribed); err != nil {
+				EXISTS (SELECT 1 FROM activity_events WHERE alert_uuid = ?0 AND event_type IN ('alert_enriched', 'alert_enrichment_failed')
+					AND "references"->>'run_id' = ?1),
+				`+strings.Replace(agentsSubscribedSQL, "?", "?2", 1)+`,
+				(SELECT malice_override FROM alerts WHERE uuid = ?0),
+				coalesce((SELECT array_agg(i.malice ORDER BY i.type, i.value) FROM alert_indicators AS ai
+					JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = ?0), '{}')`,
+			alertID, runID, EventAlertEnriched).Scan(ctx, &locked, &exists, &subscribed, &override, pgdialectArray(&malices)); err != nil {
 			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
 		}
+		ev := event(override, malices)
 		if locked > 0 {
 			res, err := tx.NewDelete().Table("alert_outbox").
 				Where("alert_uuid = ? AND (started_at IS NOT NULL OR kind = ?)", alertID, OutboxPipeline).Exec(ctx)
@@ -525,12 +537,12 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		if exists {
 			return nil
 		}
-		if event.References == nil {
-			event.References = map[string]any{}
+		if ev.References == nil {
+			ev.References = map[string]any{}
 		}
-		event.References["run_id"] = runID
-		event.AlertUUID = &alertID
-		if err := s.RecordActivity(ctx, tx, &event); err != nil {
+		ev.References["run_id"] = runID
+		ev.AlertUUID = &alertID
+		if err := s.RecordActivity(ctx, tx, &ev); err != nil {
 			return err
 		}
 		if !subscribed {

@@ -56,7 +56,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|enriched|list|backlog|probe|seed|provider|agent-latency|pgbench-log [flags]")
+		return errors.New("usage: vigil-load ingest|enriched|list|backlog|reruns|probe|seed|provider|agent-latency|pgbench-log [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -135,6 +135,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return enc.Encode(map[string]any{"list": res, "path": *path, "query": *query})
 	case "backlog":
 		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait)
+	case "reruns":
+		// POST /v1/alerts/{uuid}/enrich for n finished alerts of run -run at -rate per second.
+		if *runID == "" || *dsn == "" {
+			return errors.New("reruns: -run and -dsn are required")
+		}
+		return reruns(ctx, enc, *url, *key, *dsn, *runID, *n, *rate, *wait)
 	case "probe":
 		return probeRate(ctx, enc, *temporalAddr, *prefix, *n)
 	case "seed":
