@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
 )
 
 // CircuitPolicy says when a provider's circuit opens and how long it stays open.
