@@ -449,6 +449,7 @@ func TestDev_SIGKILLWhileABacklogDrains_WithAnAgent(t *testing.T) {
 	require.Less(t, killedAt, n, "the backlog drained before the kill; nothing was tested")
 
 	p = startDev(t, bin, work, env)
+	require.Len(t, childWorkers(t, p.cmd.Process.Pid), 1, "the restarted vigil dev runs its worker child")
 	require.Eventually(t, func() bool { return enriched() == n }, 5*time.Minute, 250*time.Millisecond, "alerts Enriched after the restart")
 	require.Eventually(t, func() bool { ids, _ := recv.perAlert(); return len(ids) >= n }, 3*time.Minute, 200*time.Millisecond,
 		"a delivery for every alert")
