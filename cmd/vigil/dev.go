@@ -86,12 +86,15 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		if err != nil {
 			return fmt.Errorf("temporal CLI: %w", err)
 		}
-		port := 7233
+		port, uiPort := 7233, 8233
 		if !portFree(port) {
 			port = 0
 		}
+		if !portFree(uiPort) { // another vigil dev (or Temporal) on this machine: a free port instead
+			uiPort = 0
+		}
 		ts, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{Binary: bin, DBFile: filepath.Join(dataDir, "temporal.db"),
-			UIPort: 8233, Port: port, Log: devstack.NewPrefixWriter(stderr, "temporal | "), Nice: devstack.BackgroundNice,
+			UIPort: uiPort, Port: port, Log: devstack.NewPrefixWriter(stderr, "temporal | "), Nice: devstack.BackgroundNice,
 			MetricsPort: dm.temporalPort})
 		if err != nil {
 			return fmt.Errorf("start temporal: %w", err)
