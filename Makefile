@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 WORKFLOWCHECK := bin/workflowcheck
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: dev test lint build bench bench-ingest temporal-cli tools clean
+.PHONY: dev test lint build bench bench-ingest bench-issue26 temporal-cli tools clean
 
 dev: $(TEMPORAL)
 	$(GO) run ./cmd/vigil dev
@@ -39,6 +39,10 @@ bench: $(TEMPORAL)
 # RATES="50 200" DURATION=20 CPU_ALERTS=1000 make bench-ingest (needs pgbench and psql).
 bench-ingest: $(TEMPORAL)
 	cmd/vigil-load/bench-ingest.sh
+
+# Every figure of issue 26's "What it must show" in one run, each beside its bound (cmd/vigil-load/issue26.sh).
+bench-issue26: $(TEMPORAL)
+	cmd/vigil-load/issue26.sh
 
 # The Temporal CLI (dev server) is installed pinned from source; the newest releases do not build from
 # the module proxy. About 3.5 minutes cold, cached afterwards.

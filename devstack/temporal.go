@@ -102,6 +102,9 @@ type TemporalOptions struct {
 	UICodecEndpoint string
 	// Nice > 0 runs the server as a background process (BackgroundCommand) at that CPU priority: `vigil dev` keeps it from taking the CPU the API's requests need.
 	Nice int
+	// MetricsPort, above 0, is where the server serves its own Prometheus metrics (GET /metrics on
+	// 127.0.0.1); 0 leaves the CLI's default (a random port nobody is told about).
+	MetricsPort int
 }
 
 // TemporalServer is a running `temporal server start-dev` process.
@@ -235,6 +238,9 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 	}
 	if opts.DBFile != "" {
 		args = append(args, "--db-filename", opts.DBFile)
+	}
+	if opts.MetricsPort > 0 {
+		args = append(args, "--metrics-port", strconv.Itoa(opts.MetricsPort))
 	}
 
 	stderr := NewTailBuffer(8 << 10)

@@ -76,7 +76,7 @@ func (s *Store) RaiseAgentEvent(ctx context.Context, e *AgentEvent) (bool, error
 func (s *Store) raiseAgentEvent(ctx context.Context, tx bun.IDB, e *AgentEvent, facts map[string]any) (bool, error) {
 	if e.TargetAgent == nil {
 		var subscribed bool
-		err := tx.NewRaw(`SELECT EXISTS (SELECT 1 FROM agents WHERE is_active AND events @> ARRAY[?]::text[])`, e.Event).Scan(ctx, &subscribed)
+		err := tx.NewRaw(`SELECT `+agentsSubscribedSQL, e.Event).Scan(ctx, &subscribed)
 		if err != nil {
 			return false, fmt.Errorf("agents subscribed to %s: %w", e.Event, mapErr(err))
 		}
@@ -84,6 +84,15 @@ func (s *Store) raiseAgentEvent(ctx context.Context, tx bun.IDB, e *AgentEvent, 
 			return false, nil
 		}
 	}
+	return s.raiseSubscribedAgentEvent(ctx, tx, e, facts)
+}
+
+// agentsSubscribedSQL is true when an active agent subscribes to the event named by its one argument.
+const agentsSubscribedSQL = `EXISTS (SELECT 1 FROM agents WHERE is_active AND events @> ARRAY[?]::text[])`
+
+// raiseSubscribedAgentEvent is raiseAgentEvent once the caller knows an agent subscribes (or the
+// event targets one): FinishEnrichment asks agentsSubscribedSQL in a statement it makes anyway.
+func (s *Store) raiseSubscribedAgentEvent(ctx context.Context, tx bun.IDB, e *AgentEvent, facts map[string]any) (bool, error) {
 	if facts != nil {
 		raw, err := json.Marshal(facts)
 		if err != nil {

@@ -584,34 +584,42 @@ type FinishedEnrichment struct {
 }
 
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
-// is_enriched, parks it for the providers that failed (parkEnrichment), records event and raises
+// is_enriched, parks it for the providers that failed (circuits.go "Parking"), records event and raises
 // alert.enriched once per runID (a retried activity records nothing twice) and deletes the alert's
 // started outbox entries, in one transaction. It returns ErrNotFound when the alert is gone.
-func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event ActivityEvent) (FinishedEnrichment, error) {
+// FinishEvent builds a finish's activity event from the alert's verdict inputs (its malice override
+// and its indicators' malices, ordered by type and value), read in the finish's transaction.
+type FinishEvent func(override *string, malices []string) ActivityEvent
+
+func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event FinishEvent) (FinishedEnrichment, error) {
 	var freed int64
 	var fin FinishedEnrichment
+	if failed == nil {
+		failed = []string{}
+	}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := s.Now()
 		fin = FinishedEnrichment{EnrichedAt: now}
-		// old is the row before this update (enriched_at NULL: never finished before).
-		err := tx.NewRaw(`WITH old AS (SELECT uuid, enriched_at FROM alerts WHERE uuid = ?3 FOR UPDATE)
+		// One statement: the alert marked (old is the row before the update: enriched_at NULL, never
+		// finished before) and parked for the providers that failed (circuits.go "Parking": a
+		// provider that answered this time unparks it); both park parts read old, so they run under
+		// the alert's row lock as the separate statement did. A finish costs three statements besides
+		// its event (issue 26: five before, and the BEGIN/COMMIT).
+		err := tx.NewRaw(`WITH old AS (SELECT uuid, enriched_at FROM alerts WHERE uuid = ?3 FOR UPDATE),
+			unparked AS (DELETE FROM enrichment_parked WHERE alert_uuid = (SELECT uuid FROM old) AND provider_name <> ALL (?4::text[]) RETURNING 1),
+			parked AS (INSERT INTO enrichment_parked AS p (provider_name, alert_uuid)
+				SELECT f, old.uuid FROM unnest(?4::text[]) AS f, old
+				ON CONFLICT (provider_name, alert_uuid) DO UPDATE SET
+					reruns = p.reruns + (p.rerun_at IS NOT NULL)::int, rerun_at = NULL, parked_at = now() RETURNING 1)
 			UPDATE alerts AS a SET enrichment_status = ?0, is_enriched = ?1, enriched_at = ?2, updated_at = ?2
 			FROM old WHERE a.uuid = old.uuid
 			RETURNING a.ingested_at, old.enriched_at IS NULL`,
-			status, status == EnrichmentEnriched, now, alertID).Scan(ctx, &fin.IngestedAt, &fin.First)
+			status, status == EnrichmentEnriched, now, alertID, pgdialectArray(failed)).Scan(ctx, &fin.IngestedAt, &fin.First)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, mapErr(err))
-		}
-		if err := parkEnrichment(ctx, tx, alertID, failed); err != nil {
-			return err
-		}
-		exists, err := tx.NewSelect().Model((*ActivityEvent)(nil)).
-			Where("alert_uuid = ? AND event_type = ? AND \"references\"->>'run_id' = ?", alertID, event.EventType, runID).Exists(ctx)
-		if err != nil {
-			return fmt.Errorf("look up %s event: %w", event.EventType, mapErr(err))
 		}
 		// The pipeline's outbox entries are done, freeing their places in flight: the started ones and
 		// every first-run entry. A run can end before the claim transaction that started it commits
@@ -620,27 +628,48 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		// rows would miss it and the entry would hold its place until the recheck. Locking the alert's
 		// entries first waits for such a claim; the delete, a statement of its own, then sees the
 		// entry started. A re-run asked for meanwhile (not started) still waits, to run after this one.
-		if _, err := tx.NewRaw(`SELECT id FROM alert_outbox WHERE alert_uuid = ? FOR UPDATE`, alertID).Exec(ctx); err != nil {
+		// The same statement reads the alert's verdict inputs (what event is built from), asks whether
+		// this run's event is recorded already (either finish event: a retried activity after its
+		// commit records nothing twice; its snapshot follows the alert's row lock above, so a
+		// concurrent attempt's commit is seen) and whether any agent subscribes to alert.enriched.
+		var locked int
+		var exists, subscribed bool
+		var override *string
+		var malices []string
+		if err := tx.NewRaw(`SELECT (SELECT count(*) FROM (SELECT id FROM alert_outbox WHERE alert_uuid = ?0 FOR UPDATE) AS l),
+				EXISTS (SELECT 1 FROM activity_events WHERE alert_uuid = ?0 AND event_type IN ('alert_enriched', 'alert_enrichment_failed')
+					AND "references"->>'run_id' = ?1),
+				`+strings.Replace(agentsSubscribedSQL, "?", "?2", 1)+`,
+				(SELECT malice_override FROM alerts WHERE uuid = ?0),
+				coalesce((SELECT array_agg(i.malice ORDER BY i.type, i.value) FROM alert_indicators AS ai
+					JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = ?0), '{}')`,
+			alertID, runID, EventAlertEnriched).Scan(ctx, &locked, &exists, &subscribed, &override, pgdialectArray(&malices)); err != nil {
 			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
 		}
-		res, err := tx.NewDelete().Table("alert_outbox").
-			Where("alert_uuid = ? AND (started_at IS NOT NULL OR kind = ?)", alertID, OutboxPipeline).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("delete outbox entries of alert %s: %w", alertID, mapErr(err))
+		ev := event(override, malices)
+		if locked > 0 {
+			res, err := tx.NewDelete().Table("alert_outbox").
+				Where("alert_uuid = ? AND (started_at IS NOT NULL OR kind = ?)", alertID, OutboxPipeline).Exec(ctx)
+			if err != nil {
+				return fmt.Errorf("delete outbox entries of alert %s: %w", alertID, mapErr(err))
+			}
+			freed, _ = res.RowsAffected()
 		}
-		freed, _ = res.RowsAffected()
 		if exists {
 			return nil
 		}
-		if event.References == nil {
-			event.References = map[string]any{}
+		if ev.References == nil {
+			ev.References = map[string]any{}
 		}
-		event.References["run_id"] = runID
-		event.AlertUUID = &alertID
-		if err := s.RecordActivity(ctx, tx, &event); err != nil {
+		ev.References["run_id"] = runID
+		ev.AlertUUID = &alertID
+		if err := s.RecordActivity(ctx, tx, &ev); err != nil {
 			return err
 		}
-		_, err = s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertEnriched, AlertUUID: &alertID},
+		if !subscribed {
+			return nil
+		}
+		_, err = s.raiseSubscribedAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertEnriched, AlertUUID: &alertID},
 			map[string]any{"enrichment_status": status, "temporal_run_id": runID})
 		return err
 	})

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/google/uuid"
-	"github.com/uptrace/bun"
 )
 
 // CircuitPolicy says when a provider's circuit opens and how long it stays open.
@@ -133,27 +130,10 @@ func (s *Store) Circuits(ctx context.Context) ([]Circuit, error) {
 	return out, nil
 }
 
-// parkEnrichment records which providers failed the alert's enrichment (the pipeline's finish step,
-// in FinishEnrichment's transaction): the alert is re-run once each answers again
-// (EnqueueParkedReruns). Providers no longer failing are unparked. Parking again after a queued
-// re-run counts that re-run. A deleted alert parks nothing.
-func parkEnrichment(ctx context.Context, db bun.IDB, alertID uuid.UUID, failed []string) error {
-	if failed == nil {
-		failed = []string{}
-	}
-	_, err := db.NewRaw(`WITH unparked AS (
-			DELETE FROM enrichment_parked WHERE alert_uuid = ?0 AND provider_name <> ALL (?1::text[]) RETURNING 1
-		)
-		INSERT INTO enrichment_parked AS p (provider_name, alert_uuid)
-		SELECT f, a.uuid FROM unnest(?1::text[]) AS f, alerts AS a WHERE a.uuid = ?0
-		ON CONFLICT (provider_name, alert_uuid) DO UPDATE SET
-			reruns = p.reruns + (p.rerun_at IS NOT NULL)::int, rerun_at = NULL, parked_at = now()`,
-		alertID, pgdialectArray(failed)).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("park enrichment of alert %s: %w", alertID, mapErr(err))
-	}
-	return nil
-}
+// Parking: FinishEnrichment records, in the statement that marks the alert, which providers failed
+// the alert's enrichment: the alert is re-run once each answers again (EnqueueParkedReruns).
+// Providers no longer failing are unparked. Parking again after a queued re-run counts that re-run.
+// A deleted alert parks nothing.
 
 // ParkedProviders lists the providers with alerts waiting for a re-run (not yet queued, fewer than
 // maxReruns failed re-runs).

@@ -94,9 +94,24 @@ func TestFinishEnrichment_ParksInItsTransaction(t *testing.T) {
 	prov := "park_" + uuid.NewString()[:8]
 	finish := func(alert uuid.UUID, failed ...string) error {
 		_, err := st.FinishEnrichment(ctx, alert, store.EnrichmentFailed, "run-"+uuid.NewString(), failed,
-			store.ActivityEvent{EventType: "alert_enrichment_failed", ActorType: store.ActorWorkflow})
+			func(*string, []string) store.ActivityEvent {
+				return store.ActivityEvent{EventType: "alert_enrichment_failed", ActorType: store.ActorWorkflow}
+			})
 		return err
 	}
+	// The event is built from the verdict inputs read in the finish's transaction.
+	var gotOverride *string
+	var gotMalices []string
+	_, err = st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil, func(o *string, m []string) store.ActivityEvent {
+		gotOverride, gotMalices = o, m
+		return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{"malices": m}}
+	})
+	require.NoError(t, err)
+	require.Nil(t, gotOverride)
+	require.Equal(t, []string{"Pending"}, gotMalices)
+	require.Equal(t, 1, countRows(t, st, `SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'
+		AND "references"->'malices' = '["Pending"]'::jsonb`, id))
+
 	require.NoError(t, finish(id, prov))
 	require.Equal(t, 1, countRows(t, st, "SELECT count(*) FROM enrichment_parked WHERE alert_uuid = ? AND provider_name = ?", id, prov))
 	require.NoError(t, finish(id), "a later success unparks")
@@ -120,7 +135,9 @@ func TestFinishEnrichment_ReportsTheFirstFinish(t *testing.T) {
 	a, err := st.GetAlert(ctx, id)
 	require.NoError(t, err)
 
-	ev := store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
+	ev := func(*string, []string) store.ActivityEvent {
+		return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
+	}
 	run := "run-" + uuid.NewString()
 	fin, err := st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, run, nil, ev)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ func registerPipeline(r Registrar, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.PipelineLink, activity.RegisterOptions{})
 	r.RegisterActivityWithOptions(acts.PipelineRule, activity.RegisterOptions{})
 	r.RegisterActivityWithOptions(acts.PipelineFinish, activity.RegisterOptions{})
+	r.RegisterActivityWithOptions(acts.PipelinePrepare, activity.RegisterOptions{})
 	// The first attempt of each provider step of a pipeline (version 2) is a local activity here.
 	r.RegisterActivityWithOptions(acts.EnrichStep, activity.RegisterOptions{})
 }

@@ -334,7 +334,7 @@ var ipSeq atomic.Int64
 // history there (workflows/testdata/alert_pipeline_v<PipelineVersion>_history.json feeds the replay
 // test):
 //
-//	go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=$PWD/workflows/testdata/alert_pipeline_v2_history.json
+//	go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=$PWD/workflows/testdata/alert_pipeline_v3_history.json
 var recordPipelineHistory = flag.String("record-pipeline-history", "", "write the first pipeline's Temporal history to this file")
 
 func TestPipeline_IngestToEnriched(t *testing.T) {

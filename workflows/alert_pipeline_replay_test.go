@@ -16,10 +16,12 @@ import (
 // provider steps as local activities: the whole run in one workflow task), the last two recorded with
 // `go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=...`; and version 2
 // with two steps falling back to activities (a failed and an overrun local attempt), recorded with
-// `go test ./temporal -run TestPipeline_LocalStepFallsBackToActivity -record-fallback-history=...`.
+// `go test ./temporal -run TestPipeline_LocalStepFallsBackToActivity -record-fallback-history=...`;
+// and version 3 (extraction, link and plan in one local activity, PipelinePrepare; recorded like
+// version 2).
 func TestAlertPipeline_Replay(t *testing.T) {
 	for _, name := range []string{"alert_pipeline_history.json", "alert_pipeline_v1_history.json", "alert_pipeline_v2_history.json",
-		"alert_pipeline_v2_fallback_history.json"} {
+		"alert_pipeline_v2_fallback_history.json", "alert_pipeline_v3_history.json"} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.AlertPipeline)

@@ -36,6 +36,7 @@ func pipelineEnv(t *testing.T) *pipelineMocks {
 	env.RegisterActivity(a.PipelineLink)
 	env.RegisterActivity(a.PipelineRule)
 	env.RegisterActivity(a.PipelineFinish)
+	env.RegisterActivity(a.PipelinePrepare)
 	env.RegisterActivity(a.EnrichPlan)
 	env.RegisterActivity(a.EnrichRecord)
 	env.OnActivity(a.PipelineLink, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PipelineLinkInput) (activities.PipelineLinkResult, error) {
@@ -61,9 +62,11 @@ func extraction(n int) activities.PipelineExtraction {
 		RuleRef: &store.RuleReference{SourceRuleID: "r-1"}}
 }
 
+// run runs version 2 (separate extract, link and plan steps), which replayed runs still take; version 3
+// (PipelinePrepare) has its own tests below.
 func run(t *testing.T, m *pipelineMocks) workflows.AlertPipelineResult {
 	t.Helper()
-	return runVersion(t, m, workflows.PipelineVersion)
+	return runVersion(t, m, 2)
 }
 
 func runVersion(t *testing.T, m *pipelineMocks, version int) workflows.AlertPipelineResult {
@@ -202,4 +205,72 @@ func TestAlertPipeline_TransientErrorsRetriedThenFail(t *testing.T) {
 
 func TestPipelineSearchAttributeNames(t *testing.T) {
 	require.Equal(t, []string{"VigilAlertUUID", "VigilSource", "VigilSeverity"}, workflows.PipelineSearchAttributeNames())
+}
+
+// Version 3: extraction, link and plan are one local activity; with nothing to enrich the run is
+// PipelinePrepare and PipelineFinish only.
+func TestAlertPipeline_V3_NothingToEnrich(t *testing.T) {
+	require.Equal(t, 3, workflows.PipelineVersion)
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	m.env.OnActivity(a.PipelinePrepare, mock.Anything, activities.PipelineInput{AlertUUID: pipeAlert}).Return(activities.PipelinePrepared{
+		Link: activities.PipelineLinkResult{IndicatorUUIDs: []string{"11111111-1111-1111-1111-111111111111"}, NewLinks: 1,
+			RuleUUID: "33333333-3333-3333-3333-333333333333"},
+		Plan: enrichment.Plan{Targets: []enrichment.Target{}}}, nil).Once()
+	res := runVersion(t, m, workflows.PipelineVersion)
+	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
+	require.Equal(t, 1, res.IndicatorCount)
+	require.Equal(t, "33333333-3333-3333-3333-333333333333", res.RuleUUID)
+	require.Equal(t, "Malicious", res.Malice)
+	require.Equal(t, store.EnrichmentEnriched, m.finished.Status)
+	for _, step := range []string{"PipelineExtract", "PipelineLink", "EnrichPlan", "EnrichRecord"} {
+		m.env.AssertNotCalled(t, step, mock.Anything, mock.Anything)
+	}
+}
+
+func TestAlertPipeline_V3_PlannedCallsRunAndRecord(t *testing.T) {
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	target := enrichment.Target{IndicatorUUID: "11111111-1111-1111-1111-111111111111", Type: "ip", Value: "45.33.32.156"}
+	// Every result already known (Done), no call: the record step still records them.
+	m.env.OnActivity(a.PipelinePrepare, mock.Anything, mock.Anything).Return(activities.PipelinePrepared{
+		Link: activities.PipelineLinkResult{IndicatorUUIDs: []string{target.IndicatorUUID}, NewLinks: 1},
+		Plan: enrichment.Plan{Targets: []enrichment.Target{target}, Done: []enrichment.Outcome{{Target: 0,
+			Result: enrichment.Answer{Provider: "p1", Status: store.EnrichSuccess}}}}}, nil).Once()
+	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.MatchedBy(func(in enrichment.RecordInput) bool { return len(in.Plan.Targets) == 1 })).
+		Return(enrichment.RecordResult{Outcomes: []enrichment.Outcome{{Target: 0, Result: enrichment.Answer{Provider: "p1", Status: store.EnrichSuccess}}}}, nil).Once()
+	res := runVersion(t, m, workflows.PipelineVersion)
+	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
+	require.Equal(t, []string{"p1"}, res.Succeeded)
+	require.Equal(t, []string{"p1"}, m.finished.Succeeded)
+	m.env.AssertNotCalled(t, "EnrichPlan", mock.Anything, mock.Anything)
+}
+
+func TestAlertPipeline_V3_PlanErrorMarksFailed(t *testing.T) {
+	m := pipelineEnv(t)
+	var a *activities.Activities
+	m.env.OnActivity(a.PipelinePrepare, mock.Anything, mock.Anything).Return(activities.PipelinePrepared{
+		Link:      activities.PipelineLinkResult{IndicatorUUIDs: []string{"11111111-1111-1111-1111-111111111111"}},
+		PlanError: "enrichment engine not configured"}, nil).Once()
+	res := runVersion(t, m, workflows.PipelineVersion)
+	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)
+	require.Contains(t, m.finished.Error, "not configured")
+}
+
+func TestAlertPipeline_V3_AlertGone(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	calls := 0
+	env.OnActivity(a.PipelinePrepare, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.PipelineInput) (activities.PipelinePrepared, error) {
+		calls++
+		return activities.PipelinePrepared{}, sdktemporal.NewNonRetryableApplicationError("alert not found", activities.ErrTypeAlertNotFound, nil)
+	})
+	env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert, Version: workflows.PipelineVersion})
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.AlertPipelineResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.True(t, res.Gone)
+	require.Equal(t, 1, calls)
+	env.AssertNotCalled(t, "PipelineFinish", mock.Anything, mock.Anything)
 }

@@ -58,15 +58,20 @@ type EnrichIndicatorsResult struct {
 // task of their own); each HTTP step is one activity on the step queue.
 func EnrichIndicators(ctx workflow.Context, in EnrichIndicatorsInput) (EnrichIndicatorsResult, error) {
 	var a *activities.Activities
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &sdktemporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumAttempts: 5, NonRetryableErrorTypes: []string{"EnrichNotConfigured", "EnrichBadInput"}},
-	})
+	lctx := workflow.WithLocalActivityOptions(ctx, enrichLocalOptions())
 	var plan enrichment.Plan
 	planIn := enrichment.PlanInput{IndicatorUUIDs: in.IndicatorUUIDs, AdHoc: in.AdHoc, Providers: in.Providers, Test: in.Test, SkipCache: in.SkipCache}
 	if err := workflow.ExecuteLocalActivity(lctx, a.EnrichPlan, planIn).Get(lctx, &plan); err != nil {
 		return EnrichIndicatorsResult{}, fmt.Errorf("enrichment plan: %w", err)
 	}
+	return enrichPlanned(ctx, in, plan)
+}
+
+// enrichPlanned runs the calls of plan (made by EnrichPlan for in, or by the alert pipeline's
+// PipelinePrepare from version 3) and records the results: EnrichIndicators after its plan step.
+func enrichPlanned(ctx workflow.Context, in EnrichIndicatorsInput, plan enrichment.Plan) (EnrichIndicatorsResult, error) {
+	var a *activities.Activities
+	lctx := workflow.WithLocalActivityOptions(ctx, enrichLocalOptions())
 	if len(plan.Targets) == 0 {
 		return EnrichIndicatorsResult{Targets: []enrichment.Target{}, Outcomes: []enrichment.Outcome{}}, nil
 	}
@@ -102,6 +107,14 @@ func EnrichIndicators(ctx workflow.Context, in EnrichIndicatorsInput) (EnrichInd
 	}
 	res.Outcomes = rec.Outcomes
 	return res, nil
+}
+
+// enrichLocalOptions are the options of the engine's plan and record local activities.
+func enrichLocalOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &sdktemporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumAttempts: 5, NonRetryableErrorTypes: []string{"EnrichNotConfigured", "EnrichBadInput"}},
+	}
 }
 
 // runProviderCall runs the steps of one planned call in order, honouring rate-limit slots and

@@ -54,6 +54,7 @@ print(json.dumps({"rate": float(rate), "achieved": round(a["achieved_rate"], 1),
   "ingest_p50": a["p50_ms"], "ingest_p99": a["p99_ms"], "ingest_max": a["max_ms"], "over_200ms": a["over_200ms"],
   "over_100ms_by_second": a.get("over_100ms_by_second", {}),
   "e2e_p50": round(e.get("p50_ms", 0), 1), "e2e_p99": round(e.get("p99_ms", 0), 1), "e2e_max": round(e.get("max_ms", 0), 1),
-  "enriched_per_s": round(e.get("enriched_per_second", 0), 1), "pending": e.get("pending")}))
+  "enriched_per_s": round(e.get("enriched_per_second", 0), 1), "pending": e.get("pending"),
+  "during_ingest_per_s": round(e.get("during_ingest_per_second", 0), 1), "drain_after_per_s": round(e.get("drain_per_second", 0), 1)}))
 PY
 done

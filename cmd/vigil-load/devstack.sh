@@ -5,6 +5,7 @@
 # PIDS, APID = vigil dev, WPID = its worker process, or vigil dev itself when the worker runs in it,
 # TPID = the Temporal server, PGPID = the cluster's postmaster), so bench.sh and cpu.sh run against it unchanged. Stop with: kill $APID
 #   VIGIL_BIN=/path/to/other/vigil cmd/vigil-load/devstack.sh   # compare another build
+#   DEVSTACK_WAIT=900 (seconds to wait for "Vigil is running"; default 300)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench-dev}
@@ -29,7 +30,7 @@ ln -s "$PWD/bin/temporal" "$BENCH_DIR/dev/bin/temporal"
     exec "$VIGIL_BIN" dev >"$BENCH_DIR/dev.out" 2>"$BENCH_DIR/dev.log"
 ) &
 APID=$!
-for _ in $(seq 600); do grep -q "Vigil is running" "$BENCH_DIR/dev.out" 2>/dev/null && break; sleep 0.5; done
+for _ in $(seq $((2 * ${DEVSTACK_WAIT:-300}))); do grep -q "Vigil is running" "$BENCH_DIR/dev.out" 2>/dev/null && break; sleep 0.5; done
 grep -q "Vigil is running" "$BENCH_DIR/dev.out" || { tail -n 20 "$BENCH_DIR/dev.log" "$BENCH_DIR/dev.out"; kill "$APID"; exit 1; }
 KEY=$(grep -o 'cai_[A-Za-z0-9_-]*' "$BENCH_DIR/dev.out" | head -1)
 # vigil dev prints the cluster's URL with its password masked; the password is in .vigil/postgres/password
@@ -56,6 +57,8 @@ KEY=$KEY
 DSN=$DSN
 LOAD=$BENCH_DIR/vigil-load
 PIDS="$APID $PPID_"
+PROVPID=$PPID_
+PROVIDER_ADDR=$PROVIDER_ADDR
 APID=$APID
 WPID=$WPID
 TPID=$TPID

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -73,6 +74,10 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	if getenv("MCP_ADDR") == "" {
 		cfg.MCPAddr = "127.0.0.1:8001"
 	}
+	dm, err := decideDevMetrics(&cfg, getenv)
+	if err != nil {
+		return err
+	}
 
 	uiURL := "(external Temporal server: see its own UI)"
 	if getenv("TEMPORAL_ADDRESS") == "" {
@@ -81,12 +86,16 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		if err != nil {
 			return fmt.Errorf("temporal CLI: %w", err)
 		}
-		port := 7233
+		port, uiPort := 7233, 8233
 		if !portFree(port) {
 			port = 0
 		}
+		if !portFree(uiPort) { // another vigil dev (or Temporal) on this machine: a free port instead
+			uiPort = 0
+		}
 		ts, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{Binary: bin, DBFile: filepath.Join(dataDir, "temporal.db"),
-			UIPort: 8233, Port: port, Log: devstack.NewPrefixWriter(stderr, "temporal | "), Nice: devstack.BackgroundNice,
+			UIPort: uiPort, Port: port, Log: devstack.NewPrefixWriter(stderr, "temporal | "), Nice: devstack.BackgroundNice,
+			MetricsPort: dm.temporalPort,
 			// The UI decodes payloads through Vigil's codec endpoint (API.md §16) on the API listener.
 			UICodecEndpoint: devCodecEndpoint(cfg.APIAddr)})
 		if err != nil {
@@ -123,7 +132,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	if err := tightenDevDir(dataDir, topMode); err != nil {
 		return err
 	}
-	pm, err := newProcessMetrics(cfg, log) // the api's; the worker child serves none (METRICS_ADDR cleared)
+	pm, err := newProcessMetrics(cfg, log) // the api's; the worker child and the dev server serve their own (dm)
 	if err != nil {
 		return err
 	}
@@ -154,7 +163,7 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		return pm.run(gctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
 	})
 	g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, mcpLn) })
-	g.Go(func() error { return runWorkerProcess(gctx, cfg, log, stderr) })
+	g.Go(func() error { return runWorkerProcess(gctx, cfg, dm.worker, log, stderr) })
 	g.Go(func() error {
 		probeCtx, cancel := context.WithTimeout(gctx, time.Minute)
 		defer cancel()
@@ -169,7 +178,11 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		fmt.Fprintf(&b, "  API          %s/v1/\n  API docs     %s/docs\n  Health       %s/health\n", base, base, base)
 		fmt.Fprintf(&b, "  MCP          http://%s/mcp (SSE: /sse; same API keys, docs/MCP.md)\n", mcpLn.Addr().String())
 		if pm.ln != nil {
-			fmt.Fprintf(&b, "  Metrics      http://%s%s (the api's)\n", pm.ln.Addr().String(), metrics.Path)
+			fmt.Fprintf(&b, "  Metrics      http://%s%s (api), http://%s%s (worker)", pm.ln.Addr().String(), metrics.Path, dm.worker, metrics.Path)
+			if getenv("TEMPORAL_ADDRESS") == "" {
+				fmt.Fprintf(&b, ", http://127.0.0.1:%d%s (temporal)", dm.temporalPort, metrics.Path)
+			}
+			fmt.Fprintln(&b)
 		}
 		fmt.Fprintf(&b, "  Temporal UI  %s (workflow %s shows the worker is live)\n  Postgres     %s%s\n", uiURL, id, redactDSN(cfg.DatabaseURL), pgNote)
 		if adminKey != "" {
@@ -185,6 +198,61 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 	return ignoreCanceled(err)
 }
 
+// devMetricsPort is the default METRICS_ADDR port of `vigil dev` (the api's); the worker child's is
+// the next one and the Temporal dev server's the one after.
+const devMetricsPort = 9464
+
+// devMetrics are the /metrics listeners of vigil dev's other processes.
+type devMetrics struct {
+	worker       string // the worker child's METRICS_ADDR
+	temporalPort int    // the Temporal dev server's --metrics-port (on 127.0.0.1)
+}
+
+// decideDevMetrics gives each process of `vigil dev` its own /metrics listener (issue 26, item 3: the
+// freshness histograms are the worker's): METRICS_ADDR is the api's (default 127.0.0.1:9464 under
+// vigil dev), the worker child serves on its port + 1 and the Temporal dev server on port + 2, on the
+// same host. A port already taken, or METRICS_ADDR with port 0, takes a free port instead (the banner
+// prints the addresses used).
+func decideDevMetrics(cfg *config, getenv func(string) string) (devMetrics, error) {
+	if getenv("METRICS_ADDR") == "" {
+		cfg.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", devMetricsPort)
+		if !portFree(devMetricsPort) {
+			cfg.MetricsAddr = "127.0.0.1:0"
+		}
+	}
+	host, p, err := net.SplitHostPort(cfg.MetricsAddr)
+	if err != nil {
+		return devMetrics{}, fmt.Errorf("METRICS_ADDR %q: %w", cfg.MetricsAddr, err)
+	}
+	base, err := strconv.Atoi(p)
+	if err != nil || base < 0 || base > 65533 {
+		return devMetrics{}, fmt.Errorf("METRICS_ADDR %q: port must be 0..65533 under vigil dev (the worker takes the next one, Temporal the one after)", cfg.MetricsAddr)
+	}
+	next := func(host string, off int) (int, error) {
+		if base > 0 {
+			if ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(base+off))); err == nil {
+				ln.Close()
+				return base + off, nil
+			}
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("find a free metrics port on %q: %w", host, err)
+		}
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port, nil
+	}
+	wp, err := next(host, 1)
+	if err != nil {
+		return devMetrics{}, err
+	}
+	tp, err := next("127.0.0.1", 2)
+	if err != nil {
+		return devMetrics{}, err
+	}
+	return devMetrics{worker: net.JoinHostPort(host, strconv.Itoa(wp)), temporalPort: tp}, nil
+}
+
 // workerStopLimit bounds a worker child's graceful stop before it is killed.
 const workerStopLimit = 20 * time.Second
 
@@ -192,7 +260,7 @@ const workerStopLimit = 20 * time.Second
 // process's environment plus the settings `vigil dev` decided (database, Temporal, encryption key;
 // migrations are done already) until ctx ends, then stops it (SIGTERM, SIGKILL after 20 s). A worker
 // that exits by itself is an error: `vigil dev` stops.
-func runWorkerProcess(ctx context.Context, cfg config, log *slog.Logger, stderr io.Writer) error {
+func runWorkerProcess(ctx context.Context, cfg config, metricsAddr string, log *slog.Logger, stderr io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this binary to run the worker: %w", err)
@@ -200,7 +268,7 @@ func runWorkerProcess(ctx context.Context, cfg config, log *slog.Logger, stderr 
 	cmd := devstack.BackgroundCommand(devstack.BackgroundNice, self, "worker")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "TEMPORAL_ADDRESS="+cfg.TemporalAddress,
 		"ENCRYPTION_KEY="+cfg.EncryptionKey, "VIGIL_AUTO_MIGRATE=false",
-		"METRICS_ADDR=") // the dev process serves METRICS_ADDR itself; two listeners cannot share it
+		"METRICS_ADDR="+metricsAddr) // its own listener: the dev process serves METRICS_ADDR itself
 	out := devstack.NewPrefixWriter(stderr, "worker | ")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

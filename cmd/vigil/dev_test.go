@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,4 +310,229 @@ func TestDev_OwnClusterNeedsPassword(t *testing.T) {
 	require.True(t, p.cmd.ProcessState.Success(), p.output())
 	stopped = true
 	require.NotContains(t, p.output(), password)
+}
+
+// agentReceiver is a loopback webhook endpoint recording, per X-Vigil-Delivery id, the alert its
+// alert.enriched event names and how many requests carried the id.
+type agentReceiver struct {
+	URL      string
+	mu       sync.Mutex
+	alertOf  map[string]string // delivery id → data.alert.uuid
+	requests map[string]int    // delivery id → requests
+}
+
+func newAgentReceiver(t *testing.T) *agentReceiver {
+	t.Helper()
+	ar := &agentReceiver{alertOf: map[string]string{}, requests: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			Data struct {
+				Alert struct {
+					UUID string `json:"uuid"`
+				} `json:"alert"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		ar.mu.Lock()
+		id := r.Header.Get("X-Vigil-Delivery")
+		ar.requests[id]++
+		ar.alertOf[id] = ev.Data.Alert.UUID
+		ar.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	ar.URL = srv.URL
+	return ar
+}
+
+// perAlert returns, per alert, the distinct delivery ids received for it, and the most requests any
+// one delivery id got.
+func (ar *agentReceiver) perAlert() (ids map[string]int, most int) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ids = map[string]int{}
+	for id, a := range ar.alertOf {
+		ids[a]++
+		most = max(most, ar.requests[id])
+	}
+	return ids, most
+}
+
+// TestDev_SIGKILLWhileABacklogDrains_WithAnAgent (issue 26): `vigil dev` killed outright while a
+// backlog drains, with an agent subscribed to alert.enriched, then started again: every accepted
+// alert is Enriched exactly once and the agent receives exactly one delivery id per alert (an id
+// may arrive more than once — deliveries are at least once and the receiver de-duplicates on it).
+// It also checks that the worker child serves its own /metrics (issue 26 item 3), with the freshness
+// histograms, on the address the banner prints.
+func TestDev_SIGKILLWhileABacklogDrains_WithAnAgent(t *testing.T) {
+	dsn := testenv.DatabaseURL(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "vigil")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	work := filepath.Join(dir, "checkout")
+	require.NoError(t, os.MkdirAll(work, 0o755))
+	recv := newAgentReceiver(t)
+	addr := freeAddr(t)
+	env := append(os.Environ(), "DATABASE_URL="+dsn, "TEMPORAL_ADDRESS="+testenv.TemporalAddress(t),
+		"TEMPORAL_TASK_QUEUE_PREFIX="+testenv.TaskQueuePrefix(t)+"-devagent", "API_ADDR="+addr, "MCP_ADDR="+freeAddr(t),
+		"METRICS_ADDR=127.0.0.1:0", "SSRF_ALLOWED_HOSTS="+strings.TrimPrefix(recv.URL, "http://"),
+		"ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "DATABASE_MAX_CONNS=6", "RATE_LIMIT_DEFAULT_PER_MINUTE=1000000", "LOG_LEVEL=warn")
+	key, _ := createKey(t, envOf(map[string]string{"DATABASE_URL": dsn}), "--name", "dev-agent-test", "--scopes", "admin")
+	base := "http://" + addr
+	st, err := store.Open(context.Background(), dsn, store.Options{MaxOpenConns: 2})
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+
+	p := startDev(t, bin, work, env)
+	// The worker child's own /metrics, printed in the banner.
+	m := regexp.MustCompile(`Metrics +http://(\S+)/metrics \(api\), http://(\S+)/metrics \(worker\)`).FindStringSubmatch(p.output())
+	require.NotNil(t, m, "banner names the api's and the worker's metrics:\n%s", p.output())
+	require.NotEqual(t, m[1], m[2])
+	for _, c := range []struct{ addr, want string }{{m[1], "vigil_outbox_depth"}, {m[2], "vigil_alert_enrichment_lag_seconds"}} {
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://" + c.addr + "/metrics")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(resp.Body)
+			return resp.StatusCode == http.StatusOK && strings.Contains(b.String(), c.want)
+		}, 30*time.Second, 200*time.Millisecond, "%s serves %s", c.addr, c.want)
+	}
+
+	tag := "devagent-" + uuid.NewString()[:8]
+	code, resp, err := do(ctx, base, http.MethodPost, "/v1/agents", key, map[string]any{"name": "dev sigkill agent " + tag,
+		"endpoint_url": recv.URL + "/agent", "events": []string{"alert.enriched"}, "timeout_seconds": 5,
+		"trigger_filter": map[string]any{"match_all": []any{map[string]any{"field": "tags", "op": "contains", "value": tag}}}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, code, resp)
+	agent := resp["data"].(map[string]any)["uuid"].(string)
+	t.Cleanup(func() {
+		_, _ = st.DB().NewRaw(`DELETE FROM agents WHERE uuid = ?`, agent).Exec(context.Background())
+	})
+
+	// A backlog: 300 alerts as fast as 8 clients go (the pipeline is paused while they arrive).
+	const n = 300
+	accepted := make([]string, n)
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			payload := map[string]any{"title": fmt.Sprintf("%s %d", tag, i), "severity": "Medium", "tags": []string{tag},
+				"src_ip": fmt.Sprintf("198.18.%d.%d", i/250, 1+i%250)}
+			id, err := ingest(ctx, base, key, payload)
+			if err != nil {
+				t.Errorf("alert %d: %v", i, err)
+			}
+			accepted[i] = id
+		})
+	}
+	wg.Wait()
+	require.False(t, t.Failed())
+	enriched := func() int {
+		var c int
+		require.NoError(t, st.DB().NewRaw(`SELECT count(*) FROM alerts WHERE ? = ANY(tags) AND enrichment_status = 'Enriched'`, tag).Scan(ctx, &c))
+		return c
+	}
+	// Kill it outright once the drain is under way and not over.
+	require.Eventually(t, func() bool { return enriched() >= 20 }, 3*time.Minute, 20*time.Millisecond)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	<-p.exited
+	killedAt := enriched()
+	require.Less(t, killedAt, n, "the backlog drained before the kill; nothing was tested")
+
+	p = startDev(t, bin, work, env)
+	require.Len(t, childWorkers(t, p.cmd.Process.Pid), 1, "the restarted vigil dev runs its worker child")
+	require.Eventually(t, func() bool { return enriched() == n }, 5*time.Minute, 250*time.Millisecond, "alerts Enriched after the restart")
+	require.Eventually(t, func() bool { ids, _ := recv.perAlert(); return len(ids) >= n }, 3*time.Minute, 200*time.Millisecond,
+		"a delivery for every alert")
+	time.Sleep(2 * time.Second) // a second delivery id would come now
+	var events, dupLinks int
+	require.NoError(t, st.DB().NewRaw(`SELECT count(*) FROM activity_events WHERE alert_uuid = ANY (?::uuid[]) AND event_type = 'alert_enriched'`,
+		pgdialect.Array(accepted)).Scan(ctx, &events))
+	require.NoError(t, st.DB().NewRaw(`SELECT count(*) - count(DISTINCT (alert_uuid, indicator_uuid)) FROM alert_indicators WHERE alert_uuid = ANY (?::uuid[])`,
+		pgdialect.Array(accepted)).Scan(ctx, &dupLinks))
+	ids, most := recv.perAlert()
+	t.Logf("%d alerts, SIGKILLed at %d Enriched; %d alert_enriched events; %d alerts delivered, at most %d requests per delivery id",
+		n, killedAt, events, len(ids), most)
+	require.Equal(t, n, events, "each alert Enriched exactly once")
+	require.Zero(t, dupLinks)
+	require.Len(t, ids, n, "a delivery for every accepted alert, none for another")
+	for _, a := range accepted {
+		require.Equal(t, 1, ids[a], "delivery ids received for alert %s", a)
+	}
+	code, resp, err = do(ctx, base, http.MethodDelete, "/v1/agents/"+agent, key, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, code, resp)
+}
+
+// TestDecideDevMetrics: under vigil dev each process gets its own /metrics listener (issue 26 item 3).
+func TestDecideDevMetrics(t *testing.T) {
+	port := func(t *testing.T, addr string) int {
+		_, p, err := net.SplitHostPort(addr)
+		require.NoError(t, err)
+		n, err := strconv.Atoi(p)
+		require.NoError(t, err)
+		return n
+	}
+	t.Run("port 0: three free ports, all different", func(t *testing.T) {
+		cfg := config{MetricsAddr: "127.0.0.1:0"}
+		dm, err := decideDevMetrics(&cfg, envOf(map[string]string{"METRICS_ADDR": "127.0.0.1:0"}))
+		require.NoError(t, err)
+		require.Equal(t, "127.0.0.1:0", cfg.MetricsAddr)
+		require.NotZero(t, port(t, dm.worker))
+		require.NotZero(t, dm.temporalPort)
+		require.NotEqual(t, port(t, dm.worker), dm.temporalPort)
+	})
+	t.Run("a free base port: the next two", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		base := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if base > 65000 {
+			t.Skip("random port too close to the top")
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", base)
+		cfg := config{MetricsAddr: addr}
+		dm, err := decideDevMetrics(&cfg, envOf(map[string]string{"METRICS_ADDR": addr}))
+		require.NoError(t, err)
+		// The next ports may be taken by someone else on a shared machine: then a free one instead.
+		if w := port(t, dm.worker); w != base+1 {
+			require.NotZero(t, w)
+		}
+		require.NotEqual(t, port(t, dm.worker), dm.temporalPort)
+	})
+	t.Run("the worker's port taken: a free one instead", func(t *testing.T) {
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer taken.Close()
+		base := taken.Addr().(*net.TCPAddr).Port - 1
+		addr := fmt.Sprintf("127.0.0.1:%d", base)
+		cfg := config{MetricsAddr: addr}
+		dm, err := decideDevMetrics(&cfg, envOf(map[string]string{"METRICS_ADDR": addr}))
+		require.NoError(t, err)
+		require.NotEqual(t, base+1, port(t, dm.worker))
+		require.NotZero(t, port(t, dm.worker))
+	})
+	t.Run("default: 9464 when free, else a free port", func(t *testing.T) {
+		var cfg config
+		dm, err := decideDevMetrics(&cfg, envOf(nil))
+		require.NoError(t, err)
+		require.Contains(t, []string{"127.0.0.1:9464", "127.0.0.1:0"}, cfg.MetricsAddr)
+		require.NotZero(t, port(t, dm.worker))
+	})
+	for _, bad := range []string{"nonsense", "127.0.0.1:http", "127.0.0.1:65535", "127.0.0.1:-1", "[::1"} {
+		t.Run("bad "+bad, func(t *testing.T) {
+			cfg := config{MetricsAddr: bad}
+			_, err := decideDevMetrics(&cfg, envOf(map[string]string{"METRICS_ADDR": bad}))
+			require.Error(t, err)
+		})
+	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	ingestrules "github.com/vigil-soc/vigil/domain/ingest"
+	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -242,7 +244,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	acts := &activities.Activities{Log: log, Freshness: wm}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
-	acts.Pipeline = st
+	acts.Pipeline = pipelineStore{Store: st, mappings: ingestrules.NewMappingCache(st)}
 	wireWorkflowRunActivities(cfg, st, box, acts)
 	acts.AgentEvents = &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, cfg.PublicBaseURL),
 		Deliverer: newAgentService(cfg, st, box)}
@@ -343,4 +345,16 @@ type outboxStats struct{ st *store.Store }
 func (o outboxStats) OutboxStats(ctx context.Context) (metrics.OutboxStats, error) {
 	s, err := o.st.OutboxStats(ctx)
 	return metrics.OutboxStats(s), err
+}
+
+// pipelineStore is the pipeline activities' store with the indicator mappings read through
+// ingest.MappingCache (once per source and ingest.ConfigTTL, not once per alert).
+type pipelineStore struct {
+	*store.Store
+	mappings *ingestrules.MappingCache
+}
+
+// ActiveMappings returns the cached active mappings of sourceName.
+func (p pipelineStore) ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error) {
+	return p.mappings.ActiveMappings(ctx, sourceName)
 }

@@ -134,7 +134,7 @@ func (e *Engine) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 	// Providers whose circuit is open and not due for its half-open probe are not called at all
 	// (the provider test endpoint bypasses the breaker).
 	refused := map[string]bool{}
-	if !in.Test {
+	if !in.Test && len(providers) > 0 { // no provider active (issue 26's common case): no circuit to read
 		circuits, err := d.Store.Circuits(ctx)
 		if err != nil {
 			return Plan{}, fmt.Errorf("enrich plan: %w", err)
