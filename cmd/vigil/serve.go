@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/retention"
 	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -233,6 +234,16 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	wireWorkflowRunActivities(cfg, st, box, acts)
 	acts.AgentEvents = &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, cfg.PublicBaseURL),
 		Deliverer: newAgentService(cfg, st, box)}
+	ret, err := retention.New(st, cfg.Retention, retention.Options{Counter: wm})
+	if err != nil {
+		return err
+	}
+	acts.Retention = ret
+	// The hourly retention pass (docs/OPERATIONS.md "Retention"): every worker ensures the Schedule,
+	// which is idempotent, and its runs take this worker's retention settings.
+	if err := temporal.EnsureRetentionSchedule(ctx, tc, cfg.TaskQueuePrefix); err != nil {
+		return err
+	}
 	queues := temporal.NewQueues(cfg.TaskQueuePrefix)
 	// The outbox dispatcher runs beside the workers: ingested alerts reach their pipeline from here.
 	g, gctx := errgroup.WithContext(ctx)
