@@ -12,6 +12,12 @@ CREATE INDEX alerts_retention_raw_idx ON alerts (ingested_at)
 
 --bun:split
 
+-- alert_fingerprints references alerts ON DELETE CASCADE without an index on alert_uuid: each
+-- deleted alert would scan the whole table. Retention deletes alerts by the thousand.
+CREATE INDEX alert_fingerprints_alert_idx ON alert_fingerprints (alert_uuid);
+
+--bun:split
+
 CREATE TABLE retention_passes (
     pass_id            text PRIMARY KEY CHECK (char_length(pass_id) BETWEEN 1 AND 300),
     -- NULL: that kind is kept (its setting is 0).
