@@ -31,7 +31,7 @@ const DefaultAuditDays = 400
 // Default batch sizes: rows one transaction changes. An alert batch deletes each alert with its
 // links, findings, activity and events, so it is the smaller.
 const (
-	DefaultAlertBatch   = 200
+	DefaultAlertBatch   = 100
 	DefaultPayloadBatch = 1000
 	DefaultAuditBatch   = 1000
 )
@@ -142,13 +142,23 @@ func (s *Service) Pass(ctx context.Context, passID string) (store.RetentionPass,
 // Batch purges one batch of kind under the pass's cutoff, in one transaction, and returns what it
 // purged (empty: nothing of kind is left to purge, or the pass keeps kind).
 func (s *Service) Batch(ctx context.Context, pass store.RetentionPass, kind string) (map[string]int64, error) {
+	return s.batch(ctx, pass, kind, 0)
+}
+
+// batchSize is kind's batch size, divided by shrink (1 or more; 0 counts as 1), at least 1.
+func (s *Service) batchSize(kind string, shrink int) int {
+	n := map[string]int{KindRawPayloads: s.opts.PayloadBatch, KindAlerts: s.opts.AlertBatch, KindAuditEvents: s.opts.AuditBatch}[kind]
+	return max(1, n/max(1, shrink))
+}
+
+func (s *Service) batch(ctx context.Context, pass store.RetentionPass, kind string, shrink int) (map[string]int64, error) {
 	counts := map[string]int64{}
 	switch kind {
 	case KindRawPayloads:
 		if pass.RawPayloadCutoff == nil {
 			return counts, nil
 		}
-		n, err := s.st.ClearRawPayloadsBefore(ctx, pass.PassID, *pass.RawPayloadCutoff, s.opts.PayloadBatch)
+		n, err := s.st.ClearRawPayloadsBefore(ctx, pass.PassID, *pass.RawPayloadCutoff, s.batchSize(kind, shrink))
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +169,7 @@ func (s *Service) Batch(ctx context.Context, pass store.RetentionPass, kind stri
 		if pass.AlertCutoff == nil {
 			return counts, nil
 		}
-		c, err := s.st.PurgeClosedAlertsBefore(ctx, pass.PassID, *pass.AlertCutoff, s.opts.AlertBatch)
+		c, err := s.st.PurgeClosedAlertsBefore(ctx, pass.PassID, *pass.AlertCutoff, s.batchSize(kind, shrink))
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +178,7 @@ func (s *Service) Batch(ctx context.Context, pass store.RetentionPass, kind stri
 		if pass.AuditCutoff == nil {
 			return counts, nil
 		}
-		n, err := s.st.PurgeAuditEventsForPass(ctx, pass.PassID, *pass.AuditCutoff, s.opts.AuditBatch)
+		n, err := s.st.PurgeAuditEventsForPass(ctx, pass.PassID, *pass.AuditCutoff, s.batchSize(kind, shrink))
 		if err != nil {
 			return nil, err
 		}
@@ -186,19 +196,32 @@ func (s *Service) Batch(ctx context.Context, pass store.RetentionPass, kind stri
 	return counts, nil
 }
 
+// maxBatchFailures is how many failed batches in a row Purge absorbs (each retried at half the
+// size: a batch that timed out on a loaded database goes through smaller) before it gives up.
+const maxBatchFailures = 5
+
 // Purge runs batches of kind until none is left (done true), ctx ends, or budget has passed (done
-// false: call again). After each committed batch it calls progress with the batch's counts.
+// false: call again). After each committed batch it calls progress with the batch's counts. A
+// failed batch (rolled back whole) is retried at half the size, up to maxBatchFailures in a row;
+// the smaller size holds for the rest of the call.
 func (s *Service) Purge(ctx context.Context, pass store.RetentionPass, kind string, budget time.Duration,
 	progress func(batch map[string]int64)) (done bool, err error) {
 	deadline := time.Now().Add(budget)
+	shrink, failures := 1, 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		counts, err := s.Batch(ctx, pass, kind)
+		counts, err := s.batch(ctx, pass, kind, shrink)
 		if err != nil {
-			return false, err
+			failures++
+			if failures >= maxBatchFailures || ctx.Err() != nil {
+				return false, fmt.Errorf("retention %s: %d batches failed in a row: %w", kind, failures, err)
+			}
+			shrink *= 2
+			continue
 		}
+		failures = 0
 		if len(counts) == 0 {
 			return true, nil
 		}

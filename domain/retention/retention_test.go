@@ -131,7 +131,7 @@ func TestRetention_100kAlerts(t *testing.T) {
 		"enrichment_parked": n / 5, "alert_outbox": n / 7, "start_outbox": n / 10,
 		// exclusive link + shared link of A; B's shared links stay.
 		"alert_indicators": 2 * n,
-		"workflow_runs":     0, // kept
+		"workflow_runs":    0, // kept
 		// A's own indicators, and the shared ones only A linked (50..99).
 		"indicators": n + 50,
 	}
@@ -247,4 +247,46 @@ func TestRetention_SkipsLockedAlert(t *testing.T) {
 	got, err := svc.Batch(ctx, pass, retention.KindAlerts)
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// failingStore is the real store with the first fail alert batches refused (as a statement timeout
+// on a loaded database would), recording each batch's limit.
+type failingStore struct {
+	*store.Store
+	fail   int
+	limits []int
+}
+
+func (f *failingStore) PurgeClosedAlertsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (map[string]int64, error) {
+	f.limits = append(f.limits, limit)
+	if f.fail > 0 {
+		f.fail--
+		return nil, context.DeadlineExceeded
+	}
+	return f.Store.PurgeClosedAlertsBefore(ctx, passID, cutoff, limit)
+}
+
+// A batch that fails rolls back and is retried at half the size; too many failures in a row end the
+// call with the error (the activity is then retried by Temporal).
+func TestRetention_FailedBatchRetriedSmaller(t *testing.T) {
+	st := testenv.Store(t)
+	ctx := context.Background()
+	seed := testenv.RetentionSeed{Tag: "f" + uuid.NewString()[:8], PerGroup: 100, Now: time.Now().UTC()}
+	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	fs := &failingStore{Store: st, fail: 2}
+	svc, err := retention.New(fs, retention.Policy{AlertDays: 30}, retention.Options{AlertBatch: 40})
+	require.NoError(t, err)
+	pass, err := svc.Begin(ctx, "fail-"+seed.Tag)
+	require.NoError(t, err)
+	done, err := svc.Purge(ctx, pass, retention.KindAlerts, time.Minute, nil)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.Equal(t, []int{40, 20, 10}, fs.limits[:3])
+	integrity, err := testenv.CheckRetentionIntegrity(ctx, testenv.DatabaseURL(t), seed)
+	require.NoError(t, err)
+	require.Equal(t, testenv.RetentionIntegrity{}, integrity)
+
+	fs.fail = 100
+	_, err = svc.Purge(ctx, pass, retention.KindAlerts, time.Minute, nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
