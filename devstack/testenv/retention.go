@@ -22,8 +22,9 @@ import (
 //	D (3n+1..4n)  Open, ingested 1 day ago: kept whole
 //
 // Each alert has 2 activity events, 1 finding, 1 fingerprint and a link to its own indicator;
-// A and B alerts also 1 agent event (with a start-outbox entry every 10th) and 1 agent delivery, a
-// parked enrichment every 5th and an outbox entry every 7th; every A alert links a shared indicator
+// A and B alerts also 1 agent event (with a start-outbox entry every 10th, due in 100 days) and 1 agent delivery, a
+// parked enrichment every 5th (past its re-runs, so a running worker's circuit healer leaves it) and
+// an outbox entry every 7th (due in 100 days, so no dispatcher takes it); every A alert links a shared indicator
 // (shared-(i%100)), which even B alerts also link for shared-0..49 (shared-(i/2%50)) (those stay, 50..99 go); every
 // 10th A alert has a workflow run (kept: the record of an action taken).
 type RetentionSeed struct {
@@ -71,12 +72,12 @@ func SeedRetention(ctx context.Context, dsn string, s RetentionSeed) error {
 			'https://agent.example/hook', '\x00'::bytea)`,
 		params + `INSERT INTO agent_events (uuid, event, alert_uuid)
 			SELECT md5(tag || '-event-' || i)::uuid, 'alert.enriched', a FROM s WHERE g IN ('A', 'B')`,
-		params + `INSERT INTO start_outbox (kind, subject_uuid)
-			SELECT 'agent_event', md5(tag || '-event-' || i)::uuid FROM s WHERE g IN ('A', 'B') AND i % 10 = 0`,
+		params + `INSERT INTO start_outbox (kind, subject_uuid, not_before)
+			SELECT 'agent_event', md5(tag || '-event-' || i)::uuid, now + interval '100 days' FROM s WHERE g IN ('A', 'B') AND i % 10 = 0`,
 		params + `INSERT INTO agent_deliveries (delivery_uuid, agent_uuid, event, alert_uuid, attempt, status)
 			SELECT gen_random_uuid(), md5(tag || '-agent')::uuid, 'alert.enriched', a, 1, 'delivered' FROM s WHERE g IN ('A', 'B')`,
-		params + `INSERT INTO enrichment_parked (provider_name, alert_uuid)
-			SELECT 'seed', a FROM s WHERE g IN ('A', 'B') AND i % 5 = 0`,
+		params + `INSERT INTO enrichment_parked (provider_name, alert_uuid, reruns, rerun_at)
+			SELECT 'seed', a, 1000, now FROM s WHERE g IN ('A', 'B') AND i % 5 = 0`,
 		params + `INSERT INTO alert_outbox (alert_uuid, not_before)
 			SELECT a, now + interval '100 days' FROM s WHERE g IN ('A', 'B') AND i % 7 = 0`,
 		`INSERT INTO workflows (uuid, name, steps) VALUES (md5(? || '-wf')::uuid, ? || ' workflow', '[]'::jsonb)`,
