@@ -13,10 +13,11 @@ import (
 // Keys of a retention pass's counts (RetentionPass.Counts) besides the table names of
 // RetentionAlertTables: what one pass forgot, by kind.
 const (
-	RetentionRawPayloads = "raw_payloads" // alerts whose raw_payload (and original_body) were cleared
-	RetentionAlerts      = "alerts"       // closed alerts deleted
-	RetentionIndicators  = "indicators"   // indicators left linked to no alert by those deletions
-	RetentionAuditEvents = "audit_events" // audit events past AUDIT_RETENTION_DAYS
+	RetentionRawPayloads   = "raw_payloads"         // alerts whose raw_payload (and original_body) were cleared
+	RetentionEventPayloads = "agent_event_payloads" // agent events whose payload's copy of the raw payload was cleared
+	RetentionAlerts        = "alerts"               // closed alerts deleted
+	RetentionIndicators    = "indicators"           // indicators left linked to no alert by those deletions
+	RetentionAuditEvents   = "audit_events"         // audit events past AUDIT_RETENTION_DAYS
 )
 
 // RetentionPass is one retention pass (table retention_passes): the cutoffs chosen when it began
@@ -131,28 +132,44 @@ func addRetentionCounts(ctx context.Context, tx bun.Tx, passID string, counts ma
 }
 
 // ClearRawPayloadsBefore clears raw_payload and original_body of at most limit alerts ingested
-// before cutoff, in one short transaction that also counts them on the pass, and returns how many
-// it cleared (0: none is left). Alerts another transaction holds are skipped for a later batch.
-func (s *Store) ClearRawPayloadsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (int, error) {
-	var n int
+// before cutoff, and the copy of the raw payload in their agent events' payloads (data.alert
+// .raw_payload, built when the event's deliveries were planned), in one short transaction that also
+// counts them on the pass, and returns the counts (RetentionRawPayloads, RetentionEventPayloads;
+// empty: no alert is left to clear). Alerts another transaction holds are skipped for a later batch.
+func (s *Store) ClearRawPayloadsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (map[string]int64, error) {
+	counts := map[string]int64{}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewRaw(`UPDATE alerts SET raw_payload = NULL, original_body = NULL WHERE uuid IN (
-			SELECT uuid FROM alerts WHERE ingested_at < ? AND (raw_payload IS NOT NULL OR original_body IS NOT NULL)
-			ORDER BY ingested_at LIMIT ? FOR UPDATE SKIP LOCKED)`, cutoff, limit).Exec(ctx)
+		clear(counts)
+		var alerts, events int64
+		err := tx.NewRaw(`WITH cleared AS (
+				UPDATE alerts SET raw_payload = NULL, original_body = NULL WHERE uuid IN (
+					SELECT uuid FROM alerts WHERE ingested_at < ? AND (raw_payload IS NOT NULL OR original_body IS NOT NULL)
+					ORDER BY ingested_at LIMIT ? FOR UPDATE SKIP LOCKED)
+				RETURNING uuid
+			), events AS (
+				UPDATE agent_events SET payload = jsonb_set(payload, '{alert,raw_payload}', 'null'::jsonb)
+				WHERE alert_uuid IN (SELECT uuid FROM cleared)
+					AND jsonb_typeof(payload #> '{alert,raw_payload}') IS DISTINCT FROM 'null'
+					AND payload #> '{alert,raw_payload}' IS NOT NULL
+				RETURNING 1
+			)
+			SELECT (SELECT count(*) FROM cleared), (SELECT count(*) FROM events)`, cutoff, limit).Scan(ctx, &alerts, &events)
 		if err != nil {
 			return err
 		}
-		rows, _ := res.RowsAffected()
-		n = int(rows)
-		if n == 0 {
+		if alerts == 0 {
 			return nil
 		}
-		return addRetentionCounts(ctx, tx, passID, map[string]int64{RetentionRawPayloads: rows})
+		counts[RetentionRawPayloads] = alerts
+		if events > 0 {
+			counts[RetentionEventPayloads] = events
+		}
+		return addRetentionCounts(ctx, tx, passID, counts)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("clear raw payloads before %s: %w", cutoff.Format(time.RFC3339), mapErr(err))
+		return nil, fmt.Errorf("clear raw payloads before %s: %w", cutoff.Format(time.RFC3339), mapErr(err))
 	}
-	return n, nil
+	return counts, nil
 }
 
 // PurgeClosedAlertsBefore deletes at most limit alerts closed before cutoff, each whole, in one short

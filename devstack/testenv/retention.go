@@ -22,7 +22,8 @@ import (
 //	D (3n+1..4n)  Open, ingested 1 day ago: kept whole
 //
 // Each alert has 2 activity events, 1 finding, 1 fingerprint and a link to its own indicator;
-// A and B alerts also 1 agent event (with a start-outbox entry every 10th, due in 100 days) and 1 agent delivery, a
+// A and B alerts also 1 agent event (its payload holding a copy of the raw payload, as a planned
+// delivery's does; a start-outbox entry every 10th, due in 100 days) and 1 agent delivery, a
 // parked enrichment every 5th (past its re-runs, so a running worker's circuit healer leaves it) and
 // an outbox entry every 7th (due in 100 days, so no dispatcher takes it); every A alert links a shared indicator
 // (shared-(i%100)), which even B alerts also link for shared-0..49 (shared-(i/2%50)) (those stay, 50..99 go); every
@@ -70,8 +71,10 @@ func SeedRetention(ctx context.Context, dsn string, s RetentionSeed) error {
 			UNION ALL SELECT a, md5(tag || '-shared-' || ((i / 2) % 50))::uuid FROM s WHERE g = 'B' AND i % 2 = 0`,
 		`INSERT INTO agents (uuid, name, endpoint_url, signing_secret) VALUES (md5(? || '-agent')::uuid, ? || ' agent',
 			'https://agent.example/hook', '\x00'::bytea)`,
-		params + `INSERT INTO agent_events (uuid, event, alert_uuid)
-			SELECT md5(tag || '-event-' || i)::uuid, 'alert.enriched', a FROM s WHERE g IN ('A', 'B')`,
+		params + `INSERT INTO agent_events (uuid, event, alert_uuid, payload)
+			SELECT md5(tag || '-event-' || i)::uuid, 'alert.enriched', a,
+				jsonb_build_object('alert', jsonb_build_object('uuid', a, 'raw_payload', jsonb_build_object('user', 'user' || i || '@example.com')))
+			FROM s WHERE g IN ('A', 'B')`,
 		params + `INSERT INTO start_outbox (kind, subject_uuid, not_before)
 			SELECT 'agent_event', md5(tag || '-event-' || i)::uuid, now + interval '100 days' FROM s WHERE g IN ('A', 'B') AND i % 10 = 0`,
 		params + `INSERT INTO agent_deliveries (delivery_uuid, agent_uuid, event, alert_uuid, attempt, status)

@@ -70,7 +70,7 @@ func cutoff(now time.Time, days int) *time.Time {
 type Store interface {
 	BeginRetentionPass(ctx context.Context, p store.RetentionPass) (store.RetentionPass, error)
 	GetRetentionPass(ctx context.Context, passID string) (store.RetentionPass, error)
-	ClearRawPayloadsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (int, error)
+	ClearRawPayloadsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (map[string]int64, error)
 	PurgeClosedAlertsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (map[string]int64, error)
 	PurgeAuditEventsForPass(ctx context.Context, passID string, cutoff time.Time, limit int) (int, error)
 	FinishRetentionPass(ctx context.Context, passID string, event func(store.RetentionPass) *store.AuditEvent) (store.RetentionPass, bool, error)
@@ -158,13 +158,11 @@ func (s *Service) batch(ctx context.Context, pass store.RetentionPass, kind stri
 		if pass.RawPayloadCutoff == nil {
 			return counts, nil
 		}
-		n, err := s.st.ClearRawPayloadsBefore(ctx, pass.PassID, *pass.RawPayloadCutoff, s.batchSize(kind, shrink))
+		c, err := s.st.ClearRawPayloadsBefore(ctx, pass.PassID, *pass.RawPayloadCutoff, s.batchSize(kind, shrink))
 		if err != nil {
 			return nil, err
 		}
-		if n > 0 {
-			counts[KindRawPayloads] = int64(n)
-		}
+		counts = c
 	case KindAlerts:
 		if pass.AlertCutoff == nil {
 			return counts, nil

@@ -121,6 +121,9 @@ func TestRetention_100kAlerts(t *testing.T) {
 	require.Equal(t, 2*n, count(t, st, "SELECT count(*) FROM alerts WHERE raw_payload IS NULL AND ingested_at < ?", now.Add(-30*24*time.Hour)))
 	require.Equal(t, n, count(t, st, "SELECT count(*) FROM alerts WHERE raw_payload IS NOT NULL"))
 	require.Equal(t, n, count(t, st, "SELECT count(*) FROM alerts WHERE raw_payload->>'host' IS NOT NULL AND ingested_at > ?", now.Add(-2*24*time.Hour)))
+	// The raw payload's copies in agent event payloads went with it; the rest of the payload stayed.
+	require.Equal(t, 0, count(t, st, "SELECT count(*) FROM agent_events WHERE payload #>> '{alert,raw_payload,user}' IS NOT NULL"))
+	require.Equal(t, n, count(t, st, "SELECT count(*) FROM agent_events WHERE payload #>> '{alert,uuid}' IS NOT NULL"))
 	// Rows of the kept alerts all there; those of A gone.
 	after := map[string]int{}
 	for _, tb := range tables {
@@ -154,6 +157,7 @@ func TestRetention_100kAlerts(t *testing.T) {
 	require.EqualValues(t, 3*n, ev.Changes["raw_payloads"].To, "A's payloads were cleared before A went")
 	require.EqualValues(t, n+50, ev.Changes["indicators"].To)
 	require.EqualValues(t, 10, ev.Changes["audit_events"].To)
+	require.EqualValues(t, 2*n, ev.Changes["agent_event_payloads"].To, "A's and B's events: payloads are cleared before A goes")
 	require.EqualValues(t, 2*n, ev.Changes["activity_events"].To)
 	require.NotNil(t, ev.Changes["alert_cutoff"].To)
 	// The counter saw the same rows.
