@@ -32,7 +32,7 @@ const DefaultAuditDays = 400
 // links, findings, activity and events, so it is the smaller.
 const (
 	DefaultAlertBatch   = 100
-	DefaultPayloadBatch = 1000
+	DefaultPayloadBatch = 200
 	DefaultAuditBatch   = 1000
 )
 
@@ -86,7 +86,15 @@ type Options struct {
 	AlertBatch, PayloadBatch, AuditBatch int
 	Counter                              Counter          // nil counts nothing
 	Now                                  func() time.Time // the clock cutoffs are taken from (time.Now)
+	// Rest is how long Purge rests after each batch, as a multiple of the batch's own duration (0:
+	// DefaultRest; negative: none), so a pass leaves the database that share of its time for the
+	// ingest and the pipelines.
+	Rest float64
 }
+
+// DefaultRest: a pass rests as long as each batch took, so it uses at most about half of what one
+// database connection can do.
+const DefaultRest = 1.0
 
 // Service runs retention passes under one Policy.
 type Service struct {
@@ -111,6 +119,9 @@ func New(st Store, p Policy, opts Options) (*Service, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Rest == 0 {
+		opts.Rest = DefaultRest
 	}
 	return &Service{st: st, policy: p, opts: opts}, nil
 }
@@ -199,7 +210,8 @@ func (s *Service) batch(ctx context.Context, pass store.RetentionPass, kind stri
 const maxBatchFailures = 5
 
 // Purge runs batches of kind until none is left (done true), ctx ends, or budget has passed (done
-// false: call again). After each committed batch it calls progress with the batch's counts. A
+// false: call again). After each committed batch it calls progress with the batch's counts, then
+// rests (Options.Rest) before the next. A
 // failed batch (rolled back whole) is retried at half the size, up to maxBatchFailures in a row;
 // the smaller size holds for the rest of the call.
 func (s *Service) Purge(ctx context.Context, pass store.RetentionPass, kind string, budget time.Duration,
@@ -210,6 +222,7 @@ func (s *Service) Purge(ctx context.Context, pass store.RetentionPass, kind stri
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
+		began := time.Now()
 		counts, err := s.batch(ctx, pass, kind, shrink)
 		if err != nil {
 			failures++
@@ -228,6 +241,13 @@ func (s *Service) Purge(ctx context.Context, pass store.RetentionPass, kind stri
 		}
 		if budget > 0 && time.Now().After(deadline) {
 			return false, nil
+		}
+		if s.opts.Rest > 0 {
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(time.Duration(float64(time.Since(began)) * s.opts.Rest)):
+			}
 		}
 	}
 }
