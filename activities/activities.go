@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/retention"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 )
 
@@ -29,6 +30,9 @@ type Activities struct {
 
 	// AgentEvents delivers events to agents (agent_events.go); nil: its activities fail as not configured.
 	AgentEvents *AgentEventDeps
+
+	// Retention runs retention passes (retention.go); nil: its activities fail as not configured.
+	Retention *retention.Service
 
 	// Freshness receives how long alerts waited for their pipeline and agent events for their
 	// delivery (kit/metrics.Worker); nil records nothing.

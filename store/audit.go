@@ -151,20 +151,27 @@ func (s *Store) ListAuditEvents(ctx context.Context, f AuditFilter) ([]AuditEven
 func (s *Store) PurgeAuditBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "SET LOCAL vigil.audit_purge = 'on'"); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE uuid IN (
-			SELECT uuid FROM audit_events WHERE created_at < ? ORDER BY created_at LIMIT ?)`, cutoff, limit)
-		if err != nil {
-			return err
-		}
-		rows, err := res.RowsAffected()
-		n = int(rows)
+		var err error
+		n, err = purgeAudit(ctx, tx, cutoff, limit)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("purge audit events before %s: %w", cutoff.Format(time.RFC3339), mapErr(err))
 	}
 	return n, nil
+}
+
+// purgeAudit deletes at most limit audit events created before cutoff in tx, which it marks with
+// vigil.audit_purge (SET LOCAL: the one exception the append-only trigger allows, ending with tx).
+func purgeAudit(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int) (int, error) {
+	if _, err := tx.ExecContext(ctx, "SET LOCAL vigil.audit_purge = 'on'"); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE uuid IN (
+		SELECT uuid FROM audit_events WHERE created_at < ? ORDER BY created_at LIMIT ?)`, cutoff, limit)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := res.RowsAffected()
+	return int(rows), err
 }

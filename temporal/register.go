@@ -23,5 +23,15 @@ func Register(kind QueueKind, r Registrar, acts *activities.Activities) {
 		r.RegisterActivityWithOptions(acts.Probe, activity.RegisterOptions{})
 		registerWorkflowRuns(r, acts)
 		registerAgentEvents(r, acts)
+		registerRetention(r, acts)
 	}
+}
+
+// registerRetention registers the retention pass (the Schedule vigil-retention starts it on the
+// actions queue) and its activities.
+func registerRetention(r Registrar, acts *activities.Activities) {
+	r.RegisterWorkflowWithOptions(workflows.RetentionPass, workflow.RegisterOptions{})
+	r.RegisterActivityWithOptions(acts.RetentionBegin, activity.RegisterOptions{})
+	r.RegisterActivityWithOptions(acts.RetentionPurge, activity.RegisterOptions{})
+	r.RegisterActivityWithOptions(acts.RetentionFinish, activity.RegisterOptions{})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vigil-soc/vigil/domain/approvals"
+	"github.com/vigil-soc/vigil/domain/retention"
 	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -39,10 +40,11 @@ type config struct {
 	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (allowed names only, Vigil's own settings hidden)
 	AlertDedupHours    int
 	PipelineMaxFlight  int
-	PipelineBusyFlight int // PIPELINE_BUSY_IN_FLIGHT: pipelines while ingest is busy (0: none; ≥ PipelineMaxFlight: no pacing), when PipelineLatencyMS is 0
-	PipelineLatencyMS  int // PIPELINE_INGEST_LATENCY_TARGET_MS: ingest latency the busy cap follows (AIMD); 0 (default): the fixed PIPELINE_BUSY_IN_FLIGHT
-	CircuitFailures    int // consecutive failed calls that open a provider's circuit
-	CircuitCooldownSec int // seconds an open circuit refuses calls before a probe
+	PipelineBusyFlight int              // PIPELINE_BUSY_IN_FLIGHT: pipelines while ingest is busy (0: none; ≥ PipelineMaxFlight: no pacing), when PipelineLatencyMS is 0
+	PipelineLatencyMS  int              // PIPELINE_INGEST_LATENCY_TARGET_MS: ingest latency the busy cap follows (AIMD); 0 (default): the fixed PIPELINE_BUSY_IN_FLIGHT
+	CircuitFailures    int              // consecutive failed calls that open a provider's circuit
+	CircuitCooldownSec int              // seconds an open circuit refuses calls before a probe
+	Retention          retention.Policy // RAW_PAYLOAD_RETENTION_DAYS, ALERT_RETENTION_DAYS, AUDIT_RETENTION_DAYS (0: keep)
 	Version            string
 	LogLevel           slog.Level
 	LogFormat          string
@@ -114,6 +116,9 @@ func settings() []setting {
 		{"PIPELINE_BUSY_IN_FLIGHT", "0", "With PIPELINE_INGEST_LATENCY_TARGET_MS=0: alert pipelines allowed at once while alerts keep arriving (5 a second or more, the last under 1 s ago); 0 starts none: the 202s keep the machine, the backlog waits in the outbox and drains at PIPELINE_MAX_IN_FLIGHT once ingest pauses (after 30 s without a pause the cap grows 1, 2, 4, … every 10 s). PIPELINE_MAX_IN_FLIGHT or more turns pacing off.", intSetting(func(c *config) *int { return &c.PipelineBusyFlight }, 0, 100_000)},
 		{"PROVIDER_CIRCUIT_FAILURES", "5", "Consecutive failed calls (no answer, timeout, 5xx) that open an enrichment provider's circuit: calls stop until a probe succeeds.", intSetting(func(c *config) *int { return &c.CircuitFailures }, 1, 10_000)},
 		{"PROVIDER_CIRCUIT_COOLDOWN_SECONDS", "30", "Seconds an open provider circuit refuses calls before one probe call (again after each failed probe).", intSetting(func(c *config) *int { return &c.CircuitCooldownSec }, 1, 86_400)},
+		{"RAW_PAYLOAD_RETENTION_DAYS", "0", "Days an alert's raw payload (and the body as received, when sanitized) is kept after ingest; the hourly retention pass clears older ones. 0 keeps them.", intSetting(func(c *config) *int { return &c.Retention.RawPayloadDays }, 0, 36_500)},
+		{"ALERT_RETENTION_DAYS", "0", "Days a Closed alert is kept after its close; the hourly retention pass deletes older ones with their indicator links, findings, activity and agent events (indicators no other alert links go too). 0 keeps them.", intSetting(func(c *config) *int { return &c.Retention.AlertDays }, 0, 36_500)},
+		{"AUDIT_RETENTION_DAYS", "400", "Days an audit event is kept; the hourly retention pass deletes older ones. 0 keeps them.", intSetting(func(c *config) *int { return &c.Retention.AuditDays }, 0, 36_500)},
 		{"VIGIL_VERSION", "dev", "Version reported by /health and the OpenAPI document.", func(c *config, v string) error { c.Version = v; return nil }},
 		{"LOG_LEVEL", "info", "debug, info, warn or error.", func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"LOG_FORMAT", "json", "json or text.", enumSetting(func(c *config) *string { return &c.LogFormat }, "json", "text")},

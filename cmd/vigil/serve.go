@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
 	ingestrules "github.com/vigil-soc/vigil/domain/ingest"
+	"github.com/vigil-soc/vigil/domain/retention"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
@@ -248,6 +249,16 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	wireWorkflowRunActivities(cfg, st, box, acts)
 	acts.AgentEvents = &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, cfg.PublicBaseURL),
 		Deliverer: newAgentService(cfg, st, box)}
+	ret, err := retention.New(st, cfg.Retention, retention.Options{Counter: wm})
+	if err != nil {
+		return err
+	}
+	acts.Retention = ret
+	// The hourly retention pass (docs/OPERATIONS.md "Retention"): every worker ensures the Schedule,
+	// which is idempotent, and its runs take this worker's retention settings.
+	if err := temporal.EnsureRetentionSchedule(ctx, tc, cfg.TaskQueuePrefix); err != nil {
+		return err
+	}
 	queues := temporal.NewQueues(cfg.TaskQueuePrefix)
 	// The outbox dispatcher runs beside the workers: ingested alerts reach their pipeline from here.
 	g, gctx := errgroup.WithContext(ctx)

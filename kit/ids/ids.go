@@ -44,6 +44,11 @@ func EnrichIndicator(indicator uuid.UUID) string { return "enrich-indicator-" + 
 // receives it (one activity per delivery).
 func AgentEvent(event uuid.UUID) string { return "event-" + event.String() }
 
+// RetentionSchedule is <task queue prefix>-retention (vigil-retention with the default prefix): the
+// Temporal Schedule of retention passes and the workflow id its runs start with (Temporal appends
+// each run's scheduled time).
+func RetentionSchedule(taskQueuePrefix string) string { return taskQueuePrefix + "-retention" }
+
 // Search attributes Vigil sets on its workflows (all Keyword).
 var (
 	AttrAlertUUID     = sdktemporal.NewSearchAttributeKeyKeyword("VigilAlertUUID")

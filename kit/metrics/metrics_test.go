@@ -197,3 +197,26 @@ func TestWorker(t *testing.T) {
 vigil_outbox_stale_starts_total 3
 `), "vigil_outbox_stale_starts_total"))
 }
+
+func TestWorkerRetention(t *testing.T) {
+	reg := metrics.NewRegistry()
+	m := metrics.NewWorker(reg)
+	m.RetentionPurged("alerts", 100)
+	m.RetentionPurged("alerts", 25)
+	m.RetentionPurged("raw_payloads", 1000)
+	count, err := testutil.GatherAndCount(reg, "vigil_retention_purged_rows_total")
+	require.NoError(t, err)
+	require.Equal(t, 2, count, "one series per kind")
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "vigil_retention_purged_rows_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			got[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, map[string]float64{"alerts": 125, "raw_payloads": 1000}, got)
+}

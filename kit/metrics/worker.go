@@ -18,6 +18,7 @@ type Worker struct {
 	staleStarts    prometheus.Counter
 	enrichmentLag  prometheus.Histogram
 	agentDelivered prometheus.Histogram
+	retention      *prometheus.CounterVec
 }
 
 // NewWorker registers the worker's metrics on reg.
@@ -37,8 +38,12 @@ func NewWorker(reg prometheus.Registerer) *Worker {
 			Help:    "Time from an agent event raised (committed) to its delivery acknowledged by the agent, retries included.",
 			Buckets: freshnessBuckets(),
 		}),
+		retention: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_retention_purged_rows_total",
+			Help: "Rows the retention pass purged, by kind: raw_payloads (alerts whose raw payload was cleared), alerts, each table deleted with them (alert_indicators, activity_events, ...), indicators, audit_events.",
+		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.staleStarts, m.enrichmentLag, m.agentDelivered)
+	reg.MustRegister(m.staleStarts, m.enrichmentLag, m.agentDelivered, m.retention)
 	return m
 }
 
@@ -51,4 +56,9 @@ func (m *Worker) AlertEnriched(lag time.Duration) { m.enrichmentLag.Observe(max(
 // AgentEventDelivered observes an agent event raised → delivered.
 func (m *Worker) AgentEventDelivered(lag time.Duration) {
 	m.agentDelivered.Observe(max(0, lag.Seconds()))
+}
+
+// RetentionPurged counts n rows of kind purged by a committed retention batch.
+func (m *Worker) RetentionPurged(kind string, n int64) {
+	m.retention.WithLabelValues(kind).Add(float64(n))
 }
