@@ -65,7 +65,7 @@ func newTestServerOn(t testing.TB, mutate func(*Config, *Deps), wrap func(net.Li
 	if wrap != nil {
 		ln = wrap(ln)
 	}
-	go func() { _ = srv.App().Listener(ln) }()
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.App().ShutdownWithTimeout(5 * time.Second) })
 	return &testServer{URL: "http://" + addr, Store: st, Server: srv}
 }

@@ -5,6 +5,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/kit/conncap"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -175,7 +177,6 @@ func New(cfg Config, deps Deps) *Server {
 		DisablePreParseMultipartForm: true,
 		// Errors from fasthttp (body too large, bad requests) go through the same funnel.
 	})
-	s.app.Server().MaxConnsPerIP = max(cfg.MaxConnsPerIP, 0)
 	if s.deps.Telemetry == nil {
 		s.deps.Telemetry = noTelemetry{}
 	}
@@ -195,6 +196,12 @@ func New(cfg Config, deps Deps) *Server {
 
 // App returns the Fiber app (for Listen and app.Test).
 func (s *Server) App() *fiber.App { return s.app }
+
+// Serve answers on ln until the app shuts down, one client IP holding at most MaxConnsPerIP
+// connections (kit/conncap: capped at the listener, not by fasthttp's own per-IP counter).
+func (s *Server) Serve(ln net.Listener) error {
+	return s.app.Listener(conncap.Wrap(ln, s.cfg.MaxConnsPerIP))
+}
 
 // registerRoutes is the whole API surface in one place.
 func (s *Server) registerRoutes() {

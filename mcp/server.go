@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/errcode"
+	"github.com/vigil-soc/vigil/kit/conncap"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
@@ -484,9 +485,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	l := s.cfg.Listener
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, IdleTimeout: l.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelWarn)}
-	if l.MaxConnsPerIP > 0 {
-		ln = &capListener{Listener: ln, max: l.MaxConnsPerIP, open: map[string]int{}}
-	}
+	ln = conncap.Wrap(ln, l.MaxConnsPerIP)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -501,51 +500,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = hs.Close()
 	}
 	return nil
-}
-
-// capListener refuses (closes at once) a connection from an IP already holding max of them.
-type capListener struct {
-	net.Listener
-	max  int
-	mu   sync.Mutex
-	open map[string]int
-}
-
-func (l *capListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		ip := c.RemoteAddr().String()
-		if host, _, err := net.SplitHostPort(ip); err == nil {
-			ip = host
-		}
-		l.mu.Lock()
-		if l.open[ip] >= l.max {
-			l.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		l.open[ip]++
-		l.mu.Unlock()
-		return &cappedConn{Conn: c, release: func() {
-			l.mu.Lock()
-			if l.open[ip]--; l.open[ip] <= 0 {
-				delete(l.open, ip)
-			}
-			l.mu.Unlock()
-		}}, nil
-	}
-}
-
-type cappedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *cappedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
 }

@@ -180,7 +180,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	})
 	g.Go(func() error {
 		log.Info("api listening", "addr", ln.Addr().String())
-		if err := srv.App().Listener(ln); err != nil {
+		if err := srv.Serve(ln); err != nil {
 			return fmt.Errorf("serve api: %w", err)
 		}
 		return nil
