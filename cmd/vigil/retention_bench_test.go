@@ -77,7 +77,9 @@ func TestRetentionPass_IngestAckP99(t *testing.T) {
 		return res["ack"].(map[string]any)
 	}
 
-	tc, err := temporal.Dial(ctx, temporal.Config{HostPort: vars["TEMPORAL_ADDRESS"]}, slog.New(slog.DiscardHandler))
+	codec, err := payloadCodec(config{EncryptionKey: vars["ENCRYPTION_KEY"]}) // the stack's, derived as it derives it
+	require.NoError(t, err)
+	tc, err := temporal.Dial(ctx, temporal.Config{HostPort: vars["TEMPORAL_ADDRESS"], Codec: codec}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer tc.Close()
 	st, err := store.Open(ctx, vars["DATABASE_URL"], store.Options{})

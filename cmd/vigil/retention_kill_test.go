@@ -39,7 +39,7 @@ func TestRetentionPass_WorkerProcessSIGKILL(t *testing.T) {
 	seed := testenv.RetentionSeed{Tag: "s" + uuid.NewString()[:8], PerGroup: 5000, Now: time.Now().UTC()}
 	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
 
-	tc, err := temporal.Dial(ctx, temporal.Config{HostPort: testenv.TemporalAddress(t)}, slog.New(slog.DiscardHandler))
+	tc, err := temporal.Dial(ctx, temporal.Config{HostPort: testenv.TemporalAddress(t), Codec: testenv.PayloadCodec(t)}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer tc.Close()
 	schedule := tc.ScheduleClient().GetHandle(ctx, ids.RetentionSchedule(prefix))
