@@ -192,9 +192,33 @@ func AlertSortFields() []string {
 }
 
 // ListAlerts returns one page of alert summaries (no raw payload, no normalized output) and the total.
+// The page and the exact total are read at the same time, each bounded (boundedRead).
 func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, error) {
 	var out []Alert
-	q := s.db.NewSelect().Model(&out).ExcludeColumn("raw_payload", "normalized", "original_body")
+	var total int
+	err := s.boundedRead(ctx, func(ctx context.Context, db bun.IDB) error {
+		if err := alertListQuery(db, f, &out).Limit(f.Page.Limit()).Offset(f.Page.Offset()).Scan(ctx); err != nil {
+			return fmt.Errorf("list alerts: %w", mapErr(err))
+		}
+		return nil
+	}, func(ctx context.Context, db bun.IDB) error {
+		var none []Alert
+		n, err := alertListQuery(db, f, &none).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("count alerts: %w", mapErr(err))
+		}
+		total = int(n)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// alertListQuery is ListAlerts' statement over f: its conditions and its order, no page.
+func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
+	q := db.NewSelect().Model(out).ExcludeColumn("raw_payload", "normalized", "original_body")
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
@@ -265,12 +289,7 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 	if f.SortDesc {
 		dir = " DESC"
 	}
-	q = q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
-	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list alerts: %w", mapErr(err))
-	}
-	return out, int(total), nil
+	return q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
 }
 
 // maliceFilter is the SQL condition "the alert's effective malice is one of levels" (API.md §3: the
