@@ -56,6 +56,15 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 				WHERE malice_source = 'enrichment') AS i
 			  ON i.r = (a.n * 7919 + k * 104729) % 200000
 			ON CONFLICT DO NOTHING`},
+		// The links above bypass the store, so the alerts' worst linked malice (what the malice
+		// filter reads) is set here the way migration 20261126010100 sets it.
+		{"indicator malice", `UPDATE alerts AS a SET indicator_malice = w.worst
+			FROM (SELECT ai.alert_uuid,
+					(ARRAY['Benign', 'Suspicious', 'Malicious'])[max(array_position(ARRAY['Benign', 'Suspicious', 'Malicious'], i.malice))] AS worst
+				FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid
+				WHERE i.malice IN ('Benign', 'Suspicious', 'Malicious')
+				GROUP BY ai.alert_uuid) AS w
+			WHERE a.uuid = w.alert_uuid AND a.indicator_malice IS DISTINCT FROM w.worst`},
 	}
 	var alerts int
 	if err := db.NewRaw(`SELECT count(*) FROM alerts WHERE title LIKE 'seeded alert %'`).Scan(ctx, &alerts); err != nil {
