@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -28,7 +29,7 @@ func (s *Store) WithListTimeout(d time.Duration) *Store {
 
 // boundedRead runs each of reads at the same time, each in its own read-only transaction whose
 // statements Postgres cancels (SET LOCAL statement_timeout) when the smaller of the store's list
-// timeout and what is left of ctx's deadline has passed. The driver does not send Postgres a cancel
+// timeout and what is left of ctx's deadline (less a margin) has passed. The driver does not send Postgres a cancel
 // when ctx ends (it only stops reading the socket), so without this a list whose client gave up
 // would run on in the database. A cancelled statement is ErrQueryTimeout; a deadline already past
 // is context.DeadlineExceeded. On a Store bound to a transaction (InTx) the reads run in it, one
@@ -49,7 +50,9 @@ func (s *Store) boundedRead(ctx context.Context, reads ...func(ctx context.Conte
 		if left <= 0 {
 			return fmt.Errorf("bounded read: %w", context.DeadlineExceeded)
 		}
-		budget = min(budget, left)
+		// Postgres's cancel should come back before the driver's read deadline (ctx's) closes the
+		// connection: leave it a margin.
+		budget = min(budget, left-min(100*time.Millisecond, left/4))
 	}
 	ms := strconv.FormatInt(max(budget.Milliseconds(), 1), 10)
 	g, gctx := errgroup.WithContext(ctx)
@@ -63,5 +66,12 @@ func (s *Store) boundedRead(ctx context.Context, reads ...func(ctx context.Conte
 			})
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			// The driver reports ctx's deadline as a network timeout; name the cause.
+			return fmt.Errorf("%w: %w", ctxErr, err)
+		}
+		return err
+	}
+	return nil
 }

@@ -48,6 +48,9 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 			CROSS JOIN LATERAL (SELECT CASE WHEN g % 50 = 7 THEN 'Malicious' WHEN g % 100 < 8 THEN 'Suspicious'
 				WHEN g % 2 = 0 THEN 'Benign' ELSE 'Pending' END AS malice) AS m
 			ON CONFLICT DO NOTHING`},
+		// Without fresh statistics the planner takes the 200 000 new indicators for one row and
+		// joins the links below by a nested loop that does not finish (seen on a fresh database).
+		{"analyze", `ANALYZE alerts, indicators`},
 		{"links", `INSERT INTO alert_indicators (alert_uuid, indicator_uuid, source)
 			SELECT a.uuid, i.uuid, 'seed'
 			FROM (SELECT uuid, row_number() OVER (ORDER BY uuid) AS n FROM alerts WHERE title LIKE 'seeded alert %') AS a

@@ -25,10 +25,11 @@ DROP INDEX IF EXISTS alerts_assignee_idx;
 
 --bun:split
 
--- Page 1 in occurred_at order is a walk of one value's range; the count of a value (with a status
--- beside it, the usual queue combination) is read from the index alone.
-CREATE INDEX alerts_effective_malice_idx ON alerts (effective_malice, occurred_at DESC, uuid DESC) INCLUDE (status);
+-- Page 1 in occurred_at order is a walk of one value's range; the count of a value is read from the
+-- index alone, and so is the count of the usual combinations (with a status, with each other: the
+-- "unassigned and Suspicious or worse" queue), the other filter checked on the included columns.
+CREATE INDEX alerts_effective_malice_idx ON alerts (effective_malice, occurred_at DESC, uuid DESC) INCLUDE (status, assignee_key);
 
 --bun:split
 
-CREATE INDEX alerts_assignee_key_idx ON alerts (assignee_key, occurred_at DESC, uuid DESC) INCLUDE (status);
+CREATE INDEX alerts_assignee_key_idx ON alerts (assignee_key, occurred_at DESC, uuid DESC) INCLUDE (status, effective_malice);
