@@ -12,6 +12,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/validate"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // Error is an API error answered with API.md's error body.
@@ -112,14 +113,15 @@ func errorHandler(log *slog.Logger, maxBodyMB int) fiber.ErrorHandler {
 			for k, v := range apiErr.Headers {
 				c.Set(k, v)
 			}
-		case errors.Is(err, context.DeadlineExceeded):
-			// The request's deadline passed in a dependency (an overloaded database or Temporal).
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrQueryTimeout):
+			// The request's deadline passed in a dependency (an overloaded database or Temporal), or
+			// Postgres cancelled a bounded read (a list filter too costly right now).
 			f, _ := errcode.Of(err)
 			status = f.Status
 			body.Error.Code, body.Error.Message = f.Code, f.Message
 			body.Error.Details = map[string]any{"request_id": requestID(c)}
 			c.Set("Retry-After", "1")
-			log.WarnContext(c.UserContext(), "request deadline exceeded", "err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))
+			log.WarnContext(c.UserContext(), "request deadline exceeded or query cancelled", "err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))
 		case errors.As(err, &ferr) && ferr.Code < 500 || errors.As(err, &ferr) && ferr.Code == 503:
 			status = ferr.Code
 			code, ok := fiberCodes[status]

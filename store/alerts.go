@@ -192,9 +192,33 @@ func AlertSortFields() []string {
 }
 
 // ListAlerts returns one page of alert summaries (no raw payload, no normalized output) and the total.
+// The page and the exact total are read at the same time, each bounded (boundedRead).
 func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, error) {
 	var out []Alert
-	q := s.db.NewSelect().Model(&out).ExcludeColumn("raw_payload", "normalized", "original_body")
+	var total int
+	err := s.boundedRead(ctx, func(ctx context.Context, db bun.IDB) error {
+		if err := alertListQuery(db, f, &out).Limit(f.Page.Limit()).Offset(f.Page.Offset()).Scan(ctx); err != nil {
+			return fmt.Errorf("list alerts: %w", mapErr(err))
+		}
+		return nil
+	}, func(ctx context.Context, db bun.IDB) error {
+		var none []Alert
+		n, err := alertListQuery(db, f, &none).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("count alerts: %w", mapErr(err))
+		}
+		total = int(n)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// alertListQuery is ListAlerts' statement over f: its conditions and its order, no page.
+func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
+	q := db.NewSelect().Model(out).ExcludeColumn("raw_payload", "normalized", "original_body")
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
@@ -227,15 +251,22 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 		q = q.Where("(lower(title) LIKE ? ESCAPE '\\' OR lower(description) LIKE ? ESCAPE '\\')", pat, pat)
 	}
 	if len(f.Assignees) > 0 || f.Unassigned {
-		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			if len(f.Assignees) > 0 {
-				q = q.WhereOr("assignee IN (?)", bun.List(f.Assignees))
+		// assignee_key is coalesce(assignee, ''): one IN over a plain column, so the count is an
+		// index-only scan (migration 20261126080000); '' stands for "unassigned" only.
+		keys := make([]string, 0, len(f.Assignees)+1)
+		for _, a := range f.Assignees {
+			if a != "" {
+				keys = append(keys, a)
 			}
-			if f.Unassigned {
-				q = q.WhereOr("assignee IS NULL")
-			}
-			return q
-		})
+		}
+		if f.Unassigned {
+			keys = append(keys, "")
+		}
+		if len(keys) == 0 {
+			q = q.Where("false")
+		} else {
+			q = q.Where("assignee_key IN (?)", bun.List(keys))
+		}
 	}
 	if len(f.CloseClassifications) > 0 {
 		q = q.Where("close_classification IN (?)", bun.List(f.CloseClassifications))
@@ -265,19 +296,15 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 	if f.SortDesc {
 		dir = " DESC"
 	}
-	q = q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
-	total, err := q.Limit(f.Page.Limit()).Offset(f.Page.Offset()).ScanAndCount(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list alerts: %w", mapErr(err))
-	}
-	return out, int(total), nil
+	return q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
 }
 
 // maliceFilter is the SQL condition "the alert's effective malice is one of levels" (API.md §3: the
 // override, else the worst malice of the linked indicators, else Pending; indicators.AlertMalice is
 // the rule, and TestMaliceFilterAgreesWithAlertMalice holds this condition to it). The worst linked
-// malice is kept on the alert (indicator_malice, refreshIndicatorMalice), so the condition is one
-// indexed expression (alerts_effective_malice_idx).
+// malice is kept on the alert (indicator_malice, refreshIndicatorMalice) and the effective malice is
+// a stored generated column over it and the override (effective_malice, migration 20261126080000),
+// so the condition is one IN over an indexed column and its count an index-only scan.
 func maliceFilter(levels []string) string {
 	var names []string
 	for _, name := range levels {
@@ -288,7 +315,7 @@ func maliceFilter(levels []string) string {
 	if len(names) == 0 {
 		return "false"
 	}
-	return "coalesce(malice_override, indicator_malice, 'Pending') IN (" + strings.Join(names, ", ") + ")"
+	return "effective_malice IN (" + strings.Join(names, ", ") + ")"
 }
 
 // refreshIndicatorMalice recomputes indicator_malice (the worst Benign < Suspicious < Malicious of

@@ -18,12 +18,22 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
+	// ErrQueryTimeout: Postgres cancelled the statement (its statement_timeout passed).
+	ErrQueryTimeout = errors.New("query did not finish in time")
 )
 
 // Options tune the connection pool.
 type Options struct {
 	MaxOpenConns int // 0 → 20
+	// ListTimeout bounds a list read (ListAlerts) inside Postgres: 0 → DefaultListTimeout.
+	ListTimeout time.Duration
 }
+
+// DefaultListTimeout is how long Postgres may run one list read (the page or its count) before it
+// cancels the statement itself. It is under the driver's 5 s network read timeout so Postgres's own
+// cancel (a clean error on a connection that stays usable) comes first, and a read whose client gave
+// up does not run on in the database.
+const DefaultListTimeout = 4 * time.Second
 
 // Store wraps the bun database handle. A Store bound to a transaction (InTx) shares everything but
 // db with the Store it came from.
@@ -34,11 +44,12 @@ type Store struct {
 	wake *outboxWaker // alert_outbox: OutboxChannel
 	// startWake: start_outbox, on a channel of its own so the pipeline's dispatch is not woken for
 	// workflow runs and enrichments, nor those for each ingest.
-	startWake *outboxWaker
-	freedWake *outboxWaker // a pipeline finished: FreedChannel
-	ingest    *prepared    // ingestSQL
-	timeline  *prepared    // timelineSQL
-	dsn       string       // for Migrate's own connection
+	startWake   *outboxWaker
+	freedWake   *outboxWaker  // a pipeline finished: FreedChannel
+	ingest      *prepared     // ingestSQL
+	timeline    *prepared     // timelineSQL
+	dsn         string        // for Migrate's own connection
+	listTimeout time.Duration // boundedRead's statement_timeout
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -61,7 +72,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	return &Store{pool: db, db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
 		freedWake: newOutboxWaker(db, FreedChannel), ingest: &prepared{query: ingestSQL},
-		timeline: &prepared{query: timelineSQL}, dsn: dsn}, nil
+		timeline: &prepared{query: timelineSQL}, dsn: dsn, listTimeout: listTimeout(opts.ListTimeout)}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
@@ -101,6 +112,8 @@ func mapErr(err error) error {
 		switch pgErr.Field('C') {
 		case "23505", "23P01":
 			return fmt.Errorf("%w: %w", ErrConflict, err)
+		case "57014": // query_canceled: a statement_timeout (boundedRead) or an operator's cancel
+			return fmt.Errorf("%w: %w", ErrQueryTimeout, err)
 		}
 	}
 	return err

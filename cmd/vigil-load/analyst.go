@@ -48,6 +48,9 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 			CROSS JOIN LATERAL (SELECT CASE WHEN g % 50 = 7 THEN 'Malicious' WHEN g % 100 < 8 THEN 'Suspicious'
 				WHEN g % 2 = 0 THEN 'Benign' ELSE 'Pending' END AS malice) AS m
 			ON CONFLICT DO NOTHING`},
+		// Without fresh statistics the planner takes the 200 000 new indicators for one row and
+		// joins the links below by a nested loop that does not finish (seen on a fresh database).
+		{"analyze", `ANALYZE alerts, indicators`},
 		{"links", `INSERT INTO alert_indicators (alert_uuid, indicator_uuid, source)
 			SELECT a.uuid, i.uuid, 'seed'
 			FROM (SELECT uuid, row_number() OVER (ORDER BY uuid) AS n FROM alerts WHERE title LIKE 'seeded alert %') AS a
@@ -56,6 +59,15 @@ func seedAnalyst(ctx context.Context, enc *json.Encoder, dsn string, links int) 
 				WHERE malice_source = 'enrichment') AS i
 			  ON i.r = (a.n * 7919 + k * 104729) % 200000
 			ON CONFLICT DO NOTHING`},
+		// The links above bypass the store, so the alerts' worst linked malice (what the malice
+		// filter reads) is set here the way migration 20261126010100 sets it.
+		{"indicator malice", `UPDATE alerts AS a SET indicator_malice = w.worst
+			FROM (SELECT ai.alert_uuid,
+					(ARRAY['Benign', 'Suspicious', 'Malicious'])[max(array_position(ARRAY['Benign', 'Suspicious', 'Malicious'], i.malice))] AS worst
+				FROM alert_indicators AS ai JOIN indicators AS i ON i.uuid = ai.indicator_uuid
+				WHERE i.malice IN ('Benign', 'Suspicious', 'Malicious')
+				GROUP BY ai.alert_uuid) AS w
+			WHERE a.uuid = w.alert_uuid AND a.indicator_malice IS DISTINCT FROM w.worst`},
 	}
 	var alerts int
 	if err := db.NewRaw(`SELECT count(*) FROM alerts WHERE title LIKE 'seeded alert %'`).Scan(ctx, &alerts); err != nil {

@@ -84,6 +84,9 @@ func named() []struct {
 		{store.ErrConflict, Fault{Status: conflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}},
 		// The request's deadline passed in a dependency (an overloaded database or Temporal).
 		{context.DeadlineExceeded, unavailable("A dependency did not answer in time; retry later.")},
+		// Postgres cancelled a bounded read (store.boundedRead's statement_timeout): the filter was too
+		// costly right now; narrowing it or retrying later helps.
+		{store.ErrQueryTimeout, unavailable("The query did not finish in time; narrow the filters or retry later.")},
 		{enrichment.ErrUnavailable, unavailable("Enrichment is unavailable right now; retry later.")},
 		{auth.ErrKeyExpired, Fault{Status: unauthorized, Code: "KEY_EXPIRED", Message: "The API key has expired."}},
 		{auth.ErrInvalidKey, Fault{Status: unauthorized, Code: "UNAUTHORIZED", Message: "The API key is invalid or revoked."}},

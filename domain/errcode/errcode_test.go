@@ -42,6 +42,7 @@ func TestOf(t *testing.T) {
 		{comments.ErrNotAuthor, http.StatusForbidden, "NOT_COMMENT_AUTHOR"},
 		{store.ErrNotFound, http.StatusNotFound, "NOT_FOUND"},
 		{store.ErrConflict, http.StatusConflict, "CONFLICT"},
+		{store.ErrQueryTimeout, http.StatusServiceUnavailable, "UNAVAILABLE"},
 		{context.DeadlineExceeded, http.StatusServiceUnavailable, "UNAVAILABLE"},
 		{enrichment.ErrUnavailable, http.StatusServiceUnavailable, "UNAVAILABLE"},
 		{auth.ErrKeyExpired, http.StatusUnauthorized, "KEY_EXPIRED"},
