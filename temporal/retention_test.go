@@ -93,7 +93,7 @@ func TestRetentionPass_WorkerStoppedMidPass(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	seed := testenv.RetentionSeed{Tag: "k" + uuid.NewString()[:8], PerGroup: 2000, Now: time.Now().UTC()}
-	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
 
 	queues := temporal.NewQueues(testenv.TaskQueuePrefix(t) + "-ret")
 	reg := prometheus.NewRegistry()

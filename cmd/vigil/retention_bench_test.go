@@ -59,7 +59,7 @@ func TestRetentionPass_IngestAckP99(t *testing.T) {
 
 	seed := testenv.RetentionSeed{Tag: "b" + uuid.NewString()[:8], PerGroup: 25_000, Now: time.Now().UTC()}
 	start := time.Now()
-	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
 	t.Logf("seeded 100 000 alerts in %v", time.Since(start))
 
 	loadBin := filepath.Join(t.TempDir(), "vigil-load")

@@ -37,7 +37,7 @@ func TestRetentionPass_WorkerProcessSIGKILL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	seed := testenv.RetentionSeed{Tag: "s" + uuid.NewString()[:8], PerGroup: 5000, Now: time.Now().UTC()}
-	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
 
 	tc, err := temporal.Dial(ctx, temporal.Config{HostPort: testenv.TemporalAddress(t), Codec: testenv.PayloadCodec(t)}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)

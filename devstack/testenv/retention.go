@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -37,7 +38,25 @@ type RetentionSeed struct {
 // SeedRetention inserts the seed into the database at dsn in one transaction of set-based
 // statements, on a connection of its own without the store's 5 s statement timeout (100 000 alerts
 // with their rows take tens of seconds on a loaded machine).
-func SeedRetention(ctx context.Context, dsn string, s RetentionSeed) error {
+//
+// The seed's outbox entries (due in 100 days) would keep the outbox's depth above 0 for every later
+// test sharing the database: tb's cleanup removes them (the alerts themselves stay, as data).
+func SeedRetention(tb testing.TB, ctx context.Context, dsn string, s RetentionSeed) error {
+	tb.Helper()
+	tb.Cleanup(func() {
+		db := openPatient(dsn)
+		defer db.Close()
+		ctx := context.WithoutCancel(ctx)
+		for _, stmt := range []string{
+			`DELETE FROM alert_outbox WHERE alert_uuid IN (SELECT md5(?::text || '-alert-' || i)::uuid FROM generate_series(1, 4 * ?::int) AS i)`,
+			`DELETE FROM start_outbox WHERE kind = 'agent_event'
+				AND subject_uuid IN (SELECT md5(?::text || '-event-' || i)::uuid FROM generate_series(1, 4 * ?::int) AS i)`,
+		} {
+			if _, err := db.ExecContext(ctx, stmt, s.Tag, s.PerGroup); err != nil {
+				tb.Errorf("retention seed cleanup: %v", err)
+			}
+		}
+	})
 	db := openPatient(dsn)
 	defer db.Close()
 	if s.PerGroup < 100 {

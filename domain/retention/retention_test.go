@@ -62,7 +62,7 @@ func TestRetention_100kAlerts(t *testing.T) {
 	now := time.Now().UTC()
 	seed := testenv.RetentionSeed{Tag: "r" + uuid.NewString()[:8], PerGroup: 25_000, Now: now}
 	start := time.Now()
-	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
 	t.Logf("seeded %d alerts with their rows in %v", 4*seed.PerGroup, time.Since(start))
 	// Audit events: 10 past 400 days, 10 recent.
 	for i := range 20 {
@@ -191,7 +191,7 @@ func TestRetention_ZeroKeeps(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	seed := testenv.RetentionSeed{Tag: "z" + uuid.NewString()[:8], PerGroup: 100, Now: now}
-	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
 	svc, err := retention.New(st, retention.Policy{}, retention.Options{})
 	require.NoError(t, err)
 	pass, err := svc.Begin(ctx, "zero-"+seed.Tag)
@@ -224,7 +224,7 @@ func TestRetention_SkipsLockedAlert(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	seed := testenv.RetentionSeed{Tag: "l" + uuid.NewString()[:8], PerGroup: 100, Now: now}
-	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
 	svc, err := retention.New(st, retention.Policy{AlertDays: 30}, retention.Options{AlertBatch: 1000})
 	require.NoError(t, err)
 	pass, err := svc.Begin(ctx, "locked-"+seed.Tag)
@@ -276,7 +276,7 @@ func TestRetention_FailedBatchRetriedSmaller(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	seed := testenv.RetentionSeed{Tag: "f" + uuid.NewString()[:8], PerGroup: 100, Now: time.Now().UTC()}
-	require.NoError(t, testenv.SeedRetention(ctx, testenv.DatabaseURL(t), seed))
+	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
 	fs := &failingStore{Store: st, fail: 2}
 	svc, err := retention.New(fs, retention.Policy{AlertDays: 30}, retention.Options{AlertBatch: 40})
 	require.NoError(t, err)
