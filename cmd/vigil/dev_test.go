@@ -492,12 +492,13 @@ func TestDecideDevMetrics(t *testing.T) {
 		require.NotEqual(t, port(t, dm.worker), dm.temporalPort)
 	})
 	t.Run("a free base port: the next two", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		base := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if base > 65000 {
-			t.Skip("random port too close to the top")
+		// A random free port with room for the two after it.
+		base := 65535
+		for base > 65000 {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			base = ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", base)
 		cfg := config{MetricsAddr: addr}

@@ -25,9 +25,6 @@ import (
 // heartbeat times out, and the pass purges every eligible alert, counts each once, and writes one
 // `purged` audit event. The pass is started by triggering the Schedule the worker ensured at start.
 func TestRetentionPass_WorkerProcessSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs vigil worker processes")
-	}
 	prefix := testenv.TaskQueuePrefix(t) + "-retkill"
 	c := newCluster(t, 0, 1, map[string]string{
 		"TEMPORAL_TASK_QUEUE_PREFIX": prefix,

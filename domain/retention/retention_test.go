@@ -54,9 +54,6 @@ func TestPolicyValidate(t *testing.T) {
 // adds up; and the pass writes exactly one `purged` audit event with the counts. Each batch (one
 // transaction, the longest any lock is held) is timed.
 func TestRetention_100kAlerts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seeds 100 000 alerts")
-	}
 	st := testenv.Store(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
