@@ -197,9 +197,11 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 	var out []Alert
 	var total int
 	err := s.boundedRead(ctx, func(ctx context.Context, db bun.IDB) error {
-		if err := alertListQuery(db, f, &out).Limit(f.Page.Limit()).Offset(f.Page.Offset()).Scan(ctx); err != nil {
+		page, err := alertListPage(ctx, db, f)
+		if err != nil {
 			return fmt.Errorf("list alerts: %w", mapErr(err))
 		}
+		out = page
 		return nil
 	}, func(ctx context.Context, db bun.IDB) error {
 		var none []Alert
@@ -216,9 +218,90 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 	return out, total, nil
 }
 
+// queryWindow is how many alerts, in the list's order and under its other filters, a `q` search
+// reads before it falls back to finding every match first (alertListPage); at least this many, and
+// queryWindowPerRow per row up to the page's end.
+const (
+	queryWindow       int64 = 2000
+	queryWindowPerRow int64 = 40
+)
+
+// alertListPage reads one page of ListAlerts. Without `q` it is alertListQuery with the page's limit
+// and offset: every other filter has an index in the list's order. With `q`, Postgres has two plans
+// and cannot tell which is cheap: walk the order checking each alert's text (cheap when the words are
+// common, thousands of rows when they are rare: `q=seeded alert 99` walked 9 900 alerts for page 1 at
+// 100 000, docs/PERFORMANCE.md), or find every match through the trigram indexes and sort them (cheap
+// when they are rare). Its estimate of a substring's frequency cannot tell them apart, so the page
+// asks both in turn: the first queryWindow alerts in the list's order (a walk that can stop), and only
+// when they hold fewer matches than the page needs, every match through the indexes, then the page's
+// uuids, then those alerts. Both answers are the same rows in the same order.
+func alertListPage(ctx context.Context, db bun.IDB, f AlertFilter) ([]Alert, error) {
+	limit, offset := f.Page.Limit(), f.Page.Offset()
+	var out []Alert
+	if f.Query == "" {
+		err := alertListQuery(db, f, &out).Limit(limit).Offset(offset).Scan(ctx)
+		return out, err
+	}
+	rest := f
+	rest.Query = ""
+	window := max(queryWindow, queryWindowPerRow*(offset+limit))
+	var scanned []Alert
+	walk := alertListQuery(db, rest, &scanned).Limit(window)
+	q := db.NewSelect().Model(&out).ModelTableExpr("(?) AS alert", walk).
+		ExcludeColumn("raw_payload", "normalized", "original_body")
+	q = orderAlerts(matchQuery(q, f.Query), f).Limit(limit).Offset(offset)
+	if err := q.Scan(ctx); err != nil {
+		return nil, err
+	}
+	if int64(len(out)) == limit {
+		return out, nil
+	}
+	// Fewer than a page in the window: the matches are rare (or fewer than a page in all, which the
+	// index route answers as cheaply).
+	col, dir := alertOrder(f)
+	matches := db.NewSelect().TableExpr("alerts").ColumnExpr("uuid, " + col + " AS sort_key")
+	matches = alertConditions(matches, f)
+	pageIDs := db.NewSelect().TableExpr("matches").Column("uuid").
+		OrderExpr("sort_key" + dir).OrderExpr("uuid" + dir).Limit(limit).Offset(offset)
+	out = nil
+	err := alertListQuery(db, f, &out).
+		WithQuery(bun.NewWithQuery("matches", matches).Materialized()).
+		Where("alert.uuid IN (?)", pageIDs).Limit(limit).Scan(ctx)
+	return out, err
+}
+
 // alertListQuery is ListAlerts' statement over f: its conditions and its order, no page.
 func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
 	q := db.NewSelect().Model(out).ExcludeColumn("raw_payload", "normalized", "original_body")
+	return orderAlerts(alertConditions(q, f), f)
+}
+
+// alertOrder is the list's sort expression and direction.
+func alertOrder(f AlertFilter) (col, dir string) {
+	col, ok := alertSortColumns[f.SortBy]
+	if !ok {
+		col = "occurred_at"
+	}
+	dir = " ASC"
+	if f.SortDesc {
+		dir = " DESC"
+	}
+	return col, dir
+}
+
+func orderAlerts(q *bun.SelectQuery, f AlertFilter) *bun.SelectQuery {
+	col, dir := alertOrder(f)
+	return q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
+}
+
+// matchQuery narrows q to alerts whose title or description contains text, case-insensitively.
+func matchQuery(q *bun.SelectQuery, text string) *bun.SelectQuery {
+	pat := "%" + escapeLike(strings.ToLower(text)) + "%"
+	return q.Where("(lower(title) LIKE ? ESCAPE '\\' OR lower(description) LIKE ? ESCAPE '\\')", pat, pat)
+}
+
+// alertConditions adds f's filters (not its order or page) to q, in bare column names.
+func alertConditions(q *bun.SelectQuery, f AlertFilter) *bun.SelectQuery {
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
@@ -247,8 +330,7 @@ func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
 		q = q.Where("tags @> ?", pgdialectArray(f.Tags))
 	}
 	if f.Query != "" {
-		pat := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
-		q = q.Where("(lower(title) LIKE ? ESCAPE '\\' OR lower(description) LIKE ? ESCAPE '\\')", pat, pat)
+		q = matchQuery(q, f.Query)
 	}
 	if len(f.Assignees) > 0 || f.Unassigned {
 		// assignee_key is coalesce(assignee, ''): one IN over a plain column, so the count is an
@@ -288,15 +370,7 @@ func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
 	if len(f.Malices) > 0 {
 		q = q.Where(maliceFilter(f.Malices))
 	}
-	col, ok := alertSortColumns[f.SortBy]
-	if !ok {
-		col = "occurred_at"
-	}
-	dir := " ASC"
-	if f.SortDesc {
-		dir = " DESC"
-	}
-	return q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
+	return q
 }
 
 // maliceFilter is the SQL condition "the alert's effective malice is one of levels" (API.md §3: the
