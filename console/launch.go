@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -36,7 +35,6 @@ func (c *Console) launch(ctx *fiber.Ctx) error {
 		A        store.Alert
 		Launch   responses.Launch
 		Confirm  bool
-		Reason   string
 		Fallback bool // an error page without a launcher
 	}{A: a}
 	answer := func(status int, msg string) error {
@@ -60,13 +58,6 @@ func (c *Console) launch(ctx *fiber.Ctx) error {
 	if i < 0 {
 		data.Fallback = true
 		return answer(http.StatusUnprocessableEntity, "That indicator is not on this alert.")
-	}
-	if r := strings.TrimSpace(ctx.Query("reason")); r != "" {
-		if !plainText(r, 5000) {
-			data.Fallback = true
-			return answer(http.StatusUnprocessableEntity, "The reason is too long or contains a NUL character.")
-		}
-		data.Reason = r
 	}
 	actor := responses.ActorOf(whoOf(ctx).p, store.ActorConsole)
 	list := func(status int, msg string) error {
