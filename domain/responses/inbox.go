@@ -23,6 +23,7 @@ type Card struct {
 	AlertUUID   *uuid.UUID
 	AlertTitle  string
 	Malice      string // the indicator's malice ("" when it is not stored)
+	Internal    string // why the indicator is an internal address ("" when not: InternalAddress)
 	Steps       []approvals.Step
 	Destructive bool
 	Approved    int    // approvals recorded so far
@@ -52,7 +53,8 @@ func (s *Service) Inbox(ctx context.Context, who Decider, now time.Time) ([]Card
 	for i, a := range reqs {
 		c := rc[a.RunUUID]
 		card := Card{Request: a, AlertUUID: c.AlertUUID, AlertTitle: c.AlertTitle, Malice: c.Malice, Steps: []approvals.Step{},
-			Destructive: Destructive(a.RiskLevel), TemporalID: ids.WorkflowRun(a.RunUUID)}
+			Destructive: Destructive(a.RiskLevel), TemporalID: ids.WorkflowRun(a.RunUUID),
+			Internal: InternalAddress(a.IndicatorType, a.IndicatorValue)}
 		if c.Steps != nil {
 			card.Steps = approvals.Steps(c.Steps)
 		}

@@ -150,6 +150,7 @@ func TestInboxAndMayDecide(t *testing.T) {
 	require.Equal(t, "x.example.com", own.Steps[0].Host)
 	require.Equal(t, "workflow-run-"+mine.RunUUID.String(), own.TemporalID)
 	require.True(t, cards[pos[soon.UUID]].CanApprove)
+	require.Contains(t, own.Internal, "reserved", "192.0.2.1 is a documentation range")
 	// The rule MayDecide reads is the one Decide applies.
 	_, err = svc.Decide(ctx, mine.UUID, who, true, nil)
 	require.ErrorIs(t, err, responses.ErrSelfApproval)
