@@ -312,6 +312,7 @@ func TestApprovalCardsAndRunDecisions(t *testing.T) {
 	require.Contains(t, sc, `<code>GET</code> <code class="host">tickets.example.com</code>`)
 	require.NotContains(t, sc, "s3cret")
 	require.Contains(t, sc, "high risk")
+	require.Contains(t, sc, "Declared: high risk; approval always, 1 approval(s) required")
 	require.Contains(t, sc, "destructive")
 	require.Contains(t, sc, `value="approve"`)
 	require.Contains(t, sc, `http://temporal-ui.test:8233/namespaces/default/workflows?query=WorkflowId%3D%22workflow-run-`+soonRun.UUID.String())

@@ -49,7 +49,10 @@ type RunContext struct {
 	AlertUUID  *uuid.UUID
 	AlertTitle string
 	Steps      json.RawMessage // the version's steps; nil when the version is gone
-	Malice     string          // the indicator's malice; "" when no such indicator is stored
+	// ApprovalMode and Tags are what the version declares ("" and nil when the version is gone).
+	ApprovalMode string
+	Tags         []string
+	Malice       string // the indicator's malice; "" when no such indicator is stored
 }
 
 // RunContexts loads the RunContext of each of runs in one statement.
@@ -64,8 +67,11 @@ func (s *Store) RunContexts(ctx context.Context, runs []uuid.UUID) (map[uuid.UUI
 		Title  *string         `bun:"title"`
 		Steps  json.RawMessage `bun:"steps"`
 		Malice *string         `bun:"malice"`
+		Mode   *string         `bun:"approval_mode"`
+		Tags   json.RawMessage `bun:"tags"`
 	}
-	err := s.db.NewRaw(`SELECT r.uuid AS run_uuid, r.alert_uuid, a.title, v.definition->'steps' AS steps, i.malice
+	err := s.db.NewRaw(`SELECT r.uuid AS run_uuid, r.alert_uuid, a.title, v.definition->'steps' AS steps, i.malice,
+		v.definition->>'approval_mode' AS approval_mode, v.definition->'tags' AS tags
 		FROM workflow_runs r
 		LEFT JOIN alerts a ON a.uuid = r.alert_uuid
 		LEFT JOIN workflow_versions v ON v.workflow_uuid = r.workflow_uuid AND v.version = r.workflow_version
@@ -81,6 +87,12 @@ func (s *Store) RunContexts(ctx context.Context, runs []uuid.UUID) (map[uuid.UUI
 		}
 		if r.Malice != nil {
 			c.Malice = *r.Malice
+		}
+		if r.Mode != nil {
+			c.ApprovalMode = *r.Mode
+		}
+		if len(r.Tags) > 0 {
+			_ = json.Unmarshal(r.Tags, &c.Tags) // tags the version does not hold as a list of strings are left out
 		}
 		out[r.Run] = c
 	}

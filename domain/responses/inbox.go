@@ -26,8 +26,11 @@ type Card struct {
 	Internal    string // why the indicator is an internal address ("" when not: InternalAddress)
 	Steps       []approvals.Step
 	Destructive bool
-	Approved    int    // approvals recorded so far
-	TemporalID  string // the run's Temporal workflow id
+	// ApprovalMode and Tags: what the workflow version declares.
+	ApprovalMode string
+	Tags         []string
+	Approved     int    // approvals recorded so far
+	TemporalID   string // the run's Temporal workflow id
 	// CanApprove and CanReject: the caller's decision would be accepted now; Refusal says why not
 	// (the rule's error, nil when both are allowed).
 	CanApprove, CanReject bool
@@ -54,7 +57,7 @@ func (s *Service) Inbox(ctx context.Context, who Decider, now time.Time) ([]Card
 		c := rc[a.RunUUID]
 		card := Card{Request: a, AlertUUID: c.AlertUUID, AlertTitle: c.AlertTitle, Malice: c.Malice, Steps: []approvals.Step{},
 			Destructive: Destructive(a.RiskLevel), TemporalID: ids.WorkflowRun(a.RunUUID),
-			Internal: InternalAddress(a.IndicatorType, a.IndicatorValue)}
+			Internal: InternalAddress(a.IndicatorType, a.IndicatorValue), ApprovalMode: c.ApprovalMode, Tags: c.Tags}
 		if c.Steps != nil {
 			card.Steps = approvals.Steps(c.Steps)
 		}

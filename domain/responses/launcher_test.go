@@ -148,6 +148,7 @@ func TestInboxAndMayDecide(t *testing.T) {
 	require.False(t, own.CanApprove, "no approval of one's own run")
 	require.ErrorIs(t, own.Refusal, responses.ErrSelfApproval)
 	require.Equal(t, "x.example.com", own.Steps[0].Host)
+	require.Equal(t, store.ApprovalModeAlways, own.ApprovalMode, "what the version declares")
 	require.Equal(t, "workflow-run-"+mine.RunUUID.String(), own.TemporalID)
 	require.True(t, cards[pos[soon.UUID]].CanApprove)
 	require.Contains(t, own.Internal, "reserved", "192.0.2.1 is a documentation range")
