@@ -40,6 +40,8 @@ type indicatorRow struct {
 	Type, Value, Malice string
 	Overridden          bool
 	Steps               []stepRecord
+	Fitting             int    // how many active workflows fit it (responses.Launcher)
+	Internal            string // why it is an internal address ("" when not: responses.InternalAddress)
 }
 
 type activityRow struct{ At, Type, Actor, Prefix string }
@@ -54,9 +56,6 @@ type contextDoc struct {
 type findingRow struct {
 	Agent, Summary, Confidence, Action, At string
 }
-
-// runChoice is one workflow the alert's indicators allow, against one indicator.
-type runChoice struct{ Value, Label string }
 
 // alert shows one alert: fields, indicators with each provider's step record, rule, context documents,
 // findings, activity, the relationship graph, and the actions the key's scopes allow.
@@ -86,13 +85,9 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		return err
 	}
 	inds := make([]indicatorRow, len(d.Indicators))
-	var types []string
 	for i, ind := range d.Indicators {
 		inds[i] = indicatorRow{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, Malice: ind.Malice, Overridden: ind.MaliceOverriddenAt != nil,
 			Steps: stepRecords(ind.EnrichmentResults)}
-		if !slices.Contains(types, ind.Type) {
-			types = append(types, ind.Type)
-		}
 	}
 	evs, _, err := c.deps.Store.ListActivity(uctx, store.ActivityFilter{AlertUUID: &a.UUID, Page: store.Page{Number: 1, Size: 50}})
 	if err != nil {
@@ -124,22 +119,21 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		return err
 	}
 	w := whoOf(ctx)
-	var choices []runChoice
-	canRun := w.p.Has(auth.ScopeWorkflowsExecute)
+	canRun := w.p.Has(auth.ScopeWorkflowsExecute) && c.deps.Runs != nil
 	if canRun {
-		wfs, err := c.deps.Store.ApplicableWorkflows(uctx, types)
+		launches, err := c.deps.Runs.Launcher(uctx, responses.ActorOf(w.p, store.ActorConsole), d.Indicators)
 		if err != nil {
 			return err
 		}
-		for _, wf := range wfs {
-			for _, ind := range d.Indicators {
-				if slices.Contains(wf.IndicatorTypes, ind.Type) {
-					choices = append(choices, runChoice{Value: wf.UUID.String() + "|" + ind.UUID.String(),
-						Label: wf.Name + " (" + wf.RiskLevel + " risk) on " + ind.Type + " " + ind.Value})
-				}
-			}
+		for i, l := range launches {
+			inds[i].Fitting, inds[i].Internal = len(l.Choices), l.Internal
+		}
+	} else {
+		for i, ind := range d.Indicators {
+			inds[i].Internal = responses.InternalAddress(ind.Type, ind.Value)
 		}
 	}
+	raw := rawEvent(a)
 	data := struct {
 		page
 		A                                       store.Alert
@@ -153,13 +147,13 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		Graph                                   graph
 		Statuses, Classifications, MaliceLevels []string
 		CanRun                                  bool
-		RunChoices                              []runChoice
+		Raw                                     rawView
 		Notes                                   alertNotes // comments and the timeline (comments.go)
 	}{page: base, A: a, Malice: d.Malice, Occurred: a.OccurredAt.UTC().Format(time.RFC1123),
 		Description: deref(a.Description), Temporal: c.deps.Temporal.Link(ids.Alert(a.UUID)), Override: deref(a.MaliceOverride),
 		Rule: d.DetectionRule, Indicators: inds, Docs: docs, Findings: finds, Activity: acts, Graph: layoutGraph(a, d.Indicators, sibs),
 		Statuses: store.AlertStatuses(), Classifications: store.CloseClassifications(), MaliceLevels: indicators.MaliceNames(),
-		CanRun: canRun, RunChoices: choices, Notes: notes}
+		CanRun: canRun, Raw: raw, Notes: notes}
 	return c.render(ctx, status, "alert", data)
 }
 

@@ -146,9 +146,11 @@ func TestAlertPageActions(t *testing.T) {
 	require.Contains(t, page, "Seen &lt;i&gt;beaconing&lt;/i&gt;")
 
 	// Run an applicable workflow: the execute rules, the run recorded against the alert.
-	require.Contains(t, page, wf.Name)
 	inds, err := h.st.AlertIndicators(ctx, id)
 	require.NoError(t, err)
+	require.Contains(t, page, `/console/alerts/`+id.String()+`/launch?indicator=`+inds[0].UUID.String())
+	_, launch := b.do(http.MethodGet, base+"/launch?indicator="+inds[0].UUID.String(), nil)
+	require.Contains(t, launch, wf.Name)
 	resp, _ = b.do(http.MethodPost, base+"/run", url.Values{"csrf": {csrf}, "run": {"nope|nope"}})
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	resp, _ = b.do(http.MethodPost, base+"/run", url.Values{"csrf": {csrf}, "run": {wf.UUID.String() + "|" + uuid.NewString()}})
@@ -169,7 +171,7 @@ func TestAlertPageActions(t *testing.T) {
 	ab := h.browser(t)
 	ab.signIn(approver)
 	_, page = ab.do(http.MethodGet, "/console/approvals", nil)
-	require.Contains(t, page, `<a href="/console/alerts/`+id.String()+`">The alert</a>`, "the inbox links the run's alert")
+	require.Contains(t, page, `<a href="/console/alerts/`+id.String()+`" class="alert-title">actions `, "the inbox links the run's alert by its title")
 	require.Contains(t, page, `<a href="/console/runs/`+run.UUID.String()+`">the run</a>`)
 
 	// A key without alerts:write or workflows:execute sees no action and is refused if it posts one.

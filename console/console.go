@@ -73,6 +73,8 @@ type Store interface {
 	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
 	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)
 	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
+	PendingApprovals(ctx context.Context) (int, error) // the header's count
+	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
 	AlertIndicators(ctx context.Context, id uuid.UUID) ([]store.Indicator, error)
 	SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]store.Sibling, error)
 	ApplicableWorkflows(ctx context.Context, types []string) ([]store.Workflow, error)
@@ -95,14 +97,18 @@ type AlertService interface {
 	Bulk(ctx context.Context, ids []uuid.UUID, p alerts.Patch, actor store.Actor) (alerts.Bulked, error)
 }
 
-// RunService starts workflow runs (responses.Service).
+// RunService starts workflow runs and says which fit an indicator and what they would do
+// (responses.Service).
 type RunService interface {
 	Execute(ctx context.Context, actor responses.Actor, req responses.ExecuteRequest) (responses.Executed, error)
+	Launcher(ctx context.Context, actor responses.Actor, inds []store.Indicator) ([]responses.Launch, error)
+	Preview(ctx context.Context, actor responses.Actor, ind store.Indicator, workflow uuid.UUID) (responses.Launch, error)
 }
 
-// ApprovalService decides approval requests (responses.Service).
+// ApprovalService lists and decides approval requests (responses.Service).
 type ApprovalService interface {
 	Decide(ctx context.Context, id uuid.UUID, who responses.Decider, approve bool, comment *string) (store.ApprovalRequest, error)
+	Inbox(ctx context.Context, who responses.Decider, now time.Time) ([]responses.Card, error)
 }
 
 // Deps are the console's dependencies; Box nil disables sign-in (no ENCRYPTION_KEY to seal keys with).
@@ -149,10 +155,13 @@ func New(deps Deps) *Console {
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
 		"sub": func(a, b int) int { return a - b }, "add": func(a, b int) int { return a + b }}
-	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit", "bulk"} {
+	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit", "bulk", "launch"} {
 		files := []string{"templates/layout.html", "templates/" + name + ".html"}
 		if name == "alert" {
 			files = append(files, "templates/alert_notes.html") // comments and the timeline
+		}
+		if name == "launch" || name == "approvals" {
+			files = append(files, "templates/steps.html") // a workflow's steps: method, host, path
 		}
 		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, files...))
 	}
@@ -182,6 +191,7 @@ func (c *Console) Register(r fiber.Router) {
 	g.Post("/alerts/:uuid/assign", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.assign)
 	g.Post("/alerts/:uuid/malice", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setMalice)
 	g.Post("/alerts/:uuid/findings", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addFinding)
+	g.Get("/alerts/:uuid/launch", c.session, c.need(auth.ScopeAlertsRead, auth.ScopeWorkflowsExecute), c.launch)
 	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)
 	c.registerComments(g)
 	g.Get("/dashboard", c.session, c.need(auth.ScopeAlertsRead), c.dashboard)
@@ -340,6 +350,7 @@ type page struct {
 	Title, Error, KeyName, KeyPrefix, CSRF string
 	Signed, CanApprove, CanWrite, CanRuns  bool
 	CanAudit                               bool // an admin session: the audit trail
+	Pending                                int  // pending, unexpired approval requests (shown with CanApprove)
 }
 
 func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
@@ -347,9 +358,17 @@ func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
 	if w.idHash == nil {
 		return page{Title: title, Error: errText}
 	}
-	return page{Title: title, Error: errText, Signed: true, KeyName: w.p.Name, KeyPrefix: w.p.KeyPrefix, CSRF: w.csrf,
+	p := page{Title: title, Error: errText, Signed: true, KeyName: w.p.Name, KeyPrefix: w.p.KeyPrefix, CSRF: w.csrf,
 		CanApprove: w.p.Has(auth.ScopeApprovalsWrite) && w.p.KeyType != auth.KeyTypeAgent, CanWrite: w.p.Has(auth.ScopeAlertsWrite),
 		CanRuns: w.p.Has(auth.ScopeWorkflowsRead), CanAudit: w.p.Has(auth.ScopeAdmin)}
+	if p.CanApprove {
+		n, err := c.deps.Store.PendingApprovals(ctx.UserContext())
+		if err != nil {
+			c.deps.Log.WarnContext(ctx.UserContext(), "console: count pending approvals", "err", err)
+		}
+		p.Pending = n
+	}
+	return p
 }
 
 func (c *Console) render(ctx *fiber.Ctx, status int, name string, data any) error {

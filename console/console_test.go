@@ -34,7 +34,7 @@ type harness struct {
 	srv *httptest.Server
 }
 
-func newHarness(t *testing.T, mutate ...func(*console.Deps)) *harness {
+func newHarness(t testing.TB, mutate ...func(*console.Deps)) *harness {
 	st := testenv.Store(t)
 	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func adaptor(app *fiber.App) http.Handler {
 	})
 }
 
-func (h *harness) key(t *testing.T, keyType string, scopes ...string) (string, store.APIKey) {
+func (h *harness) key(t testing.TB, keyType string, scopes ...string) (string, store.APIKey) {
 	t.Helper()
 	plain, err := auth.NewKey()
 	require.NoError(t, err)
@@ -83,13 +83,13 @@ func (h *harness) key(t *testing.T, keyType string, scopes ...string) (string, s
 
 // browser is a client with a cookie jar that does not follow redirects.
 type browser struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	client *http.Client
 	cookie *http.Cookie
 }
 
-func (h *harness) browser(t *testing.T) *browser {
+func (h *harness) browser(t testing.TB) *browser {
 	return &browser{t: t, base: h.srv.URL, client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}

@@ -13,64 +13,46 @@ import (
 	"github.com/vigil-soc/vigil/store"
 )
 
-type approvalRow struct {
-	UUID, Run                                                                             uuid.UUID
-	Alert                                                                                 *uuid.UUID
-	WorkflowName, RiskLevel, IndicatorType, IndicatorValue, TriggerSource, Prefix, Reason string
-	Confidence, Expires, Left                                                             string
-	Approved, Required                                                                    int
+// approvalCard is one pending request as the inbox shows it (responses.Card).
+type approvalCard struct {
+	responses.Card
+	Reason, Prefix, Confidence, Expires, Left, Temporal, Refusal string
 }
 
-// approvals lists the pending requests with what a person needs to decide.
+// approvals lists the pending requests, the soonest to expire first, with what a person needs to
+// decide: the alert, the indicator's verdict, the steps that will run, the declared risk.
 func (c *Console) approvals(ctx *fiber.Ctx) error {
 	return c.approvalsPage(ctx, http.StatusOK, "")
 }
 
 func (c *Console) approvalsPage(ctx *fiber.Ctx, status int, errText string) error {
-	rows, _, err := c.deps.Store.ListApprovals(ctx.UserContext(), store.ApprovalFilter{Statuses: []string{store.ApprovalPending},
-		Page: store.Page{Number: 1, Size: 100}})
+	w := whoOf(ctx)
+	who, err := responses.ByKey(responses.ActorOf(w.p, store.ActorConsole), nil)
 	if err != nil {
-		return err
-	}
-	runIDs := make([]uuid.UUID, len(rows))
-	for i, a := range rows {
-		runIDs[i] = a.RunUUID
-	}
-	alertOf, err := c.deps.Store.RunAlerts(ctx.UserContext(), runIDs)
-	if err != nil {
-		return err
+		who = responses.Decider{} // an agent key: may decide nothing (the cards say why)
 	}
 	now := time.Now()
-	out := make([]approvalRow, 0, len(rows))
-	for _, a := range rows {
-		if !now.Before(a.ExpiresAt) {
-			continue
-		}
-		r := approvalRow{UUID: a.UUID, Run: a.RunUUID, WorkflowName: a.WorkflowName, RiskLevel: a.RiskLevel, IndicatorType: a.IndicatorType,
-			IndicatorValue: a.IndicatorValue, TriggerSource: a.TriggerSource, Confidence: "n/a", Required: a.RequiredApprovals,
-			Expires: a.ExpiresAt.UTC().Format(time.RFC1123), Left: a.ExpiresAt.Sub(now).Round(time.Minute).String()}
-		if id, ok := alertOf[a.RunUUID]; ok {
-			r.Alert = &id
-		}
-		if a.TriggerKeyPrefix != nil {
-			r.Prefix = *a.TriggerKeyPrefix
-		}
-		if a.Reason != nil {
-			r.Reason = *a.Reason
-		}
+	cards, err := c.deps.Approvals.Inbox(ctx.UserContext(), who, now)
+	if err != nil {
+		return err
+	}
+	out := make([]approvalCard, len(cards))
+	for i, card := range cards {
+		a := card.Request
+		r := approvalCard{Card: card, Reason: deref(a.Reason), Prefix: deref(a.TriggerKeyPrefix), Confidence: "n/a",
+			Expires: a.ExpiresAt.UTC().Format(time.RFC1123), Left: a.ExpiresAt.Sub(now).Round(time.Minute).String(),
+			Temporal: c.deps.Temporal.Link(card.TemporalID)}
 		if a.Confidence != nil {
 			r.Confidence = strconv.FormatFloat(*a.Confidence, 'f', -1, 64)
 		}
-		for _, d := range a.Decisions {
-			if d.Decision == store.ApprovalApproved {
-				r.Approved++
-			}
+		if card.Refusal != nil {
+			r.Refusal, _ = refusal(card.Refusal)
 		}
-		out = append(out, r)
+		out[i] = r
 	}
 	return c.render(ctx, status, "approvals", struct {
 		page
-		Rows []approvalRow
+		Rows []approvalCard
 	}{page: c.base(ctx, "Approvals", errText), Rows: out})
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -22,7 +23,7 @@ type runRow struct {
 	UUID                                   uuid.UUID
 	Workflow, Status, Trigger, Prefix      string
 	IndicatorType, IndicatorValue, Created string
-	Duration                               string
+	Duration, TemporalID, TemporalLink     string
 	AlertUUID                              *uuid.UUID
 }
 
@@ -40,7 +41,15 @@ func toRunRow(r store.WorkflowRun, names map[uuid.UUID]string) runRow {
 	}
 	return runRow{UUID: r.UUID, Workflow: name, Status: r.Status, Trigger: r.TriggerSource, Prefix: deref(r.TriggerKeyPrefix),
 		IndicatorType: r.IndicatorType, IndicatorValue: r.IndicatorValue, Created: r.CreatedAt.UTC().Format("2006-01-02 15:04:05"),
-		Duration: runDuration(r), AlertUUID: r.AlertUUID}
+		Duration: runDuration(r), AlertUUID: r.AlertUUID, TemporalID: temporalID(r)}
+}
+
+// temporalID is the run's Temporal workflow id (set when the run is created).
+func temporalID(r store.WorkflowRun) string {
+	if r.TemporalWorkflowID != "" {
+		return r.TemporalWorkflowID
+	}
+	return ids.WorkflowRun(r.UUID)
 }
 
 // runs lists workflow runs newest first with GET /v1/workflow-runs' filters (status, trigger source,
@@ -80,6 +89,9 @@ func (c *Console) runs(ctx *fiber.Ctx) error {
 	rows := make([]runRow, len(runs))
 	for i, r := range runs {
 		rows[i] = toRunRow(r, names)
+	}
+	for i := range rows {
+		rows[i].TemporalLink = c.deps.Temporal.Link(rows[i].TemporalID)
 	}
 	pages := int(math.Ceil(float64(total) / queuePageSize))
 	link := func(n int) string {
@@ -195,8 +207,25 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	}
+	var approval *store.ApprovalRequest
+	var decisions []decisionRow
+	if r.ApprovalRequestUUID != nil {
+		a, err := c.deps.Store.GetApproval(uctx, *r.ApprovalRequestUUID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			approval = &a
+			for _, d := range a.Decisions {
+				decisions = append(decisions, toDecisionRow(d))
+			}
+		}
+	}
 	data := struct {
 		page
+		Approval                          *store.ApprovalRequest
+		ApprovalExpires, Rejection        string
+		Decisions                         []decisionRow
 		R                                 store.WorkflowRun
 		Row                               runRow
 		Reason, Confidence, Error, Result string
@@ -205,6 +234,34 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 		Final                             bool
 	}{page: c.base(ctx, "Run "+r.UUID.String(), ""), R: r, Row: toRunRow(r, names), Reason: deref(r.Reason), Confidence: conf,
 		Error: deref(r.Error), Result: result, Started: when(r.StartedAt), Completed: when(r.CompletedAt),
-		Temporal: c.deps.Temporal.Link(r.TemporalWorkflowID), Steps: steps, Final: store.RunFinal(r.Status)}
+		Temporal: c.deps.Temporal.Link(temporalID(r)), Steps: steps, Final: store.RunFinal(r.Status),
+		Approval: approval, Decisions: decisions}
+	if approval != nil {
+		data.ApprovalExpires, data.Rejection = approval.ExpiresAt.UTC().Format("2006-01-02 15:04:05"), deref(approval.RejectionReason)
+	}
 	return c.render(ctx, http.StatusOK, "run", data)
+}
+
+// decisionRow is one decision on a run's approval request: who (the deciding key's name and prefix,
+// or the verified Slack user or decide-page holder, and the free-text responder label), what, when,
+// and the comment.
+type decisionRow struct {
+	Who, Via, Decision, At, Comment string
+	Counted                         bool // a human decision: counts toward the quorum
+}
+
+func toDecisionRow(d store.ApprovalDecision) decisionRow {
+	row := decisionRow{Decision: d.Decision, At: d.DecidedAt.UTC().Format("2006-01-02 15:04:05"), Comment: deref(d.Comment), Counted: d.Human}
+	switch {
+	case d.KeyName != nil:
+		row.Who, row.Via = *d.KeyName, "key "+deref(d.KeyPrefix)
+	case d.VerifiedUser != nil:
+		row.Who, row.Via = d.ResponderID, *d.VerifiedUser
+	default:
+		row.Who = d.ResponderID
+	}
+	if row.Via == "" && d.ResponderID != row.Who {
+		row.Via = d.ResponderID
+	}
+	return row
 }

@@ -3,7 +3,6 @@ package responses
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -81,11 +80,8 @@ func (s *Service) Execute(ctx context.Context, actor Actor, req ExecuteRequest) 
 	if w.State != store.WorkflowStateActive {
 		return Executed{}, &NotActiveError{State: w.State}
 	}
-	if len(w.IndicatorTypes) > 0 && !slices.Contains(w.IndicatorTypes, req.IndicatorType) {
-		var errs validate.Errors
-		errs.AddCtx([]any{"body", "indicator_type"}, validate.TypeEnum, "This workflow accepts indicator types: "+strings.Join(w.IndicatorTypes, ", ")+".",
-			req.IndicatorType, map[string]any{"expected": w.IndicatorTypes})
-		return Executed{}, errs
+	if err := fitError(w, req.IndicatorType); err != nil {
+		return Executed{}, err
 	}
 	if w.WorkflowType == "alert" && req.AlertUUID == nil {
 		var errs validate.Errors

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
@@ -40,6 +41,10 @@ type Store interface {
 	WorkflowSecretHosts(ctx context.Context, names []string) (map[string][]string, error)
 	AlertTemplateValues(ctx context.Context, id uuid.UUID) (map[string]any, error)
 	RecordActivity(ctx context.Context, db bun.IDB, e *store.ActivityEvent) error
+	// What launchers and approval inboxes read (launcher.go, inbox.go).
+	WorkflowsForIndicatorTypes(ctx context.Context, types []string) ([]store.Workflow, error)
+	ListPendingApprovals(ctx context.Context, now time.Time, limit int) ([]store.ApprovalRequest, error)
+	RunContexts(ctx context.Context, runs []uuid.UUID) (map[uuid.UUID]store.RunContext, error)
 }
 
 // SecretOpener opens sealed secrets (secretbox.Box).
