@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/devstack/testenv"
@@ -258,4 +259,55 @@ func TestDeliverEvents_BatchInOrderRetriedOnItsOwn(t *testing.T) {
 	if *recordEventsHistory != "" {
 		testenv.WriteDecodedHistory(t, e.c, ids.AgentEventBatch(batch[0]), *recordEventsHistory, testenv.PayloadCodec(t))
 	}
+}
+
+// DeliverAgentEvents run as Temporal retries it after its worker died: with progress heartbeated for
+// the first delivery it makes only the second; with progress it cannot trust (more outcomes than
+// deliveries, or not outcomes at all) it makes both again under the same ids; for an agent deleted
+// meanwhile it makes none and reports each given up.
+func TestDeliverAgentEvents_ResumesAfterHeartbeatedProgress(t *testing.T) {
+	e := pipelineHarness(t)
+	ctx := context.Background()
+	var h hook
+	a, _ := registerTestAgent(t, e, e.handle(h.handler(ok200)), nil)
+	var batch []activities.BatchDelivery
+	for range 2 {
+		ev := &store.AgentEvent{Event: agents.EventAlertUpdated, TargetAgent: &a.UUID, Facts: json.RawMessage(`{}`)}
+		require.NoError(t, e.st.RecordAgentEvent(ctx, nil, ev))
+		require.NoError(t, e.st.SetAgentEventPayload(ctx, ev.UUID, json.RawMessage(`{"n": 1}`)))
+		batch = append(batch, activities.BatchDelivery{EventUUID: ev.UUID, DeliveryUUID: activities.DeliveryID(ev.UUID, a.UUID)})
+	}
+	run := func(agent uuid.UUID, progress any) []activities.AttemptResult {
+		t.Helper()
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(e.acts.DeliverAgentEvents)
+		if progress != nil {
+			env.SetHeartbeatDetails(progress)
+		}
+		val, err := env.ExecuteActivity(e.acts.DeliverAgentEvents, activities.DeliverAgentEventsInput{AgentUUID: agent, Deliveries: batch, MaxAttempts: 4})
+		require.NoError(t, err)
+		var out []activities.AttemptResult
+		require.NoError(t, val.Get(&out))
+		return out
+	}
+	delivered := activities.AttemptResult{State: activities.AttemptDelivered}
+	require.Equal(t, []activities.AttemptResult{delivered, delivered}, run(a.UUID, []activities.AttemptResult{delivered}))
+	got := h.received(t)
+	require.Len(t, got, 1, "only the delivery not heartbeated")
+	require.Equal(t, batch[1].DeliveryUUID, got[0].ID)
+
+	for _, hostile := range []any{[]activities.AttemptResult{delivered, delivered, delivered}, "not progress", map[string]int{"next": 1}} {
+		before := h.count()
+		require.Equal(t, []activities.AttemptResult{delivered, delivered}, run(a.UUID, hostile), "%v", hostile)
+		got := h.received(t)[before:]
+		require.Len(t, got, 2, "progress %v not trusted: both again", hostile)
+		require.Equal(t, batch[0].DeliveryUUID, got[0].ID)
+		require.Equal(t, batch[1].DeliveryUUID, got[1].ID)
+	}
+
+	before := h.count()
+	gaveUp := activities.AttemptResult{State: activities.AttemptGaveUp}
+	require.Equal(t, []activities.AttemptResult{gaveUp, gaveUp}, run(uuid.New(), nil), "an agent gone receives nothing")
+	require.Equal(t, before, h.count())
 }
