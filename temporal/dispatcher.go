@@ -148,12 +148,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	resume := time.NewTimer(time.Hour)
 	resume.Stop()
 	defer resume.Stop()
-	// startsDue fires when the start outbox, notified within startClaimGap of its last claim, may be
-	// claimed again.
-	var lastStarts time.Time
-	startsDue := time.NewTimer(time.Hour)
-	startsDue.Stop()
-	defer startsDue.Stop()
+	// The start outbox is drained by a goroutine of its own, kicked from here: a claim of pipelines
+	// (up to 64 starts, seconds on a loaded server) never holds back an agent event's delivery.
+	kick := make(chan struct{}, 1)
+	var startsDone sync.WaitGroup
+	defer startsDone.Wait()
+	startsDone.Go(func() { d.runStarts(ctx, kick) })
 	for {
 		// While the API is busy the cap is tiny and a place frees only when a pipeline ends, so one
 		// claim per busyClaimGap is enough; a claim per wake-up (up to 200 a second) would only add
@@ -165,14 +165,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		}
 		if starts {
-			if wait := startClaimGap - time.Since(lastStarts); wait > 0 {
-				startsDue.Reset(wait)
-			} else {
-				lastStarts = time.Now()
-				if _, err := d.DrainStarts(ctx); err != nil && ctx.Err() == nil {
-					d.log.Error("dispatch start outbox", "err", err)
-				}
+			select {
+			case kick <- struct{}{}:
+			default: // a drain is already due: it covers these entries too
 			}
+			starts = false
 		}
 		select {
 		case <-ctx.Done():
@@ -184,8 +181,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		case <-resume.C:
 			alerts = true
-		case <-startsDue.C:
-			starts = true
 		case n, ok := <-wake:
 			if !ok {
 				wake = nil
@@ -203,6 +198,30 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			if arrivals > 0 && d.adm.busy(time.Now()) {
 				resume.Reset(time.Until(d.adm.quietAt()) + 10*time.Millisecond)
 			}
+		}
+	}
+}
+
+// runStarts drains the start outbox each time it is kicked, at most once per startClaimGap (kicks
+// meanwhile fold into the next drain), until ctx ends.
+func (d *Dispatcher) runStarts(ctx context.Context, kick <-chan struct{}) {
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		}
+		if wait := startClaimGap - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		if _, err := d.DrainStarts(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error("dispatch start outbox", "err", err)
 		}
 	}
 }
