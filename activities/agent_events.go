@@ -85,19 +85,25 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 	if deps == nil {
 		return EventPlan{}, errAgentEventsNotConfigured
 	}
-	e, err := deps.Store.GetAgentEvent(ctx, in.EventUUID)
+	return planEvent(ctx, deps, in.EventUUID, nil)
+}
+
+// planEvent plans one event (PlanEventDeliveries). subscribed, when not nil, caches the agents
+// subscribed to each event name for the plans of one batch.
+func planEvent(ctx context.Context, deps *AgentEventDeps, id uuid.UUID, subscribed map[string][]store.Agent) (EventPlan, error) {
+	e, err := deps.Store.GetAgentEvent(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return EventPlan{}, nil
 	}
 	if err != nil {
-		return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
+		return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
 	}
 	plan := EventPlan{Event: e.Event}
 	data, subject := any(e.Facts), targeting.Subject{}
 	if e.AlertUUID != nil && deps.Payloads != nil {
 		var found bool
 		if data, subject, found, err = deps.Payloads.AlertEventData(ctx, *e.AlertUUID, e.Facts); err != nil {
-			return EventPlan{}, fmt.Errorf("plan event %s: build payload: %w", in.EventUUID, err)
+			return EventPlan{}, fmt.Errorf("plan event %s: build payload: %w", id, err)
 		}
 		if !found {
 			return plan, nil // the alert is gone: nothing to tell
@@ -108,23 +114,28 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 		return EventPlan{}, sdktemporal.NewNonRetryableApplicationError("encode payload", ErrTypeAgentNotDeliverable, err)
 	}
 	if err := deps.Store.SetAgentEventPayload(ctx, e.UUID, raw); err != nil {
-		return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
+		return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
 	}
 	var receivers []store.Agent
 	if e.TargetAgent != nil {
 		ag, err := deps.Store.GetAgent(ctx, *e.TargetAgent)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
+			return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
 		}
 		if err == nil && ag.IsActive && agents.Receives(ag, e.Event, e.AlertUUID != nil) {
 			receivers = append(receivers, ag)
 		}
 	} else {
-		subscribed, err := deps.Store.SubscribedAgents(ctx, e.Event)
-		if err != nil {
-			return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
+		agentsOf, cached := subscribed[e.Event]
+		if !cached {
+			if agentsOf, err = deps.Store.SubscribedAgents(ctx, e.Event); err != nil {
+				return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
+			}
+			if subscribed != nil {
+				subscribed[e.Event] = agentsOf
+			}
 		}
-		for _, ag := range subscribed {
+		for _, ag := range agentsOf {
 			if agents.Matches(ag, e.Event, subject) && agents.Receives(ag, e.Event, e.AlertUUID != nil) {
 				receivers = append(receivers, ag)
 			}
@@ -143,6 +154,9 @@ type DeliverEventInput struct {
 	DeliveryUUID uuid.UUID `json:"delivery_uuid"`
 	AgentUUID    uuid.UUID `json:"agent_uuid"`
 	MaxAttempts  int       `json:"max_attempts"`
+	// AttemptOffset is added to Temporal's attempt number: 1 when the first attempt was made by
+	// DeliverAgentEvents (a batch), so the retries are recorded as attempts 2, 3, …; 0 before.
+	AttemptOffset int `json:"attempt_offset,omitempty"`
 }
 
 // DeliverAgentEvent makes one attempt of a planned delivery, records it, and reports whether it was
@@ -162,37 +176,149 @@ func (a *Activities) DeliverAgentEvent(ctx context.Context, in DeliverEventInput
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", in.DeliveryUUID, err)
 	}
-	e, err := deps.Store.GetAgentEvent(ctx, in.EventUUID)
+	attempt := int(activity.GetInfo(ctx).Attempt) + in.AttemptOffset
+	res, err := a.attempt(ctx, ag, in.EventUUID, in.DeliveryUUID, attempt, in.MaxAttempts)
+	if err != nil || res.State != AttemptRetry {
+		return res.State == AttemptDelivered, err
+	}
+	return false, sdktemporal.NewApplicationError(res.Error, errTypeAgentAttemptFailed)
+}
+
+// Outcomes of one delivery attempt (AttemptResult.State).
+const (
+	AttemptDelivered = "delivered"
+	AttemptGaveUp    = "gave_up" // 410, the last attempt failed, or nothing to deliver any more
+	AttemptRetry     = "retry"   // failed; later attempts follow
+)
+
+// AttemptResult is what one attempt of one delivery came to.
+type AttemptResult struct {
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+}
+
+// attempt makes attempt number attempt (of maxAttempts) of delivery id of event to agent ag and
+// records it. An error is not the agent's answer: the event could not be read (retryable) or the
+// delivery cannot be made at all (non-retryable, ErrTypeAgentNotDeliverable).
+func (a *Activities) attempt(ctx context.Context, ag store.Agent, event, id uuid.UUID, attempt, maxAttempts int) (AttemptResult, error) {
+	deps := a.AgentEvents
+	gaveUp := AttemptResult{State: AttemptGaveUp}
+	e, err := deps.Store.GetAgentEvent(ctx, event)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return gaveUp, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("deliver %s: %w", in.DeliveryUUID, err)
+		return AttemptResult{}, fmt.Errorf("deliver %s: %w", id, err)
 	}
 	if !agents.Receives(ag, e.Event, e.AlertUUID != nil) {
-		return false, nil // its endpoint moved to a key that cannot read this since it was planned
+		return gaveUp, nil // its endpoint moved to a key that cannot read this since it was planned
 	}
 	data, err := agents.VisibleData(ag, e.Payload)
 	if err != nil {
-		return false, sdktemporal.NewNonRetryableApplicationError("filter payload", ErrTypeAgentNotDeliverable, err)
+		return AttemptResult{}, sdktemporal.NewNonRetryableApplicationError("filter payload", ErrTypeAgentNotDeliverable, err)
 	}
-	body, err := agents.Payload(in.DeliveryUUID, e.Event, e.CreatedAt, data)
+	body, err := agents.Payload(id, e.Event, e.CreatedAt, data)
 	if err != nil {
-		return false, sdktemporal.NewNonRetryableApplicationError("encode payload", ErrTypeAgentNotDeliverable, err)
+		return AttemptResult{}, sdktemporal.NewNonRetryableApplicationError("encode payload", ErrTypeAgentNotDeliverable, err)
 	}
-	attempt := int(activity.GetInfo(ctx).Attempt)
-	out, err := deps.Deliverer.Deliver(ctx, ag, agents.Delivery{ID: in.DeliveryUUID, Event: e.Event, AlertUUID: e.AlertUUID,
-		Attempt: attempt, Last: attempt >= in.MaxAttempts, Body: body})
+	out, err := deps.Deliverer.Deliver(ctx, ag, agents.Delivery{ID: id, Event: e.Event, AlertUUID: e.AlertUUID,
+		Attempt: attempt, Last: attempt >= maxAttempts, Body: body})
 	switch {
 	case errors.Is(err, agents.ErrNotDeliverable):
-		return false, sdktemporal.NewNonRetryableApplicationError(err.Error(), ErrTypeAgentNotDeliverable, err)
+		return AttemptResult{}, sdktemporal.NewNonRetryableApplicationError(err.Error(), ErrTypeAgentNotDeliverable, err)
 	case err != nil:
-		return false, fmt.Errorf("deliver %s attempt %d: %w", in.DeliveryUUID, attempt, err)
-	case out.Delivered || out.GiveUp:
-		if out.Delivered && a.Freshness != nil {
+		return AttemptResult{}, fmt.Errorf("deliver %s attempt %d: %w", id, attempt, err)
+	case out.Delivered:
+		if a.Freshness != nil {
 			a.Freshness.AgentEventDelivered(time.Since(e.CreatedAt))
 		}
-		return out.Delivered, nil
+		return AttemptResult{State: AttemptDelivered}, nil
+	case out.GiveUp:
+		return gaveUp, nil
 	}
-	return false, sdktemporal.NewApplicationError(out.Error, errTypeAgentAttemptFailed)
+	return AttemptResult{State: AttemptRetry, Error: out.Error}, nil
+}
+
+// PlanEventBatchInput names the events of one DeliverEvents batch, in the order they were raised.
+type PlanEventBatchInput struct {
+	EventUUIDs []uuid.UUID `json:"event_uuids"`
+}
+
+// PlanEventBatch plans every event of a batch as PlanEventDeliveries plans one (the plans in the
+// events' order; an event gone, or one that cannot be delivered at all, has no deliveries), reading
+// the subscribed agents once per event name.
+func (a *Activities) PlanEventBatch(ctx context.Context, in PlanEventBatchInput) ([]EventPlan, error) {
+	deps := a.AgentEvents
+	if deps == nil {
+		return nil, errAgentEventsNotConfigured
+	}
+	subscribed := map[string][]store.Agent{}
+	plans := make([]EventPlan, len(in.EventUUIDs))
+	for i, id := range in.EventUUIDs {
+		plan, err := planEvent(ctx, deps, id, subscribed)
+		var app *sdktemporal.ApplicationError
+		if errors.As(err, &app) && app.NonRetryable() {
+			continue // this event cannot be delivered at all (DeliverEvent gives it up too): not the others
+		}
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = plan
+	}
+	return plans, nil
+}
+
+// BatchDelivery is one delivery of a DeliverAgentEvents batch.
+type BatchDelivery struct {
+	EventUUID    uuid.UUID `json:"event_uuid"`
+	DeliveryUUID uuid.UUID `json:"delivery_uuid"`
+}
+
+// DeliverAgentEventsInput is one agent's share of a DeliverEvents batch: its deliveries in the
+// events' order, and its retry_count + 1 as planned.
+type DeliverAgentEventsInput struct {
+	AgentUUID   uuid.UUID       `json:"agent_uuid"`
+	Deliveries  []BatchDelivery `json:"deliveries"`
+	MaxAttempts int             `json:"max_attempts"`
+}
+
+// DeliverAgentEvents makes the first attempt of each of one agent's deliveries, one after the other
+// in the events' order (each signed, under its own delivery id, recorded as attempt 1), and reports
+// each outcome in the same order; the workflow retries those that failed with DeliverAgentEvent. It
+// heartbeats the outcomes so far, so a retry of the activity (its worker died) resumes after them. A
+// deleted agent, or one that can no longer receive an event, gets nothing.
+func (a *Activities) DeliverAgentEvents(ctx context.Context, in DeliverAgentEventsInput) ([]AttemptResult, error) {
+	deps := a.AgentEvents
+	if deps == nil {
+		return nil, errAgentEventsNotConfigured
+	}
+	var done []AttemptResult
+	if activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &done); err != nil || len(done) > len(in.Deliveries) {
+			done = nil // unreadable progress: attempt them all again (the same delivery ids)
+		}
+	}
+	ag, err := deps.Store.GetAgent(ctx, in.AgentUUID)
+	if errors.Is(err, store.ErrNotFound) {
+		for range in.Deliveries[len(done):] {
+			done = append(done, AttemptResult{State: AttemptGaveUp})
+		}
+		return done, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("deliver to agent %s: %w", in.AgentUUID, err)
+	}
+	for _, d := range in.Deliveries[len(done):] {
+		res, err := a.attempt(ctx, ag, d.EventUUID, d.DeliveryUUID, 1, in.MaxAttempts)
+		var app *sdktemporal.ApplicationError
+		if errors.As(err, &app) && app.NonRetryable() {
+			res, err = AttemptResult{State: AttemptGaveUp, Error: err.Error()}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		done = append(done, res)
+		activity.RecordHeartbeat(ctx, done)
+	}
+	return done, nil
 }

@@ -21,6 +21,9 @@ import (
 // registerAgentEvents registers DeliverEvent and its activities (actions queue).
 func registerAgentEvents(r Registrar, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.DeliverEvent, workflow.RegisterOptions{})
+	r.RegisterWorkflowWithOptions(workflows.DeliverEvents, workflow.RegisterOptions{})
+	r.RegisterActivityWithOptions(acts.PlanEventBatch, activity.RegisterOptions{})
+	r.RegisterActivityWithOptions(acts.DeliverAgentEvents, activity.RegisterOptions{})
 	r.RegisterActivityWithOptions(acts.PlanEventDeliveries, activity.RegisterOptions{})
 	r.RegisterActivityWithOptions(acts.DeliverAgentEvent, activity.RegisterOptions{})
 }
@@ -53,6 +56,30 @@ func (s *EventStarter) StartAgentEvent(ctx context.Context, event uuid.UUID, ale
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("start %s: %w", ids.AgentEvent(event), err)
+	}
+	return nil
+}
+
+// StartAgentEvents starts DeliverEvents for events (id events-<first event uuid>), idempotently: a
+// batch already started is not started again. It is how the outbox dispatcher delivers the agent
+// events of one claim: one workflow for them all instead of one per event. The workflow task comes
+// back with the start when this process runs a worker on the actions queue (eager start).
+func (s *EventStarter) StartAgentEvents(ctx context.Context, events []uuid.UUID) error {
+	if len(events) == 0 {
+		return nil
+	}
+	id := ids.AgentEventBatch(events[0])
+	opts := client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                s.queues.Actions,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		EnableEagerStart:                         true,
+	}
+	_, err := s.client.ExecuteWorkflow(ctx, opts, workflows.DeliverEvents, workflows.DeliverEventsInput{EventUUIDs: events})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start %s: %w", id, err)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package temporal_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -11,8 +13,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/webhooks"
@@ -123,6 +127,9 @@ func TestDeliverEvent_RetriesWithBackoffUntilDelivered(t *testing.T) {
 		require.Equal(t, want, r.DeliveryUUID.String())
 	}
 	require.Equal(t, map[int]string{1: store.DeliveryFailed, 2: store.DeliveryFailed, 3: store.DeliveryDelivered}, statuses)
+	if *recordEventHistory != "" {
+		testenv.WriteDecodedHistory(t, e.c, ids.AgentEvent(ev.UUID), *recordEventHistory, testenv.PayloadCodec(t))
+	}
 }
 
 // An agent that never answers times out at its own timeout, while another agent receives the same
@@ -163,4 +170,144 @@ func TestDeliverEvent_SlowAgentDelaysNobody(t *testing.T) {
 	require.Len(t, gr, 1)
 	require.Equal(t, store.DeliveryGaveUp, gr[0].Status)
 	require.EqualValues(t, http.StatusGone, *gr[0].StatusCode)
+}
+
+// recordEventsHistory, when set, makes TestDeliverEvents_BatchInOrderRetriedOnItsOwn write its
+// DeliverEvents history there (workflows/testdata/deliver_events_history.json feeds the replay test),
+// and recordEventHistory makes TestDeliverEvent_RetriesWithBackoffUntilDelivered write its DeliverEvent
+// history (workflows/testdata/deliver_event_history.json):
+//
+//	go test ./temporal -run 'TestDeliverEvents_BatchInOrderRetriedOnItsOwn|TestDeliverEvent_RetriesWithBackoffUntilDelivered' \
+//	  -record-events-history=$PWD/workflows/testdata/deliver_events_history.json \
+//	  -record-event-history=$PWD/workflows/testdata/deliver_event_history.json
+var (
+	recordEventsHistory = flag.String("record-events-history", "", "write the DeliverEvents history to this file")
+	recordEventHistory  = flag.String("record-event-history", "", "write the DeliverEvent history to this file")
+)
+
+// A batch of three events to two agents, as the outbox dispatcher starts it (one DeliverEvents
+// workflow, events-<first uuid>), with an event id nobody raised (a deleted event) among them: the
+// agent answering 200 receives the three in the events' order, each under its own delivery id and
+// signed; its second delivery failing once (500) is retried on its own under the same id and body,
+// recorded as attempt 2, after the later events; the agent with retry_count 0 answering 500 gives up
+// after one attempt of each; an agent not subscribed receives nothing.
+func TestDeliverEvents_BatchInOrderRetriedOnItsOwn(t *testing.T) {
+	e := pipelineHarness(t)
+	ctx := context.Background()
+	event := agents.EventApprovalDecided
+	var okHook, failing, notSubscribed hook
+	okURL := e.handle(okHook.handler(func(n int, w http.ResponseWriter) {
+		if n == 2 {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	failURL := e.handle(failing.handler(func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusInternalServerError) }))
+	events, zero := []string{event}, 0
+	a, secret := registerTestAgent(t, e, okURL, func(sp *agents.Spec) { sp.Events = events })
+	f, _ := registerTestAgent(t, e, failURL, func(sp *agents.Spec) { sp.Events, sp.RetryCount = events, &zero })
+	registerTestAgent(t, e, e.handle(notSubscribed.handler(ok200)), nil)
+
+	var ids3 []uuid.UUID
+	for i := range 3 {
+		ev := &store.AgentEvent{Event: event, Facts: json.RawMessage(fmt.Sprintf(`{"decision": "approved", "n": %d}`, i))}
+		require.NoError(t, e.st.RecordAgentEvent(ctx, nil, ev))
+		ids3 = append(ids3, ev.UUID)
+	}
+	batch := []uuid.UUID{ids3[0], uuid.New(), ids3[1], ids3[2]}
+	starter := temporal.NewEventStarter(e.c, e.queues)
+	require.NoError(t, starter.StartAgentEvents(ctx, batch))
+	require.NoError(t, starter.StartAgentEvents(ctx, batch), "starting a batch again is not an error")
+	require.NoError(t, starter.StartAgentEvents(ctx, nil), "an empty batch starts nothing")
+	var res workflows.DeliverEventResult
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	require.NoError(t, e.c.GetWorkflow(wctx, ids.AgentEventBatch(batch[0]), "").Get(wctx, &res))
+	require.Equal(t, workflows.DeliverEventResult{Deliveries: 6, Failed: 3}, res)
+
+	require.Equal(t, 4, okHook.count(), "three first attempts and one retry")
+	got := okHook.received(t)
+	for i, want := range []uuid.UUID{ids3[0], ids3[1], ids3[2], ids3[1]} {
+		id := activities.DeliveryID(want, a.UUID)
+		require.Equal(t, id, got[i].ID, "request %d", i)
+		require.Equal(t, id.String(), got[i].Header.Get(webhooks.HeaderDelivery))
+		require.True(t, webhooks.Verify(secret, got[i].Header.Get(webhooks.HeaderTimestamp), got[i].Body, got[i].Header.Get(webhooks.HeaderSignature)))
+	}
+	require.JSONEq(t, string(got[1].Body), string(got[3].Body), "the retry carries the same payload")
+	require.EqualValues(t, 1, got[1].Data["n"])
+	require.GreaterOrEqual(t, okHook.at[3].Sub(okHook.at[1]), time.Second, "the retry waits its backoff")
+
+	attempts := map[string]string{}
+	for _, r := range deliveries(t, e, a.UUID) {
+		attempts[fmt.Sprintf("%s/%d", r.DeliveryUUID, r.Attempt)] = r.Status
+	}
+	require.Equal(t, map[string]string{
+		fmt.Sprintf("%s/1", activities.DeliveryID(ids3[0], a.UUID)): store.DeliveryDelivered,
+		fmt.Sprintf("%s/1", activities.DeliveryID(ids3[1], a.UUID)): store.DeliveryFailed,
+		fmt.Sprintf("%s/2", activities.DeliveryID(ids3[1], a.UUID)): store.DeliveryDelivered,
+		fmt.Sprintf("%s/1", activities.DeliveryID(ids3[2], a.UUID)): store.DeliveryDelivered,
+	}, attempts)
+
+	require.Equal(t, 3, failing.count(), "retry_count 0: one attempt of each")
+	fr := deliveries(t, e, f.UUID)
+	require.Len(t, fr, 3)
+	for _, r := range fr {
+		require.Equal(t, store.DeliveryGaveUp, r.Status)
+		require.Equal(t, 1, r.Attempt)
+	}
+	require.Zero(t, notSubscribed.count())
+
+	if *recordEventsHistory != "" {
+		testenv.WriteDecodedHistory(t, e.c, ids.AgentEventBatch(batch[0]), *recordEventsHistory, testenv.PayloadCodec(t))
+	}
+}
+
+// DeliverAgentEvents run as Temporal retries it after its worker died: with progress heartbeated for
+// the first delivery it makes only the second; with progress it cannot trust (more outcomes than
+// deliveries, or not outcomes at all) it makes both again under the same ids; for an agent deleted
+// meanwhile it makes none and reports each given up.
+func TestDeliverAgentEvents_ResumesAfterHeartbeatedProgress(t *testing.T) {
+	e := pipelineHarness(t)
+	ctx := context.Background()
+	var h hook
+	a, _ := registerTestAgent(t, e, e.handle(h.handler(ok200)), nil)
+	var batch []activities.BatchDelivery
+	for range 2 {
+		ev := &store.AgentEvent{Event: agents.EventAlertUpdated, TargetAgent: &a.UUID, Facts: json.RawMessage(`{}`)}
+		require.NoError(t, e.st.RecordAgentEvent(ctx, nil, ev))
+		require.NoError(t, e.st.SetAgentEventPayload(ctx, ev.UUID, json.RawMessage(`{"n": 1}`)))
+		batch = append(batch, activities.BatchDelivery{EventUUID: ev.UUID, DeliveryUUID: activities.DeliveryID(ev.UUID, a.UUID)})
+	}
+	run := func(agent uuid.UUID, progress any) []activities.AttemptResult {
+		t.Helper()
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(e.acts.DeliverAgentEvents)
+		if progress != nil {
+			env.SetHeartbeatDetails(progress)
+		}
+		val, err := env.ExecuteActivity(e.acts.DeliverAgentEvents, activities.DeliverAgentEventsInput{AgentUUID: agent, Deliveries: batch, MaxAttempts: 4})
+		require.NoError(t, err)
+		var out []activities.AttemptResult
+		require.NoError(t, val.Get(&out))
+		return out
+	}
+	delivered := activities.AttemptResult{State: activities.AttemptDelivered}
+	require.Equal(t, []activities.AttemptResult{delivered, delivered}, run(a.UUID, []activities.AttemptResult{delivered}))
+	got := h.received(t)
+	require.Len(t, got, 1, "only the delivery not heartbeated")
+	require.Equal(t, batch[1].DeliveryUUID, got[0].ID)
+
+	for _, hostile := range []any{[]activities.AttemptResult{delivered, delivered, delivered}, "not progress", map[string]int{"next": 1}} {
+		before := h.count()
+		require.Equal(t, []activities.AttemptResult{delivered, delivered}, run(a.UUID, hostile), "%v", hostile)
+		got := h.received(t)[before:]
+		require.Len(t, got, 2, "progress %v not trusted: both again", hostile)
+		require.Equal(t, batch[0].DeliveryUUID, got[0].ID)
+		require.Equal(t, batch[1].DeliveryUUID, got[1].ID)
+	}
+
+	before := h.count()
+	gaveUp := activities.AttemptResult{State: activities.AttemptGaveUp}
+	require.Equal(t, []activities.AttemptResult{gaveUp, gaveUp}, run(uuid.New(), nil), "an agent gone receives nothing")
+	require.Equal(t, before, h.count())
 }

@@ -42,9 +42,35 @@ func (d *Dispatcher) DrainStarts(ctx context.Context) (int, error) {
 	}
 }
 
-// startEntries starts one Temporal workflow per entry, concurrently, and reports each outcome.
+// startEntries starts the claimed entries and reports each outcome: the agent events of the claim
+// together, as one DeliverEvents batch (their outcome is the batch start's), every other entry as one
+// Temporal workflow of its own, concurrently.
 func (d *Dispatcher) startEntries(ctx context.Context, entries []store.StartEntry) []error {
-	return startConcurrently(entries, d.opts.Concurrency, func(e store.StartEntry) error {
+	var events []uuid.UUID
+	var others []store.StartEntry
+	var otherAt []int
+	for i, e := range entries {
+		if e.Kind == store.StartAgentEvent {
+			events = append(events, e.SubjectUUID)
+			continue
+		}
+		others, otherAt = append(others, e), append(otherAt, i)
+	}
+	errs := make([]error, len(entries))
+	if len(events) > 0 {
+		sctx, cancel := context.WithTimeout(ctx, d.opts.StartLimit)
+		err := NewEventStarter(d.c, d.queues).StartAgentEvents(sctx, events)
+		cancel()
+		if err != nil {
+			d.log.Warn("start agent event batch failed; will retry", "events", len(events), "err", err)
+		}
+		for i, e := range entries {
+			if e.Kind == store.StartAgentEvent {
+				errs[i] = err
+			}
+		}
+	}
+	otherErrs := startConcurrently(others, d.opts.Concurrency, func(e store.StartEntry) error {
 		err := d.startEntry(ctx, e)
 		if err != nil && !errors.Is(err, store.ErrOutboxDone) {
 			d.log.Warn("start failed; will retry", "kind", e.Kind, "subject_uuid", e.SubjectUUID.String(),
@@ -52,6 +78,10 @@ func (d *Dispatcher) startEntries(ctx context.Context, entries []store.StartEntr
 		}
 		return err
 	})
+	for j, err := range otherErrs {
+		errs[otherAt[j]] = err
+	}
+	return errs
 }
 
 func (d *Dispatcher) startEntry(ctx context.Context, e store.StartEntry) error {
@@ -63,15 +93,6 @@ func (d *Dispatcher) startEntry(ctx context.Context, e store.StartEntry) error {
 	case store.StartIndicatorEnrichment:
 		_, err := StartEnrichIndicator(ctx, d.c, d.queues, e.SubjectUUID)
 		return err
-	case store.StartAgentEvent:
-		ev, err := d.st.GetAgentEvent(ctx, e.SubjectUUID)
-		if errors.Is(err, store.ErrNotFound) {
-			return store.ErrOutboxDone
-		}
-		if err != nil {
-			return err
-		}
-		return NewEventStarter(d.c, d.queues).StartAgentEvent(ctx, ev.UUID, ev.AlertUUID)
 	}
 	// A kind this binary does not know (a newer one wrote it): leave it for a worker that does.
 	return fmt.Errorf("unknown start kind %q", e.Kind)

@@ -11,6 +11,10 @@
 #   cmd/vigil-load/cpu.sh 1000
 #   CPU_PROVIDER=0 cmd/vigil-load/cpu.sh 1000     # no provider active: issue 26's no-provider pipeline
 #   CPU_INDICATORS=2 (routable IPs per alert, default 2)
+#   CPU_AGENT=1 cmd/vigil-load/cpu.sh 1000        # an agent subscribed to alert.enriched (the load provider's
+#     /agent/a1): waits until it received every alert's event, counts that CPU too, and prints the
+#     deliveries received and delivered_per_s (deliveries received over the seconds from the first
+#     ingest to the last receipt); the agent is deleted at the end
 set -euo pipefail
 BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench}
 source "$BENCH_DIR/env"
@@ -35,17 +39,35 @@ provider_active() {
   curl -fsS -X PATCH "$URL/v1/enrichment-providers/$id" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
     -d "{\"is_active\": $1}" >/dev/null
 }
+cleanup=()
+on_exit() { for c in "${cleanup[@]}"; do eval "$c" || true; done; }
+trap on_exit EXIT
 if [ "${CPU_PROVIDER:-1}" = 0 ]; then
   provider_active false
-  trap 'provider_active true' EXIT
+  cleanup+=("provider_active true")
   sleep 3 # the worker's provider cache (2 s) forgets it
 fi
+receipts() { curl -fsS "http://$PROVIDER_ADDR/agent-received" | python3 -c 'import json, sys; print(sum(len(v) for v in json.load(sys.stdin).values()))'; }
+if [ "${CPU_AGENT:-0}" = 1 ]; then
+  agent=$(curl -fsS -X POST "$URL/v1/agents" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+    -d "{\"name\":\"cpu agent $(date +%s%N)\",\"endpoint_url\":\"http://$PROVIDER_ADDR/agent/a1\",\"events\":[\"alert.enriched\"],\"timeout_seconds\":10}" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["uuid"])')
+  cleanup+=("curl -fsS -X DELETE '$URL/v1/agents/$agent' -H 'Authorization: Bearer $KEY' >/dev/null")
+  before=$(receipts)
+fi
+start=$(date +%s.%N)
 read -r t0 w0 a0 p0 x0 <<<"$(snapshot)"
 read -r rate drain finished pending <<<"$("$LOAD" backlog -url "$URL" -key "$KEY" -dsn "$DSN" -n "$N" -indicators "$INDS" -wait "${CPU_WAIT:-15m}" |
   python3 -c 'import json, sys; e = json.load(sys.stdin)["enrichment"]; print(round(e["enriched_per_second"], 1), round(e["drain_per_second"], 1), e["enriched"] + e["failed"], e["pending"])')"
+delivered=0 delivered_s=0
+if [ "${CPU_AGENT:-0}" = 1 ]; then
+  for _ in $(seq 900); do [ "$(receipts)" -ge $((before + finished)) ] && break; sleep 1; done
+  delivered=$(($(receipts) - before))
+  delivered_s=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(date +%s.%N)" "$start")
+fi
 sleep 1 # pg_stat_database counts a backend's transactions within a second or so
 read -r t1 w1 a1 p1 x1 <<<"$(snapshot)"
-python3 - "$finished" "$rate" "$(getconf CLK_TCK)" "$t0" "$t1" "$w0" "$w1" "$a0" "$a1" "$p0" "$p1" "$WPID" "$APID" "$drain" "$x0" "$x1" "${CPU_PROVIDER:-1}" "$INDS" "$pending" <<'PY'
+python3 - "$finished" "$rate" "$(getconf CLK_TCK)" "$t0" "$t1" "$w0" "$w1" "$a0" "$a1" "$p0" "$p1" "$WPID" "$APID" "$drain" "$x0" "$x1" "${CPU_PROVIDER:-1}" "$INDS" "$pending" "$delivered" "$delivered_s" <<'PY'
 import json, sys
 # Per alert finished (Enriched or Failed); a run that left alerts Pending (CPU_WAIT passed) says so.
 n, rate, hz = max(1, int(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3])
@@ -57,5 +79,6 @@ if sys.argv[12] == sys.argv[13]:  # one process: the two snapshots counted it tw
 cpu["total"] = round(sum(cpu.values()), 2)
 xacts = round((int(float(sys.argv[16])) - int(float(sys.argv[15]))) / n, 1)
 print(json.dumps({"alerts": n, "pending": int(sys.argv[19]), "provider": sys.argv[17] != "0", "indicators": int(sys.argv[18]), "enriched_per_s": rate,
-                  "drain_per_s": float(sys.argv[14]), "cpu_ms_per_alert": cpu, "pg_xacts_per_alert": xacts}))
+                  "drain_per_s": float(sys.argv[14]), "cpu_ms_per_alert": cpu, "pg_xacts_per_alert": xacts,
+                  "delivered": int(sys.argv[20]), "delivered_per_s": round(int(sys.argv[20]) / float(sys.argv[21]), 1) if float(sys.argv[21]) else 0}))
 PY

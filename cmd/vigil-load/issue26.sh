@@ -17,6 +17,7 @@
 #      result on each of its IPs (bound 120 s).
 # Raw JSON lines stay in $BENCH_DIR/issue26.jsonl, the table in $BENCH_DIR/issue26.md.
 #   DURATION=120 cmd/vigil-load/issue26.sh        (DURATION=20 OUTAGE_RUN=60 OUTAGE=20 RERUNS=200 for a smoke run)
+#   PHASES=C cmd/vigil-load/issue26.sh            (only the phases named, e.g. "A B C"; E needs A)
 set -euo pipefail
 cd "$(dirname "$0")"
 export BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench-issue26}
@@ -29,6 +30,9 @@ RERUNS=${RERUNS:-1000}
 OUTAGE_RUN=${OUTAGE_RUN:-120}
 OUTAGE=${OUTAGE:-60}
 WAIT=${WAIT:-10m}
+PHASES=${PHASES:-A B C D E F}
+want() { [[ " $PHASES " == *" $1 "* ]]; }
+if want E && ! want A; then echo "phase E re-runs phase A's alerts: PHASES must name A too" >&2; exit 2; fi
 ./devstack.sh >/dev/null
 source "$BENCH_DIR/env"
 PROV=$PROVPID
@@ -60,16 +64,21 @@ JSON
 echo "# $(date -u +%FT%TZ) $(uname -n), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$BENCH_DIR/issue26.md"
 
 # A: no provider.
+if want A; then
 active false false
 a=$(RATES=$RATE_A DURATION=$DURATION LOADED_FLOOR=0 WAIT=$WAIT ./bench.sh | tail -1)
 row A "$a" >/dev/null
 RUN_A=$(psql -qAt "$DSN" -c "SELECT split_part(title, ' ', 2) FROM alerts WHERE title LIKE 'load %' ORDER BY ingested_at DESC LIMIT 1")
+fi
 
 # B: two providers per IP.
+if want B; then
 active true true
 row B "$(RATES=$RATE_B DURATION=$DURATION LOADED_FLOOR=0 WAIT=$WAIT ./bench.sh | tail -1)" >/dev/null
+fi
 
 # C: an agent subscribed to alert.enriched, no provider.
+if want C; then
 active false false
 agent=$(api POST /v1/agents "{\"name\":\"issue26 agent $(date +%s)\",\"endpoint_url\":\"http://$PROVIDER_ADDR/agent/a1\",\"events\":[\"alert.enriched\"],\"timeout_seconds\":10}" |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["uuid"])')
@@ -81,11 +90,15 @@ for _ in $(seq 600); do [ "$(receipts)" -ge $((before + sent)) ] && break; sleep
 lat=$("$LOAD" agent-latency -dsn "$DSN" -run "$run" -addr "$PROVIDER_ADDR")
 row C "$(python3 -c 'import json, sys; c, l = json.loads(sys.argv[1]), json.loads(sys.argv[2]); print(json.dumps({"ack": c["ack"], "sent": int(sys.argv[3]), **l}))' "$c" "$lat" "$sent")" >/dev/null
 api DELETE "/v1/agents/$agent" >/dev/null
+fi
 
 # D: the burst past the drain's capacity.
+if want D; then
 row D "$(RATES=$BURST_RATE DURATION=$BURST_DURATION LOADED_FLOOR=0 WAIT=$WAIT ./bench.sh | tail -1)" >/dev/null
+fi
 
 # E: re-runs during a 20 req/s ingest (no provider): ingest in the background, the re-runs 5 s in.
+if want E; then
 "$LOAD" ingest -url "$URL" -key "$KEY" -rate 20 -duration "$((RERUNS / 100 + 25))s" -warmup 0s >"$BENCH_DIR/e-ingest.json" &
 ing=$!
 sleep 5
@@ -93,8 +106,10 @@ rr=$("$LOAD" reruns -url "$URL" -key "$KEY" -dsn "$DSN" -run "$RUN_A" -n "$RERUN
 wait "$ing"
 e2e=$("$LOAD" enriched -dsn "$DSN" -run "$(run_of "$(cat "$BENCH_DIR/e-ingest.json")")" -wait "$WAIT")
 row E "$(python3 -c 'import json, sys; print(json.dumps({"reruns": json.loads(sys.argv[1]), "ack": json.loads(sys.argv[2])["ack"], **json.loads(sys.argv[3])}))' "$rr" "$(cat "$BENCH_DIR/e-ingest.json")" "$e2e")" >/dev/null
+fi
 
 # F: loadprov stopped for OUTAGE s during a 20 req/s ingest, then started again.
+if want F; then
 active true false
 "$LOAD" ingest -url "$URL" -key "$KEY" -rate 20 -duration "${OUTAGE_RUN}s" -warmup 0s >"$BENCH_DIR/f-ingest.json" &
 ing=$!
@@ -115,6 +130,7 @@ left=$total
 for _ in $(seq 900); do left=$(missing); [ "$left" = 0 ] && break; sleep 1; done
 after=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(date +%s.%N)" "$back")
 row F "$(python3 -c 'import json, sys; print(json.dumps({"ack": json.loads(sys.argv[1])["ack"], "alerts": int(sys.argv[2]), "without_success": int(sys.argv[3]), "all_success_after_return_s": float(sys.argv[4]), "outage_s": int(sys.argv[5])}))' "$(cat "$BENCH_DIR/f-ingest.json")" "$total" "$left" "$after" "$OUTAGE")" >/dev/null
+fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$BENCH_DIR/issue26.md"
 
 python3 - "$OUT" <<'PY' | tee -a "$BENCH_DIR/issue26.md"
@@ -128,22 +144,28 @@ def bench(p, name, e2e_bound):
     floor = max(d["floor_idle_p99"], d["floor_after_p99"])
     print(f'| {p} | {name}: 202 p99 / max (ms), errors | {d["ingest_p99"]} / {d["ingest_max"]}, {d["errors"]} (floor p99 {floor}) | ≤ 50 / < 200, 0 | {ok(d["ingest_p99"] <= 50 and d["ingest_max"] < 200 and d["errors"] == 0)} |')
     print(f'| {p} | {name}: 202 → Enriched p50 / p99 / max (s) | {d["e2e_p50"]/1000:.2f} / {d["e2e_p99"]/1000:.2f} / {d["e2e_max"]/1000:.2f} (pending {d["pending"]}) | p99 ≤ {e2e_bound} | {ok(d["e2e_p99"] <= 1000 * e2e_bound and not d["pending"])} |')
-bench("A", f'no provider, {r["A"]["rate"]:g} req/s', 2)
-bench("B", f'2 providers, {r["B"]["rate"]:g} req/s', 3)
-c = r["C"]
-agents = c.get("ingest_to_agent_received", {})
-a1 = agents.get("a1", {})
-print(f'| C | agent on alert.enriched, {c["ack"]["target_rate"]:g} req/s: 202 p99 / max (ms) | {c["ack"]["p99_ms"]} / {c["ack"]["max_ms"]} | ≤ 50 / < 200 | {ok(c["ack"]["p99_ms"] <= 50 and c["ack"]["max_ms"] < 200)} |')
-print(f'| C | 202 → delivery received p50 / p99 / max (s), received / sent | {a1.get("p50_ms", 0)/1000:.2f} / {a1.get("p99_ms", 0)/1000:.2f} / {a1.get("max_ms", 0)/1000:.2f}, {a1.get("n", 0)} / {c["sent"]} | p99 ≤ 3 | {ok(a1.get("p99_ms", 1e9) <= 3000 and a1.get("n") == c["sent"])} |')
-d = r["D"]
-ratio = d["during_ingest_per_s"] / d["drain_after_per_s"] if d["drain_after_per_s"] else 0
-print(f'| D | burst {d["rate"]:g} req/s: 202 max (ms), errors | {d["ingest_max"]}, {d["errors"]} (p99 {d["ingest_p99"]}) | < 200, 0 | {ok(d["ingest_max"] < 200 and d["errors"] == 0)} |')
-print(f'| D | Enriched/s during the burst / drain after it | {d["during_ingest_per_s"]} / {d["drain_after_per_s"]} ({ratio:.2f}) | ≥ 0.70 | {ok(ratio >= 0.7)} |')
-e = r["E"]; rr = e["reruns"]
-print(f'| E | re-runs finished / asked (asked in s) | {rr["finished"]} / {rr["asked"]} ({rr["ask_seconds"]:.1f}) | all | {ok(rr["finished"] == rr["asked"] == rr["accepted"])} |')
-print(f'| E | started count 0 after the last re-run finished (s) | {rr["started_zero_after_last_finish_s"]:.1f} | a few s | {ok(0 <= rr["started_zero_after_last_finish_s"] <= 5)} |')
-ee = e["ingest_to_enriched"]
-print(f'| E | 20 req/s beside them: 202 p99 (ms), 202 → Enriched p99 (s) | {e["ack"]["p99_ms"]}, {ee["p99_ms"]/1000:.2f} | ≤ 50, ≤ 2 | {ok(e["ack"]["p99_ms"] <= 50 and ee["p99_ms"] <= 2000)} |')
-f = r["F"]
-print(f'| F | provider back after {f["outage_s"]} s: every alert with its successful result after (s); alerts without | {f["all_success_after_return_s"]}; {f["without_success"]} of {f["alerts"]} | ≤ 120; 0 | {ok(f["without_success"] == 0 and f["all_success_after_return_s"] <= 120)} |')
+if "A" in r:
+    bench("A", f'no provider, {r["A"]["rate"]:g} req/s', 2)
+if "B" in r:
+    bench("B", f'2 providers, {r["B"]["rate"]:g} req/s', 3)
+if "C" in r:
+    c = r["C"]
+    agents = c.get("ingest_to_agent_received", {})
+    a1 = agents.get("a1", {})
+    print(f'| C | agent on alert.enriched, {c["ack"]["target_rate"]:g} req/s: 202 p99 / max (ms) | {c["ack"]["p99_ms"]} / {c["ack"]["max_ms"]} | ≤ 50 / < 200 | {ok(c["ack"]["p99_ms"] <= 50 and c["ack"]["max_ms"] < 200)} |')
+    print(f'| C | 202 → delivery received p50 / p99 / max (s), received / sent | {a1.get("p50_ms", 0)/1000:.2f} / {a1.get("p99_ms", 0)/1000:.2f} / {a1.get("max_ms", 0)/1000:.2f}, {a1.get("n", 0)} / {c["sent"]} | p99 ≤ 3 | {ok(a1.get("p99_ms", 1e9) <= 3000 and a1.get("n") == c["sent"])} |')
+if "D" in r:
+    d = r["D"]
+    ratio = d["during_ingest_per_s"] / d["drain_after_per_s"] if d["drain_after_per_s"] else 0
+    print(f'| D | burst {d["rate"]:g} req/s: 202 max (ms), errors | {d["ingest_max"]}, {d["errors"]} (p99 {d["ingest_p99"]}) | < 200, 0 | {ok(d["ingest_max"] < 200 and d["errors"] == 0)} |')
+    print(f'| D | Enriched/s during the burst / drain after it | {d["during_ingest_per_s"]} / {d["drain_after_per_s"]} ({ratio:.2f}) | ≥ 0.70 | {ok(ratio >= 0.7)} |')
+if "E" in r:
+    e = r["E"]; rr = e["reruns"]
+    print(f'| E | re-runs finished / asked (asked in s) | {rr["finished"]} / {rr["asked"]} ({rr["ask_seconds"]:.1f}) | all | {ok(rr["finished"] == rr["asked"] == rr["accepted"])} |')
+    print(f'| E | started count 0 after the last re-run finished (s) | {rr["started_zero_after_last_finish_s"]:.1f} | a few s | {ok(0 <= rr["started_zero_after_last_finish_s"] <= 5)} |')
+    ee = e["ingest_to_enriched"]
+    print(f'| E | 20 req/s beside them: 202 p99 (ms), 202 → Enriched p99 (s) | {e["ack"]["p99_ms"]}, {ee["p99_ms"]/1000:.2f} | ≤ 50, ≤ 2 | {ok(e["ack"]["p99_ms"] <= 50 and ee["p99_ms"] <= 2000)} |')
+if "F" in r:
+    f = r["F"]
+    print(f'| F | provider back after {f["outage_s"]} s: every alert with its successful result after (s); alerts without | {f["all_success_after_return_s"]}; {f["without_success"]} of {f["alerts"]} | ≤ 120; 0 | {ok(f["without_success"] == 0 and f["all_success_after_return_s"] <= 120)} |')
 PY

@@ -6,15 +6,26 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // WriteHistory writes the Temporal history of workflowID's latest run to path as JSON, the form
 // worker.WorkflowReplayer reads (the replay tests' testdata).
 func WriteHistory(tb testing.TB, c client.Client, workflowID, path string) {
+	tb.Helper()
+	WriteDecodedHistory(tb, c, workflowID, path, nil)
+}
+
+// WriteDecodedHistory is WriteHistory for a client whose payloads are encoded by codec (PayloadCodec):
+// it writes them decoded, so a replayer without the test binary's random key reads them. A nil codec
+// writes them as they are.
+func WriteDecodedHistory(tb testing.TB, c client.Client, workflowID, path string, codec converter.PayloadCodec) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -26,6 +37,15 @@ func WriteHistory(tb testing.TB, c client.Client, workflowID, path string) {
 			tb.Fatalf("history of %s: %v", workflowID, err)
 		}
 		h.Events = append(h.Events, ev)
+	}
+	if codec != nil {
+		err := proxy.VisitPayloads(ctx, &h, proxy.VisitPayloadsOptions{SkipSearchAttributes: true,
+			Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+				return codec.Decode(p)
+			}})
+		if err != nil {
+			tb.Fatalf("decode history of %s: %v", workflowID, err)
+		}
 	}
 	raw, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
 	if err != nil {

@@ -44,6 +44,10 @@ func EnrichIndicator(indicator uuid.UUID) string { return "enrich-indicator-" + 
 // receives it (one activity per delivery).
 func AgentEvent(event uuid.UUID) string { return "event-" + event.String() }
 
+// AgentEventBatch is events-<first event uuid>: the DeliverEvents workflow handing the agent events
+// of one outbox claim to their agents (one activity per agent).
+func AgentEventBatch(first uuid.UUID) string { return "events-" + first.String() }
+
 // RetentionSchedule is <task queue prefix>-retention (vigil-retention with the default prefix): the
 // Temporal Schedule of retention passes and the workflow id its runs start with (Temporal appends
 // each run's scheduled time).
