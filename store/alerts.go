@@ -171,7 +171,7 @@ type AlertFilter struct {
 	// Malices: the effective malice (override, else the worst linked indicator's) is any of these.
 	Malices              []string
 	CloseClassifications []string
-	SortBy               string // title, status, severity, source_name, occurred_at, created_at
+	SortBy               string // title, status, severity, source_name, occurred_at, created_at, or AlertSortTriage
 	SortDesc             bool
 	Page                 Page
 }
@@ -184,6 +184,25 @@ var alertSortColumns = map[string]string{
 	"source_name": "source_name",
 	"occurred_at": "occurred_at",
 	"created_at":  "created_at",
+}
+
+// AlertSortTriage is the console's triage-first order (docs/CONSOLE.md): open alerts (status other
+// than Closed) first, unassigned first, severity worst first, oldest (created_at) first. Ascending is
+// that order, descending its reverse. It is not one of AlertSortFields (the REST and MCP contract's
+// sort_by values); the index alerts_triage_idx (migration 20261127060000) serves it.
+const AlertSortTriage = "triage"
+
+// triageOrder is AlertSortTriage's ORDER BY, column by column, in its ascending sense; each
+// expression is alerts_triage_idx's, so page 1 is an index walk.
+var triageOrder = []struct {
+	expr string
+	desc bool
+}{
+	{"(status = 'Closed')", false},
+	{"(assignee_key <> '')", false},
+	{alertSortColumns["severity"], true},
+	{"created_at", false},
+	{"uuid", false},
 }
 
 // AlertSortFields lists the accepted AlertFilter.SortBy values.
@@ -287,6 +306,16 @@ func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
 	}
 	if len(f.Malices) > 0 {
 		q = q.Where(maliceFilter(f.Malices))
+	}
+	if f.SortBy == AlertSortTriage {
+		for _, o := range triageOrder {
+			dir := " ASC"
+			if o.desc != f.SortDesc {
+				dir = " DESC"
+			}
+			q = q.OrderExpr(o.expr + dir)
+		}
+		return q
 	}
 	col, ok := alertSortColumns[f.SortBy]
 	if !ok {
