@@ -78,7 +78,7 @@ func TestTriageOrderWalksItsIndex(t *testing.T) {
 			return err
 		}
 		var plan []string
-		if err := tx.NewRaw("EXPLAIN " + page1).Scan(ctx, &plan); err != nil {
+		if err := tx.NewRaw("EXPLAIN "+page1).Scan(ctx, &plan); err != nil {
 			return err
 		}
 		joined := strings.Join(plan, "\n")
@@ -86,7 +86,7 @@ func TestTriageOrderWalksItsIndex(t *testing.T) {
 		require.NotContains(t, joined, "Sort  (", "no sort of every alert:\n%s", joined)
 
 		var got []uuid.UUID
-		if err := tx.NewRaw(`SELECT uuid FROM (` + page1 + `) AS p`).Scan(ctx, &got); err != nil {
+		if err := tx.NewRaw(`SELECT uuid FROM (`+page1+`) AS p`).Scan(ctx, &got); err != nil {
 			return err
 		}
 		type row struct {
