@@ -130,6 +130,7 @@
     });
   }
 
+  table.setAttribute("data-keys", "on"); // the keys below are listening (tests wait for it)
   document.addEventListener("keydown", function (e) {
     var t = e.target, tag = (t.tagName || "").toLowerCase();
     if (tag === "input" || tag === "select" || tag === "textarea" || t.isContentEditable || e.ctrlKey || e.metaKey || e.altKey ||
