@@ -50,6 +50,7 @@ func TestTriageOrderWalksItsIndex(t *testing.T) {
 	t.Cleanup(func() { _ = own.Close() })
 	_ = testenv.Store(t) // migrated
 	hook := &lastOrdered{}
+	//lint:ignore SA1019 WithQueryHook returns a copy, and the store keeps its own pool: the hook must go on that pool (this test's own store)
 	own.DB().AddQueryHook(hook)
 	_, _, err = own.ListAlerts(ctx, store.AlertFilter{SortBy: store.AlertSortTriage, Page: store.Page{Number: 1, Size: 50}})
 	require.NoError(t, err)
