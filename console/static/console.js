@@ -66,7 +66,8 @@
       if (n !== null && total) { total.textContent = total.textContent.replace(/^\d+/, n); }
       return res.text();
     }).then(function (html) {
-      if (html === null) { return; }
+      // A box ticked while the answer was on its way: keep the ticks, swap nothing.
+      if (html === null || table.querySelector("input.pick:checked")) { return; }
       var keep = selected >= 0 && rows()[selected] ? rows()[selected].dataset.id : null;
       var hadFocus = body.contains(document.activeElement);
       var tmp = document.createElement("tbody");
@@ -160,7 +161,7 @@
           document.getElementById("close-as").focus();
         }
         break;
-      case "/": document.getElementById("search").focus(); break;
+      case "/": document.getElementById("search").focus(); document.getElementById("search").select(); break; // typing replaces it
       case "?": document.getElementById("keys-help").showModal(); break;
       case "n": link = document.getElementById("next"); break;
       case "p": link = document.getElementById("prev"); break;
