@@ -100,6 +100,11 @@ func (a *axe) check(t *testing.T, b *cdp, page string) {
 			// Against the phone's width itself: a mobile viewport zooms out to fit wider content, and
 			// innerWidth grows with it.
 			scroll, inner := b.jsNumber("document.documentElement.scrollWidth"), b.jsNumber("window.innerWidth")
+			if scroll > float64(size.w) { // name what sticks out, for the failure below
+				t.Logf("%s: wider than %d px: %s", page, size.w, b.evalString(fmt.Sprintf(`Array.prototype.filter.call(document.querySelectorAll("body *"),
+					function (e) { return e.getBoundingClientRect().right > %d; }).slice(-6).map(function (e) {
+					return e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right); }).join(" | ")`, size.w)))
+			}
 			require.LessOrEqual(t, scroll, inner, "%s scrolls sideways at %d px (scrollWidth %v)", page, size.w, scroll)
 			require.LessOrEqual(t, scroll, float64(size.w), "%s is wider than the %d px phone (scrollWidth %v, innerWidth %v)", page, size.w, scroll, inner)
 		}
