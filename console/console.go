@@ -233,7 +233,7 @@ func hashID(id string) []byte { h := sha256.Sum256([]byte(id)); return h[:] }
 func (c *Console) session(ctx *fiber.Ctx) error {
 	id := ctx.Cookies(cookieName)
 	toSignIn := func() error {
-		return c.limitByIP(ctx, func() error { return ctx.Redirect("/console/login", http.StatusSeeOther) })
+		return c.limitByIP(ctx, func() error { return ctx.Redirect(signInLink(ctx), http.StatusSeeOther) })
 	}
 	if id == "" || c.deps.Box == nil {
 		return toSignIn()
@@ -253,7 +253,7 @@ func (c *Console) session(ctx *fiber.Ctx) error {
 	if err != nil {
 		_ = c.deps.Store.DeleteConsoleSession(ctx.UserContext(), sess.IDHash)
 		return c.limitByIP(ctx, func() error {
-			return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "Your key is no longer valid; sign in again."})
+			return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "Your key is no longer valid; sign in again.", Next: askedFor(ctx)})
 		})
 	}
 	ctx.Locals(localWho, who{p: p, idHash: sess.IDHash, csrf: sess.CSRFToken})
@@ -330,7 +330,7 @@ func (c *Console) sameSite(ctx *fiber.Ctx) bool {
 func (c *Console) csrf(ctx *fiber.Ctx) error {
 	w := whoOf(ctx)
 	if !c.sameSite(ctx) || subtle.ConstantTimeCompare([]byte(ctx.FormValue("csrf")), []byte(w.csrf)) != 1 {
-		return c.render(ctx, http.StatusForbidden, "login", page{Title: "Refused", Error: "This form was not posted from the console page (CSRF check failed)."})
+		return c.render(ctx, http.StatusForbidden, "login", c.base(ctx, "Refused", "This form was not posted from the console page (CSRF check failed)."))
 	}
 	return ctx.Next()
 }
@@ -345,9 +345,12 @@ func (c *Console) need(scopes ...string) fiber.Handler {
 	}
 }
 
-// page is what every template gets.
+// page is what every template gets. The "login" page is also the console's error page: inside the
+// signed-in frame (header, navigation, no sign-in form) when Signed, the sign-in form otherwise.
 type page struct {
 	Title, Error, KeyName, KeyPrefix, CSRF string
+	Next                                   string // the sign-in form's return path (safeNext), "" for the queue
+	SkipTo, SkipLabel                      string // a page's own first skip link (the queue: its first alert)
 	Signed, CanApprove, CanWrite, CanRuns  bool
 	CanAudit                               bool // an admin session: the audit trail
 	Pending                                int  // pending, unexpired approval requests (shown with CanApprove)
@@ -391,7 +394,8 @@ func (c *Console) renderBlock(ctx *fiber.Ctx, name, block string, data any) erro
 }
 
 func (c *Console) loginPage(ctx *fiber.Ctx) error {
-	return c.render(ctx, http.StatusOK, "login", page{Title: "Sign in"})
+	next, _ := safeNext(ctx.Query("next"))
+	return c.render(ctx, http.StatusOK, "login", page{Title: "Sign in", Next: next})
 }
 
 // login checks the key like every request does and opens a session holding it sealed. Every attempt,
@@ -414,14 +418,15 @@ func (c *Console) signIn(ctx *fiber.Ctx) error {
 		return c.render(ctx, http.StatusRequestEntityTooLarge, "login", page{Title: "Sign in", Error: "The sign-in form is too large."})
 	}
 	key := ctx.FormValue("key")
+	next, _ := safeNext(ctx.FormValue("next"))
 	if len(key) > 200 {
 		c.signInFailed(ctx, "")
-		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid."})
+		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid.", Next: next})
 	}
 	p, err := c.deps.Auth.Authenticate(ctx.UserContext(), key)
 	if err != nil {
 		c.signInFailed(ctx, key)
-		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid."})
+		return c.render(ctx, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That key is not valid.", Next: next})
 	}
 	sealed, err := c.deps.Box.Seal([]byte(key))
 	if err != nil {
@@ -438,7 +443,10 @@ func (c *Console) signIn(ctx *fiber.Ctx) error {
 	}
 	ctx.Cookie(&fiber.Cookie{Name: cookieName, Value: id, Path: "/console", HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,
 		Secure: c.scheme(ctx) == "https", MaxAge: int(SessionTTL.Seconds())})
-	return ctx.Redirect("/console/", http.StatusSeeOther)
+	if next == "" {
+		next = "/console/"
+	}
+	return ctx.Redirect(next, http.StatusSeeOther)
 }
 
 // signInFailed records a refused sign-in: the client address and, when the text has the key format,

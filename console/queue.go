@@ -162,13 +162,17 @@ func parseQueue(ctx *fiber.Ctx) queueQuery {
 			f.Indicators, f.IndicatorFilter = keys, true
 		}
 	}
-	if q.Sort = ctx.Query("sort_by"); !slices.Contains(store.AlertSortFields(), q.Sort) {
+	if q.Sort = ctx.Query("sort_by"); !slices.Contains(queueSortKeys(), q.Sort) {
 		if q.Sort != "" {
 			q.Ignored = append(q.Ignored, "sort")
 		}
-		q.Sort = "occurred_at"
+		q.Sort = store.AlertSortTriage
 	}
-	if q.Order = ctx.Query("sort_order"); q.Order != "asc" {
+	switch q.Order = ctx.Query("sort_order"); {
+	case q.Order == "asc" || q.Order == "desc":
+	case q.Sort == store.AlertSortTriage:
+		q.Order = "asc" // the triage order itself
+	default:
 		q.Order = "desc"
 	}
 	f.SortBy, f.SortDesc = q.Sort, q.Order == "desc"
@@ -213,7 +217,7 @@ func (q queueQuery) values(n int, sortBy, order string) url.Values {
 	if q.TextOnly {
 		add("text", "1")
 	}
-	if sortBy != "occurred_at" || order != "desc" {
+	if sortBy != store.AlertSortTriage || order != "asc" { // the default: triage order
 		add("sort_by", sortBy)
 		add("sort_order", order)
 	}
@@ -230,16 +234,40 @@ func (q queueQuery) link(n int, sortBy, order string) string {
 	return "/console/"
 }
 
+// queueSortKeys are the queue's sorts: the triage order (the default), then GET /v1/alerts' own.
+func queueSortKeys() []string {
+	return append([]string{store.AlertSortTriage}, store.AlertSortFields()...)
+}
+
 type queueRow struct {
 	UUID                                              uuid.UUID
 	Title, Severity, Status, Malice, Source, Occurred string
 	Enrichment, Assignee                              string
 	Tags                                              []string
+	// Age is how long ago Vigil received the alert (created_at), Changed how long ago it last changed
+	// (updated_at); Created and Updated are the exact times (UTC) behind them.
+	Age, Changed, Created, Updated string
 }
 
-// sortHeader is a column heading that sorts by its field (again: the other way).
+// sortHeader is a column heading that sorts by its field (again: the other way). ARIA is the
+// aria-sort value of the column the queue is sorted by ("" on the others).
 type sortHeader struct {
-	Label, Link, Mark string
+	Label, Link, Mark, ARIA string
+}
+
+// ago is how long before now t was, as an analyst reads it at a glance: 45s, 12m, 5h 20m, 3d 4h.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(max(0, int(d.Seconds()))) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 24*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h " + strconv.Itoa(int(d.Minutes())%60) + "m"
+	default:
+		return strconv.Itoa(int(d.Hours())/24) + "d " + strconv.Itoa(int(d.Hours())%24) + "h"
+	}
 }
 
 // queue lists alerts with every filter and sort of GET /v1/alerts. With partial=rows it answers only
@@ -259,15 +287,17 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 		return err
 	}
 	out := make([]queueRow, len(rows))
+	now := time.Now()
 	for i, a := range rows {
 		out[i] = queueRow{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status,
 			Malice: string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])), Source: a.SourceName,
 			Occurred: a.OccurredAt.UTC().Format("2006-01-02 15:04"), Enrichment: a.EnrichmentStatus, Tags: a.Tags,
-			Assignee: deref(a.Assignee)}
+			Assignee: deref(a.Assignee), Age: ago(now, a.CreatedAt), Changed: ago(now, a.UpdatedAt),
+			Created: a.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"), Updated: a.UpdatedAt.UTC().Format("2006-01-02 15:04:05 UTC")}
 	}
 	pages := int(math.Ceil(float64(total) / queuePageSize))
 	headers := map[string]sortHeader{}
-	for _, field := range store.AlertSortFields() {
+	for _, field := range queueSortKeys() {
 		h := sortHeader{Label: strings.ReplaceAll(field, "_", " ")}
 		order := "asc"
 		if field == "occurred_at" || field == "created_at" || field == "severity" {
@@ -275,12 +305,16 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 		}
 		if field == q.Sort {
 			h.Mark = map[string]string{"asc": "▲", "desc": "▼"}[q.Order]
+			h.ARIA = map[string]string{"asc": "ascending", "desc": "descending"}[q.Order]
 			order = map[string]string{"asc": "desc", "desc": "asc"}[q.Order]
 		}
 		h.Link = q.link(1, field, order)
 		headers[field] = h
 	}
 	base := c.base(ctx, "Alerts", "")
+	if len(out) > 0 {
+		base.SkipTo, base.SkipLabel = "#first-alert", "Skip to the first alert"
+	}
 	data := struct {
 		page
 		Q                                           queueQuery
@@ -291,7 +325,7 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 		Prev, Next, Self, Mine, TextLink            string
 		Sort                                        map[string]sortHeader
 	}{page: base, Q: q, Statuses: store.AlertStatuses(), Severities: severity.Names(),
-		Enrichments: store.EnrichmentStatuses(), SortKeys: store.AlertSortFields(), Rows: out, Total: total, Pages: pages,
+		Enrichments: store.EnrichmentStatuses(), SortKeys: queueSortKeys(), Rows: out, Total: total, Pages: pages,
 		MaliceLevels: indicators.MaliceNames(), Classifications: store.CloseClassifications(),
 		RefreshMS: int(c.deps.LiveRefresh.Milliseconds()),
 		Self:      q.link(q.Page, q.Sort, q.Order), Sort: headers, Mine: myAlertsLink(base.KeyName)}

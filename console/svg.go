@@ -103,7 +103,11 @@ func columnChart(id, title string, buckets []store.TimeBucket, bucket string) ch
 	return c
 }
 
-// rowChart draws one horizontal bar per item, labelled on the left.
+// minBar is the least width of a bar with a value above zero (a count far below the largest would
+// round to no width at all).
+const minBar = 4
+
+// rowChart draws one horizontal bar per item, labelled on the left (with its count).
 func rowChart(id, title string, items []chartItem) chart {
 	const rowH = 26
 	c := chart{ID: id, Title: title, W: 720, Horizontal: true, PlotX: 190, PlotY: 8, PlotW: 480}
@@ -120,7 +124,11 @@ func rowChart(id, title string, items []chartItem) chart {
 	}
 	for i, it := range items {
 		y := c.PlotY + i*rowH + 4
-		c.Bars = append(c.Bars, chartBar{X: c.PlotX, Y: y, W: it.Value * c.PlotW / top, H: rowH - 8,
+		w := it.Value * c.PlotW / top
+		if it.Value > 0 {
+			w = max(w, minBar) // one Critical beside 5 000 Medium is still seen
+		}
+		c.Bars = append(c.Bars, chartBar{X: c.PlotX, Y: y, W: w, H: rowH - 8,
 			Title: it.Label + ": " + strconv.Itoa(it.Value), Class: "bar " + it.Class})
 		c.Labels = append(c.Labels, chartTick{X: c.PlotX - 8, Y: y + rowH/2, Label: cut(it.Label, 28) + " (" + strconv.Itoa(it.Value) + ")"})
 	}

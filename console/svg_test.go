@@ -49,3 +49,33 @@ func TestCharts(t *testing.T) {
 	require.Equal(t, long.PlotW*3/5, long.Bars[0].W)
 	require.LessOrEqual(t, len([]rune(long.Labels[0].Label)), 40)
 }
+
+// One Critical beside thousands of Medium still draws a bar to see; a zero draws none.
+func TestRowChartSmallValueVisible(t *testing.T) {
+	c := rowChart("sev", "Open alerts by severity", []chartItem{{Label: "Critical", Value: 1, Class: "sev-Critical"},
+		{Label: "Medium", Value: 5000, Class: "sev-Medium"}, {Label: "Low", Value: 0, Class: "sev-Low"}})
+	require.GreaterOrEqual(t, c.Bars[0].W, minBar, "the Critical bar is visible")
+	require.Equal(t, c.PlotW, c.Bars[1].W, "the largest fills the axis")
+	require.Zero(t, c.Bars[2].W)
+	require.Equal(t, "Critical (1)", c.Labels[0].Label, "the count is written beside it, not only drawn")
+}
+
+// Every level reads differently without colour: the severity and malice badges carry their name
+// as text, and the stylesheet gives each level its own colour and each a shape of its own.
+func TestPalettesDistinct(t *testing.T) {
+	css := string(stylesheet)
+	seen := map[string]string{}
+	for _, class := range []string{"sev-Critical", "sev-High", "sev-Medium", "sev-Low", "sev-Informational", "sev-Pending",
+		"mal-Malicious", "mal-Suspicious", "mal-Benign", "mal-Pending"} {
+		i := strings.Index(css, "."+class+"{background:")
+		require.GreaterOrEqual(t, i, 0, class)
+		bg := css[i+len(class)+2 : i+len(class)+2+strings.Index(css[i+len(class)+2:], ";")]
+		if other, dup := seen[bg]; dup && (strings.HasPrefix(other, "sev") == strings.HasPrefix(class, "sev")) && bg != "background:#fff" {
+			t.Fatalf("%s and %s share %s", class, other, bg)
+		}
+		seen[bg] = class
+	}
+	for _, class := range []string{"sev-Critical", "sev-High", "sev-Medium", "sev-Low", "sev-Informational", "mal-Malicious", "mal-Suspicious", "mal-Benign"} {
+		require.Contains(t, css, ".badge."+class+"::before{content:", "%s has a shape", class)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,7 +172,7 @@ type AlertFilter struct {
 	// Malices: the effective malice (override, else the worst linked indicator's) is any of these.
 	Malices              []string
 	CloseClassifications []string
-	SortBy               string // title, status, severity, source_name, occurred_at, created_at
+	SortBy               string // title, status, severity, source_name, occurred_at, created_at, or AlertSortTriage
 	SortDesc             bool
 	Page                 Page
 }
@@ -184,6 +185,25 @@ var alertSortColumns = map[string]string{
 	"source_name": "source_name",
 	"occurred_at": "occurred_at",
 	"created_at":  "created_at",
+}
+
+// AlertSortTriage is the console's triage-first order (docs/CONSOLE.md): open alerts (status other
+// than Closed) first, unassigned first, severity worst first, oldest (created_at) first. Ascending is
+// that order, descending its reverse. It is not one of AlertSortFields (the REST and MCP contract's
+// sort_by values); the index alerts_triage_idx (migration 20261127060000) serves it.
+const AlertSortTriage = "triage"
+
+// triageOrder is AlertSortTriage's ORDER BY, column by column, in its ascending sense; each
+// expression is alerts_triage_idx's, so page 1 is an index walk.
+var triageOrder = []struct {
+	expr string
+	desc bool
+}{
+	{"(status = 'Closed')", false},
+	{"(assignee_key <> '')", false},
+	{alertSortColumns["severity"], true},
+	{"created_at", false},
+	{"uuid", false},
 }
 
 // AlertSortFields lists the accepted AlertFilter.SortBy values.
@@ -258,11 +278,15 @@ func alertListPage(ctx context.Context, db bun.IDB, f AlertFilter) ([]Alert, err
 	}
 	// Fewer than a page in the window: the matches are rare (or fewer than a page in all, which the
 	// index route answers as cheaply).
-	col, dir := alertOrder(f)
-	matches := db.NewSelect().TableExpr("alerts").ColumnExpr("uuid, " + col + " AS sort_key")
+	matches := db.NewSelect().TableExpr("alerts").Column("uuid")
+	pageIDs := db.NewSelect().TableExpr("matches").Column("uuid")
+	for i, t := range alertOrder(f) {
+		key := "k" + strconv.Itoa(i)
+		matches = matches.ColumnExpr(t.expr + " AS " + key)
+		pageIDs = pageIDs.OrderExpr(key + t.dir)
+	}
 	matches = alertConditions(matches, f)
-	pageIDs := db.NewSelect().TableExpr("matches").Column("uuid").
-		OrderExpr("sort_key" + dir).OrderExpr("uuid" + dir).Limit(limit).Offset(offset)
+	pageIDs = pageIDs.Limit(limit).Offset(offset)
 	out = nil
 	err := alertListQuery(db, f, &out).
 		WithQuery(bun.NewWithQuery("matches", matches).Materialized()).
@@ -276,22 +300,38 @@ func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
 	return orderAlerts(alertConditions(q, f), f)
 }
 
-// alertOrder is the list's sort expression and direction.
-func alertOrder(f AlertFilter) (col, dir string) {
+// orderTerm is one term of the list's ORDER BY: an expression and " ASC" or " DESC".
+type orderTerm struct{ expr, dir string }
+
+// alertOrder is the list's ORDER BY, term by term; the last term is uuid, so the order is total.
+func alertOrder(f AlertFilter) []orderTerm {
+	if f.SortBy == AlertSortTriage {
+		terms := make([]orderTerm, 0, len(triageOrder))
+		for _, o := range triageOrder {
+			dir := " ASC"
+			if o.desc != f.SortDesc {
+				dir = " DESC"
+			}
+			terms = append(terms, orderTerm{o.expr, dir})
+		}
+		return terms
+	}
 	col, ok := alertSortColumns[f.SortBy]
 	if !ok {
 		col = "occurred_at"
 	}
-	dir = " ASC"
+	dir := " ASC"
 	if f.SortDesc {
 		dir = " DESC"
 	}
-	return col, dir
+	return []orderTerm{{col, dir}, {"uuid", dir}}
 }
 
 func orderAlerts(q *bun.SelectQuery, f AlertFilter) *bun.SelectQuery {
-	col, dir := alertOrder(f)
-	return q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
+	for _, t := range alertOrder(f) {
+		q = q.OrderExpr(t.expr + t.dir)
+	}
+	return q
 }
 
 // matchQuery narrows q to alerts whose title or description contains text, case-insensitively.

@@ -24,7 +24,8 @@ const consoleBenchAlerts = 100_000
 
 // seedConsoleBench fills the database with consoleBenchAlerts alerts the way a busy month looks: 50
 // rules, 5 000 indicators with two providers' results, two indicators per alert (so an indicator is
-// shared by ~40 alerts, which the relationship graph draws), a tenth closed, three global runbooks; one
+// shared by ~40 alerts, which the relationship graph draws), a tenth closed, three in ten assigned
+// (the triage order's second key), three global runbooks; one
 // alert every 20 s, so they spread over the last 23 days as a real month's would.
 func seedConsoleBench(tb testing.TB, dsn string) {
 	tb.Helper()
@@ -57,13 +58,14 @@ func seedConsoleBench(tb testing.TB, dsn string) {
 		WITH inds AS (SELECT uuid, row_number() OVER (ORDER BY value) AS r FROM indicators WHERE value LIKE '10.%%'),
 		ins AS (
 		  INSERT INTO alerts (title, severity, status, enrichment_status, is_enriched, source_name, occurred_at, tags,
-		                      detection_rule_id, description, raw_payload, close_classification, fingerprint, created_at)
+		                      detection_rule_id, description, raw_payload, close_classification, fingerprint, created_at, assignee)
 		  SELECT 'Suspicious sign-in ' || g || ' from host-' || (g %% 997), (ARRAY['Low','Medium','High','Critical'])[g %% 4 + 1],
 		         CASE WHEN g %% 10 = 0 THEN 'Closed' ELSE (ARRAY['Open','Triaging','Escalated'])[g %% 3 + 1] END,
 		         'Enriched', true, (ARRAY['generic','sentinel','elastic'])[g %% 3 + 1], now() - g * interval '20 seconds',
 		         ARRAY['bench', 'team-' || (g %% 7)], (SELECT min(id) FROM detection_rules) + g %% 50,
 		         'An analyst-sized description of alert ' || g, '{"bench": true}', CASE WHEN g %% 10 = 0 THEN 'Duplicate' END,
-		         'bench-' || g, now() - g * interval '20 seconds' + interval '30 seconds'
+		         'bench-' || g, now() - g * interval '20 seconds' + interval '30 seconds',
+		         CASE WHEN g %% 10 < 3 THEN 'analyst-' || (g %% 20) END
 		  FROM generate_series(%d, %d) g
 		  RETURNING uuid, substr(fingerprint, 7)::int AS g)
 		INSERT INTO alert_indicators (alert_uuid, indicator_uuid)
@@ -112,7 +114,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		return int(n)
 	}
 	queues := []string{"/console/", "/console/?status=Open&severity=High", "/console/?sort_by=title&sort_order=asc",
-		"/console/?q=host-42", "/console/?page=1000", "/console/?tags=team-3&status=Triaging&sort_by=severity"}
+		"/console/?q=host-42", "/console/?page=1000", "/console/?tags=team-3&status=Triaging&sort_by=severity",
+		"/console/?sort_by=occurred_at&sort_order=desc"}
 	for i := range 30 { // warm up connections, caches and prepared statements
 		get(queues[i%len(queues)])
 		get("/console/alerts/" + ids[i%len(ids)])
