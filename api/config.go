@@ -1,15 +1,20 @@
 package api
 
-import "github.com/vigil-soc/vigil/domain/apikeys"
+import (
+	"github.com/vigil-soc/vigil/domain/apikeys"
+	"github.com/vigil-soc/vigil/domain/config"
+)
 
 // configRules are the owners of the configuration changes (their rules and audit events), built
 // over this server's stores; the handlers of those routes only bind, call and map.
 type configRules struct {
 	apiKeys *apikeys.Service
+	rules   *config.Rules
 }
 
 func newConfigRules(d Deps) configRules {
 	return configRules{
 		apiKeys: apikeys.New(d.APIKeys, d.Audit, d.Auth),
+		rules:   config.NewRules(d.DetectionRules, d.Audit),
 	}
 }
