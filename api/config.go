@@ -8,13 +8,15 @@ import (
 // configRules are the owners of the configuration changes (their rules and audit events), built
 // over this server's stores; the handlers of those routes only bind, call and map.
 type configRules struct {
-	apiKeys *apikeys.Service
-	rules   *config.Rules
+	apiKeys   *apikeys.Service
+	rules     *config.Rules
+	documents *config.Documents
 }
 
 func newConfigRules(d Deps) configRules {
 	return configRules{
-		apiKeys: apikeys.New(d.APIKeys, d.Audit, d.Auth),
-		rules:   config.NewRules(d.DetectionRules, d.Audit),
+		apiKeys:   apikeys.New(d.APIKeys, d.Audit, d.Auth),
+		rules:     config.NewRules(d.DetectionRules, d.Audit),
+		documents: config.NewDocuments(d.ContextDocuments, d.Audit),
 	}
 }

@@ -392,20 +392,3 @@ func (s *Server) detectionRuleMetrics(c *fiber.Ctx) error {
 	}
 	return respond(c, http.StatusOK, out)
 }
-
-// uniqueStrings drops repeated elements, keeping the first occurrence; nil becomes empty.
-func uniqueStrings(in []string) []string { return config.Unique(in) }
-
-// setOptional applies a nullable PATCH field to dst, recording column when present.
-func setOptional(o Optional[string], dst **string, column string, cols []string) []string {
-	if !o.Set {
-		return cols
-	}
-	if o.Null {
-		*dst = nil
-	} else {
-		v := o.Value
-		*dst = &v
-	}
-	return append(cols, column)
-}
