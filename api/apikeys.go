@@ -131,7 +131,7 @@ func (s *Server) createAPIKey(c *fiber.Ctx) error {
 	k, plain, err := s.config.apiKeys.Create(c.UserContext(), s.actor(c), apikeys.Fields{Name: req.Name, Scopes: req.Scopes,
 		KeyType: keyType, AllowedSources: req.AllowedSources, ExpiresAt: req.ExpiresAt, RateLimitPerMinute: req.RateLimitPerMinute})
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return respond(c, http.StatusCreated, createdAPIKeyResponse{apiKeyResponse: toAPIKeyResponse(k), Key: plain})
 }

@@ -11,12 +11,15 @@ type configRules struct {
 	apiKeys   *apikeys.Service
 	rules     *config.Rules
 	documents *config.Documents
+	mappings  *config.Mappings
 }
 
-func newConfigRules(d Deps) configRules {
+// newConfigRules builds them; cache is ingestion's cache of integrations and mappings.
+func newConfigRules(d Deps, cache config.CacheInvalidator) configRules {
 	return configRules{
 		apiKeys:   apikeys.New(d.APIKeys, d.Audit, d.Auth),
 		rules:     config.NewRules(d.DetectionRules, d.Audit),
 		documents: config.NewDocuments(d.ContextDocuments, d.Audit),
+		mappings:  config.NewMappings(d.Mappings, d.Audit, d.SourceRegistry, cache),
 	}
 }

@@ -156,7 +156,7 @@ func New(cfg Config, deps Deps) *Server {
 		secrets = s.deps.Secrets
 	}
 	s.ingest = ingest.New(deps.Ingest, s.deps.SourceRegistry, secrets, cfg.AlertDedupWindow)
-	s.config = newConfigRules(s.deps)
+	s.config = newConfigRules(s.deps, s.ingest)
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
 		// Every body is streamed: fasthttp hands the request over after the headers (and at most 8 KiB

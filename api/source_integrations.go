@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -179,13 +180,7 @@ func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 	return respond(c, http.StatusCreated, toSourceIntegrationResponse(si))
 }
 
-func (s *Server) sourceNames() []string {
-	var out []string
-	for _, p := range s.deps.SourceRegistry.All() {
-		out = append(out, p.Name())
-	}
-	return out
-}
+func (s *Server) sourceNames() []string { return config.SourceNames(s.deps.SourceRegistry) }
 
 func (s *Server) getSourceIntegration(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
