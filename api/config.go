@@ -13,6 +13,7 @@ type configRules struct {
 	documents    *config.Documents
 	mappings     *config.Mappings
 	integrations *config.Integrations
+	providers    *config.Providers
 }
 
 // newConfigRules builds them; cache is ingestion's cache of integrations and mappings.
@@ -27,5 +28,6 @@ func newConfigRules(d Deps, cache config.CacheInvalidator) configRules {
 		documents:    config.NewDocuments(d.ContextDocuments, d.Audit),
 		mappings:     config.NewMappings(d.Mappings, d.Audit, d.SourceRegistry, cache),
 		integrations: config.NewIntegrations(d.Integrations, d.Audit, d.SourceRegistry, sealer, cache),
+		providers:    config.NewProviders(d.Audit, d.Enrichment.Sealer),
 	}
 }
