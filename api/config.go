@@ -14,6 +14,7 @@ type configRules struct {
 	mappings     *config.Mappings
 	integrations *config.Integrations
 	providers    *config.Providers
+	extractions  *config.Extractions
 }
 
 // newConfigRules builds them; cache is ingestion's cache of integrations and mappings.
@@ -29,5 +30,6 @@ func newConfigRules(d Deps, cache config.CacheInvalidator) configRules {
 		mappings:     config.NewMappings(d.Mappings, d.Audit, d.SourceRegistry, cache),
 		integrations: config.NewIntegrations(d.Integrations, d.Audit, d.SourceRegistry, sealer, cache),
 		providers:    config.NewProviders(d.Audit, d.Enrichment.Sealer),
+		extractions:  config.NewExtractions(d.Enrichment.Store, d.Audit),
 	}
 }
