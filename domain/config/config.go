@@ -7,7 +7,14 @@
 package config
 
 import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/kit/optional"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // Unique drops repeated elements, keeping the first occurrence; nil becomes empty.
@@ -30,4 +37,23 @@ func setNullable[T any](v optional.Value[T], dst **T, column string, cols []stri
 	}
 	*dst = v.Ptr()
 	return append(cols, column)
+}
+
+// deleteAudited removes resource id (what names it in errors) with its audit event by actor, in one
+// transaction: get reads it there (store.ErrNotFound when missing), subject names it, remove deletes
+// it. get and remove are store methods ((*store.Store).GetX, (*store.Store).DeleteX).
+func deleteAudited[T any](ctx context.Context, changes audit.Store, actor store.Actor, what string, id uuid.UUID,
+	get func(*store.Store, context.Context, uuid.UUID) (T, error), remove func(*store.Store, context.Context, uuid.UUID) error,
+	subject func(T) audit.Subject) error {
+	err := audit.Record(ctx, changes, actor, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		old, err := get(tx, ctx, id)
+		if err != nil {
+			return audit.Subject{}, err
+		}
+		return subject(old), remove(tx, ctx, id)
+	})
+	if err != nil {
+		return fmt.Errorf("delete %s %s: %w", what, id, err)
+	}
+	return nil
 }

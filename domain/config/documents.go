@@ -118,15 +118,8 @@ func (s *Documents) Update(ctx context.Context, actor store.Actor, id uuid.UUID,
 // Delete removes document id with its audit event by actor. A missing document is
 // store.ErrNotFound.
 func (s *Documents) Delete(ctx context.Context, actor store.Actor, id uuid.UUID) error {
-	err := audit.Record(ctx, s.changes, actor, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		old, err := tx.GetContextDocument(ctx, id)
-		if err != nil {
-			return audit.Subject{}, err
-		}
-		return audit.Subject{Type: audit.ContextDocument, UUID: id, Name: old.Title, Before: old}, tx.DeleteContextDocument(ctx, id)
-	})
-	if err != nil {
-		return fmt.Errorf("delete context document %s: %w", id, err)
-	}
-	return nil
+	return deleteAudited(ctx, s.changes, actor, "context document", id, (*store.Store).GetContextDocument, (*store.Store).DeleteContextDocument,
+		func(old store.ContextDocument) audit.Subject {
+			return audit.Subject{Type: audit.ContextDocument, UUID: id, Name: old.Title, Before: old}
+		})
 }

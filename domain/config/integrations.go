@@ -167,15 +167,12 @@ func (s *Integrations) Update(ctx context.Context, actor store.Actor, id uuid.UU
 // Delete removes integration id with its audit event by actor. A missing integration is
 // store.ErrNotFound.
 func (s *Integrations) Delete(ctx context.Context, actor store.Actor, id uuid.UUID) error {
-	err := audit.Record(ctx, s.changes, actor, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		old, err := tx.GetSourceIntegration(ctx, id)
-		if err != nil {
-			return audit.Subject{}, err
-		}
-		return audit.Subject{Type: audit.SourceIntegration, UUID: id, Name: old.SourceName, Before: old}, tx.DeleteSourceIntegration(ctx, id)
-	})
+	err := deleteAudited(ctx, s.changes, actor, "source integration", id, (*store.Store).GetSourceIntegration, (*store.Store).DeleteSourceIntegration,
+		func(old store.SourceIntegration) audit.Subject {
+			return audit.Subject{Type: audit.SourceIntegration, UUID: id, Name: old.SourceName, Before: old}
+		})
 	if err != nil {
-		return fmt.Errorf("delete source integration %s: %w", id, err)
+		return err
 	}
 	s.cache.Invalidate()
 	return nil

@@ -120,15 +120,8 @@ func (s *Rules) Update(ctx context.Context, actor store.Actor, id uuid.UUID, p R
 // Delete removes rule id with its audit event by actor (its alerts stay, with no rule). A missing
 // rule is store.ErrNotFound.
 func (s *Rules) Delete(ctx context.Context, actor store.Actor, id uuid.UUID) error {
-	err := audit.Record(ctx, s.changes, actor, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		old, err := tx.GetDetectionRule(ctx, id)
-		if err != nil {
-			return audit.Subject{}, err
-		}
-		return audit.Subject{Type: audit.DetectionRule, UUID: id, Name: old.Name, Before: old}, tx.DeleteDetectionRule(ctx, id)
-	})
-	if err != nil {
-		return fmt.Errorf("delete detection rule %s: %w", id, err)
-	}
-	return nil
+	return deleteAudited(ctx, s.changes, actor, "detection rule", id, (*store.Store).GetDetectionRule, (*store.Store).DeleteDetectionRule,
+		func(old store.DetectionRule) audit.Subject {
+			return audit.Subject{Type: audit.DetectionRule, UUID: id, Name: old.Name, Before: old}
+		})
 }
