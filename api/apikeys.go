@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/audit"
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -108,27 +107,16 @@ type createAPIKeyRequest struct {
 	RateLimitPerMinute *int       `json:"rate_limit_per_minute" minimum:"1" maximum:"1000000"`
 }
 
-// Validate checks rules beyond the tags.
+// Validate checks rules beyond the tags (the expiry rule is the key service's).
 func (r createAPIKeyRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	if r.ExpiresAt != nil && !r.ExpiresAt.After(time.Now()) {
-		errs.Add([]any{"expires_at"}, validate.TypeValue, "expires_at must be in the future.", r.ExpiresAt.Format(time.RFC3339))
-	}
-	return errs
+	return apikeys.CheckExpiry(r.ExpiresAt, time.Now())
 }
 
-// NewAPIKey builds a key record and its plaintext from validated fields (shared with the CLI).
+// NewAPIKey builds a key record and its plaintext without storing it (apikeys.Build; kept for test
+// helpers that write keys straight to the store).
 func NewAPIKey(name string, scopes []string, keyType string, allowedSources []string, expiresAt *time.Time, rateLimit *int) (store.APIKey, string, error) {
-	plain, err := auth.NewKey()
-	if err != nil {
-		return store.APIKey{}, "", err
-	}
-	if keyType == "" {
-		keyType = auth.KeyTypeHuman
-	}
-	slices.Sort(scopes)
-	return store.APIKey{Name: name, KeyHash: auth.Hash(plain), KeyPrefix: auth.Prefix(plain), Scopes: slices.Compact(scopes),
-		KeyType: keyType, AllowedSources: allowedSources, RateLimitPerMinute: rateLimit, IsActive: true, ExpiresAt: expiresAt}, plain, nil
+	return apikeys.Build(apikeys.Fields{Name: name, Scopes: scopes, KeyType: keyType, AllowedSources: allowedSources,
+		ExpiresAt: expiresAt, RateLimitPerMinute: rateLimit})
 }
 
 func (s *Server) createAPIKey(c *fiber.Ctx) error {
@@ -140,16 +128,10 @@ func (s *Server) createAPIKey(c *fiber.Ctx) error {
 	if req.KeyType != nil {
 		keyType = *req.KeyType
 	}
-	k, plain, err := NewAPIKey(req.Name, req.Scopes, keyType, req.AllowedSources, req.ExpiresAt, req.RateLimitPerMinute)
+	k, plain, err := s.config.apiKeys.Create(c.UserContext(), s.actor(c), apikeys.Fields{Name: req.Name, Scopes: req.Scopes,
+		KeyType: keyType, AllowedSources: req.AllowedSources, ExpiresAt: req.ExpiresAt, RateLimitPerMinute: req.RateLimitPerMinute})
 	if err != nil {
-		return err
-	}
-	err = s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		err := tx.CreateAPIKey(ctx, &k)
-		return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, After: k}, err
-	})
-	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return respond(c, http.StatusCreated, createdAPIKeyResponse{apiKeyResponse: toAPIKeyResponse(k), Key: plain})
 }
@@ -184,59 +166,14 @@ func (s *Server) updateAPIKey(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	k, err := s.deps.APIKeys.GetAPIKey(ctx, id)
+	k, err := s.config.apiKeys.Update(c.UserContext(), s.actor(c), id, apikeys.Patch{Name: req.Name, Scopes: req.Scopes,
+		AllowedSources: req.AllowedSources.kit(), IsActive: req.IsActive, ExpiresAt: req.ExpiresAt.kit(),
+		RateLimitPerMinute: req.RateLimitPerMinute.kit()})
+	if errors.Is(err, apikeys.ErrRevoked) {
+		return NewError(http.StatusConflict, "KEY_REVOKED", "A revoked API key cannot be re-activated; create a new key.")
+	}
 	if err != nil {
 		return notFoundAs(err, "API key")
-	}
-	before := k
-	var cols []string
-	if req.Name != nil {
-		k.Name, cols = *req.Name, append(cols, "name")
-	}
-	if req.Scopes != nil {
-		slices.Sort(req.Scopes)
-		k.Scopes, cols = slices.Compact(req.Scopes), append(cols, "scopes")
-	}
-	if req.AllowedSources.Set {
-		k.AllowedSources, cols = req.AllowedSources.Value, append(cols, "allowed_sources")
-		if req.AllowedSources.Null {
-			k.AllowedSources = nil
-		}
-	}
-	if req.IsActive != nil {
-		k.IsActive, cols = *req.IsActive, append(cols, "is_active")
-	}
-	if req.ExpiresAt.Set {
-		k.ExpiresAt, cols = nil, append(cols, "expires_at")
-		if !req.ExpiresAt.Null {
-			t := req.ExpiresAt.Value
-			k.ExpiresAt = &t
-		}
-	}
-	if req.RateLimitPerMinute.Set {
-		k.RateLimitPerMinute, cols = nil, append(cols, "rate_limit_per_minute")
-		if !req.RateLimitPerMinute.Null {
-			n := req.RateLimitPerMinute.Value
-			k.RateLimitPerMinute = &n
-		}
-	}
-	if len(cols) > 0 {
-		action := store.AuditUpdated
-		if before.IsActive && !k.IsActive {
-			action = store.AuditRevoked
-		}
-		err := s.record(c, action, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.UpdateAPIKey(ctx, &k, cols...)
-			return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, Before: before, After: k}, err
-		})
-		if err != nil {
-			if errors.Is(err, store.ErrKeyRevoked) {
-				return NewError(http.StatusConflict, "KEY_REVOKED", "A revoked API key cannot be re-activated; create a new key.")
-			}
-			return notFoundAs(err, "API key")
-		}
-		s.deps.Auth.Invalidate(k.UUID)
 	}
 	return respond(c, http.StatusOK, toAPIKeyResponse(k))
 }
@@ -246,23 +183,9 @@ func (s *Server) revokeAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	k, err := s.deps.APIKeys.GetAPIKey(ctx, id)
-	if err != nil {
+	if err := s.config.apiKeys.Revoke(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "API key")
 	}
-	if k.IsActive {
-		before := k
-		k.IsActive = false
-		err := s.record(c, store.AuditRevoked, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.UpdateAPIKey(ctx, &k, "is_active")
-			return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, Before: before, After: k}, err
-		})
-		if err != nil {
-			return notFoundAs(err, "API key")
-		}
-	}
-	s.deps.Auth.Invalidate(k.UUID)
 	return c.SendStatus(http.StatusNoContent)
 }
 

@@ -116,9 +116,3 @@ func (s *Server) agentActor(c *fiber.Ctx) agents.Actor {
 	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, Scopes: p.Scopes, KeyName: p.Name,
 		RequestID: requestID(c), ClientIP: s.clientIP(c)}
 }
-
-// record runs a configuration change with its audit event in one transaction (audit.Record), as
-// this request's actor.
-func (s *Server) record(c *fiber.Ctx, action string, change func(ctx context.Context, tx *store.Store) (audit.Subject, error)) error {
-	return audit.Record(c.UserContext(), s.deps.Audit, s.actor(c), action, change)
-}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/optional"
 	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -60,6 +61,11 @@ func (o *Optional[T]) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return json.Unmarshal(b, &o.Value)
+}
+
+// kit is the field as the domain services take it.
+func (o Optional[T]) kit() optional.Value[T] {
+	return optional.Value[T]{Set: o.Set, Null: o.Null, Value: o.Value}
 }
 
 type optionalValue interface{ optionalInner() (reflect.Value, bool) }

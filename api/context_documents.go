@@ -21,8 +21,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/config"
+	"github.com/vigil-soc/vigil/kit/optional"
 	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -196,15 +197,9 @@ func (s *Server) createContextDocument(c *fiber.Ctx) error {
 	} else if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	d := store.ContextDocument{Title: req.Title, DocumentType: req.DocumentType, IsGlobal: req.IsGlobal != nil && *req.IsGlobal,
-		Description: req.Description, Tags: uniqueStrings(req.Tags), Content: req.Content, TargetingRules: parseRules(req.TargetingRules)}
-	if p := principal(c).KeyPrefix; p != "" {
-		d.CreatedBy = &p
-	}
-	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		err := tx.CreateContextDocument(ctx, &d)
-		return audit.Subject{Type: audit.ContextDocument, UUID: d.UUID, Name: d.Title, After: d}, err
-	})
+	d, err := s.config.documents.Create(c.UserContext(), s.actor(c), config.DocumentFields{Title: req.Title,
+		DocumentType: req.DocumentType, IsGlobal: req.IsGlobal, Description: req.Description, Tags: req.Tags,
+		Content: req.Content, TargetingRules: parseRules(req.TargetingRules)})
 	if err != nil {
 		return err
 	}
@@ -477,43 +472,15 @@ func (s *Server) updateContextDocument(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	d, err := s.deps.ContextDocuments.GetContextDocument(ctx, id)
+	rules := optional.Value[*targeting.Rules]{Set: req.TargetingRules.Set, Null: req.TargetingRules.Null}
+	if rules.Set && !rules.Null {
+		rules.Value = parseRules(req.TargetingRules.Value)
+	}
+	d, err := s.config.documents.Update(c.UserContext(), s.actor(c), id, config.DocumentPatch{Title: req.Title,
+		DocumentType: req.DocumentType, IsGlobal: req.IsGlobal, Description: req.Description.kit(), Content: req.Content,
+		Tags: req.Tags, TargetingRules: rules})
 	if err != nil {
 		return notFoundAs(err, "Context document")
-	}
-	before := d
-	var cols []string
-	if req.Title != nil {
-		d.Title, cols = *req.Title, append(cols, "title")
-	}
-	if req.DocumentType != nil {
-		d.DocumentType, cols = *req.DocumentType, append(cols, "document_type")
-	}
-	if req.IsGlobal != nil {
-		d.IsGlobal, cols = *req.IsGlobal, append(cols, "is_global")
-	}
-	cols = setOptional(req.Description, &d.Description, "description", cols)
-	if req.Content != nil {
-		d.Content, cols = *req.Content, append(cols, "content")
-	}
-	if req.Tags != nil {
-		d.Tags, cols = uniqueStrings(req.Tags), append(cols, "tags")
-	}
-	if req.TargetingRules.Set {
-		d.TargetingRules, cols = nil, append(cols, "targeting_rules")
-		if !req.TargetingRules.Null {
-			d.TargetingRules = parseRules(req.TargetingRules.Value)
-		}
-	}
-	if len(cols) > 0 {
-		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.UpdateContextDocument(ctx, &d, cols...)
-			return audit.Subject{Type: audit.ContextDocument, UUID: d.UUID, Name: d.Title, Before: before, After: d}, err
-		})
-		if err != nil {
-			return notFoundAs(err, "Context document")
-		}
 	}
 	return respond(c, http.StatusOK, toContextDocumentResponse(d))
 }
@@ -523,14 +490,7 @@ func (s *Server) deleteContextDocument(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		old, err := tx.GetContextDocument(ctx, id)
-		if err != nil {
-			return audit.Subject{}, err
-		}
-		return audit.Subject{Type: audit.ContextDocument, UUID: id, Name: old.Title, Before: old}, tx.DeleteContextDocument(ctx, id)
-	})
-	if err != nil {
+	if err := s.config.documents.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Context document")
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -10,8 +10,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -213,37 +213,15 @@ func containsNUL(s string) bool {
 	return false
 }
 
-// uniqueStrings drops repeated elements, keeping the first occurrence; nil becomes empty.
-func uniqueStrings(in []string) []string {
-	out := make([]string, 0, len(in))
-	seen := make(map[string]bool, len(in))
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func (s *Server) createDetectionRule(c *fiber.Ctx) error {
 	var req createDetectionRuleRequest
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	r := store.DetectionRule{Name: req.Name, SourceRuleID: req.SourceRuleID, SourceName: req.SourceName, Severity: req.Severity,
-		IsActive: req.IsActive == nil || *req.IsActive, MitreTactics: uniqueStrings(req.MitreTactics),
-		MitreTechniques: uniqueStrings(req.MitreTechniques), MitreSubtechniques: uniqueStrings(req.MitreSubtechniques),
-		DataSources: uniqueStrings(req.DataSources), RunFrequency: req.RunFrequency, CreatedBy: req.CreatedBy, Documentation: req.Documentation}
-	if r.CreatedBy == nil {
-		if p := principal(c).KeyPrefix; p != "" {
-			r.CreatedBy = &p
-		}
-	}
-	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		_, err := tx.CreateDetectionRule(ctx, &r)
-		return audit.Subject{Type: audit.DetectionRule, UUID: r.UUID, Name: r.Name, After: r}, err
-	})
+	r, err := s.config.rules.Create(c.UserContext(), s.actor(c), config.RuleFields{Name: req.Name, SourceRuleID: req.SourceRuleID,
+		SourceName: req.SourceName, Severity: req.Severity, IsActive: req.IsActive, MitreTactics: req.MitreTactics,
+		MitreTechniques: req.MitreTechniques, MitreSubtechniques: req.MitreSubtechniques, DataSources: req.DataSources,
+		RunFrequency: req.RunFrequency, CreatedBy: req.CreatedBy, Documentation: req.Documentation})
 	if err != nil {
 		return duplicateRule(err)
 	}
@@ -315,20 +293,6 @@ func deref(l *[]string) []string {
 	return *l
 }
 
-// setOptional applies a nullable PATCH field to dst, recording column when present.
-func setOptional(o Optional[string], dst **string, column string, cols []string) []string {
-	if !o.Set {
-		return cols
-	}
-	if o.Null {
-		*dst = nil
-	} else {
-		v := o.Value
-		*dst = &v
-	}
-	return append(cols, column)
-}
-
 func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
@@ -338,47 +302,13 @@ func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	r, err := s.deps.DetectionRules.GetDetectionRule(ctx, id)
+	r, err := s.config.rules.Update(c.UserContext(), s.actor(c), id, config.RulePatch{Name: req.Name,
+		SourceRuleID: req.SourceRuleID.kit(), SourceName: req.SourceName.kit(), Severity: req.Severity.kit(),
+		RunFrequency: req.RunFrequency.kit(), Documentation: req.Documentation.kit(), IsActive: req.IsActive,
+		MitreTactics: req.MitreTactics, MitreTechniques: req.MitreTechniques, MitreSubtechniques: req.MitreSubtechniques,
+		DataSources: req.DataSources})
 	if err != nil {
-		return notFoundAs(err, "Detection rule")
-	}
-	before := r
-	var cols []string
-	if req.Name != nil {
-		r.Name, cols = *req.Name, append(cols, "name")
-	}
-	cols = setOptional(req.SourceRuleID, &r.SourceRuleID, "source_rule_id", cols)
-	cols = setOptional(req.SourceName, &r.SourceName, "source_name", cols)
-	cols = setOptional(req.Severity, &r.Severity, "severity", cols)
-	cols = setOptional(req.RunFrequency, &r.RunFrequency, "run_frequency", cols)
-	cols = setOptional(req.Documentation, &r.Documentation, "documentation", cols)
-	if req.IsActive != nil {
-		r.IsActive, cols = *req.IsActive, append(cols, "is_active")
-	}
-	lists := []struct {
-		in     *[]string
-		dst    *[]string
-		column string
-	}{
-		{req.MitreTactics, &r.MitreTactics, "mitre_tactics"},
-		{req.MitreTechniques, &r.MitreTechniques, "mitre_techniques"},
-		{req.MitreSubtechniques, &r.MitreSubtechniques, "mitre_subtechniques"},
-		{req.DataSources, &r.DataSources, "data_sources"},
-	}
-	for _, l := range lists {
-		if l.in != nil {
-			*l.dst, cols = uniqueStrings(*l.in), append(cols, l.column)
-		}
-	}
-	if len(cols) > 0 {
-		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.UpdateDetectionRule(ctx, &r, cols...)
-			return audit.Subject{Type: audit.DetectionRule, UUID: r.UUID, Name: r.Name, Before: before, After: r}, err
-		})
-		if err != nil {
-			return duplicateRule(err)
-		}
+		return duplicateRule(err)
 	}
 	return respond(c, http.StatusOK, toDetectionRuleResponse(r))
 }
@@ -388,14 +318,7 @@ func (s *Server) deleteDetectionRule(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		old, err := tx.GetDetectionRule(ctx, id)
-		if err != nil {
-			return audit.Subject{}, err
-		}
-		return audit.Subject{Type: audit.DetectionRule, UUID: id, Name: old.Name, Before: old}, tx.DeleteDetectionRule(ctx, id)
-	})
-	if err != nil {
+	if err := s.config.rules.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Detection rule")
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -4,19 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/kit/optional"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -236,28 +235,6 @@ func (r createProviderRequest) Validate() validate.Errors {
 // enrichRaw is a raw JSON body field (kept as given, validated by a domain parser).
 type enrichRaw = json.RawMessage
 
-func enrichDecodeObject(raw enrichRaw) map[string]any {
-	if len(raw) == 0 {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil
-	}
-	return m
-}
-
-func (s *Server) sealAuth(cfg map[string]string) ([]byte, error) {
-	if s.deps.Enrichment.Sealer == nil {
-		return nil, NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Credentials cannot be stored: no encryption key is configured.")
-	}
-	sealed, err := s.deps.Enrichment.Sealer.SealJSON(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("seal auth_config: %w", err)
-	}
-	return sealed, nil
-}
-
 func (s *Server) createProvider(c *fiber.Ctx) error {
 	_, err := s.enrichStore()
 	if err != nil {
@@ -267,43 +244,19 @@ func (s *Server) createProvider(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	p := store.EnrichmentProvider{ProviderName: req.ProviderName, DisplayName: req.DisplayName, IsActive: true,
-		SupportedIndicatorTypes: enrichDedup(req.SupportedIndicatorTypes), HTTPConfig: enrichDecodeObject(req.HTTPConfig),
-		AuthType: req.AuthType, EnvVarMapping: req.EnvVarMapping, DefaultCacheTTLSeconds: 3600, CacheTTLByType: req.CacheTTLByType,
-		MaliceRules: enrichDecodeObject(req.MaliceRules), RateLimit: req.RateLimit.toStore()}
-	if req.Description != nil {
-		p.Description = *req.Description
+	p, err := s.config.providers.Create(c.UserContext(), s.actor(c), config.ProviderFields{ProviderName: req.ProviderName,
+		DisplayName: req.DisplayName, Description: req.Description, SupportedIndicatorTypes: req.SupportedIndicatorTypes,
+		HTTPConfig: req.HTTPConfig, MaliceRules: req.MaliceRules, AuthType: req.AuthType, AuthConfig: req.AuthConfig,
+		EnvVarMapping: req.EnvVarMapping, DefaultCacheTTLSeconds: req.DefaultCacheTTLSeconds, CacheTTLByType: req.CacheTTLByType,
+		RateLimit: req.RateLimit.toStore()})
+	if errors.Is(err, store.ErrConflict) {
+		return NewError(http.StatusConflict, "DUPLICATE_PROVIDER", "A provider named "+req.ProviderName+" already exists.").
+			WithDetails(map[string]any{"provider_name": req.ProviderName})
 	}
-	if req.DefaultCacheTTLSeconds != nil {
-		p.DefaultCacheTTLSeconds = *req.DefaultCacheTTLSeconds
-	}
-	if req.AuthConfig != nil {
-		if p.AuthConfigSealed, err = s.sealAuth(req.AuthConfig); err != nil {
-			return err
-		}
-	}
-	err = s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		err := tx.CreateProvider(ctx, &p)
-		return audit.Subject{Type: audit.EnrichmentProvider, UUID: p.UUID, Name: p.ProviderName, After: p}, err
-	})
 	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return NewError(http.StatusConflict, "DUPLICATE_PROVIDER", "A provider named "+p.ProviderName+" already exists.").
-				WithDetails(map[string]any{"provider_name": p.ProviderName})
-		}
-		return err
+		return providerError(err)
 	}
 	return respond(c, http.StatusCreated, s.toProviderResponse(p))
-}
-
-func enrichDedup(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, v := range in {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func (s *Server) loadProvider(c *fiber.Ctx) (EnrichmentStore, store.EnrichmentProvider, error) {
@@ -357,25 +310,6 @@ func (r updateProviderRequest) Validate() validate.Errors {
 
 func enrichIsNull(raw enrichRaw) bool { return strings.TrimSpace(string(raw)) == "null" }
 
-// fields lists the fields r changes, in body order.
-func (r updateProviderRequest) fields() []string {
-	set := []struct {
-		name string
-		set  bool
-	}{{"display_name", r.DisplayName != nil}, {"description", r.Description != nil}, {"is_active", r.IsActive != nil},
-		{"supported_indicator_types", r.SupportedIndicatorTypes != nil}, {"http_config", len(r.HTTPConfig) > 0},
-		{"auth_type", r.AuthType != nil}, {"auth_config", r.AuthConfig.Set}, {"env_var_mapping", r.EnvVarMapping != nil},
-		{"default_cache_ttl_seconds", r.DefaultCacheTTLSeconds != nil}, {"cache_ttl_by_type", r.CacheTTLByType != nil},
-		{"malice_rules", len(r.MaliceRules) > 0}, {"rate_limit", r.RateLimit.Set}}
-	var out []string
-	for _, f := range set {
-		if f.set {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}
-
 // providerError maps the provider rules' refusals to the contract's codes.
 func providerError(err error) error {
 	var br *enrichment.BuiltinRestrictedError
@@ -386,8 +320,10 @@ func providerError(err error) error {
 			WithDetails(map[string]any{"fields": br.Fields})
 	case errors.Is(err, enrichment.ErrBuiltinNotDeletable):
 		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED", "Builtin providers cannot be deleted; deactivate them instead.")
+	case errors.Is(err, config.ErrNoSealer):
+		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Credentials cannot be stored: no encryption key is configured.")
 	}
-	return err
+	return notFoundAs(err, "Enrichment provider")
 }
 
 func (s *Server) updateProvider(c *fiber.Ctx) error {
@@ -399,85 +335,22 @@ func (s *Server) updateProvider(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	if err := enrichment.CheckProviderChange(p, req.fields()); err != nil {
+	var rate optional.Value[store.RateLimit]
+	if req.RateLimit.Set {
+		rate = optional.Value[store.RateLimit]{Set: true, Null: req.RateLimit.Null}
+		if !req.RateLimit.Null {
+			rate.Value = *req.RateLimit.Value.toStore()
+		}
+	}
+	p, err = s.config.providers.Update(c.UserContext(), s.actor(c), p, config.ProviderPatch{DisplayName: req.DisplayName,
+		Description: req.Description, IsActive: req.IsActive, SupportedIndicatorTypes: req.SupportedIndicatorTypes,
+		HTTPConfig: req.HTTPConfig, AuthType: req.AuthType, AuthConfig: req.AuthConfig.kit(), EnvVarMapping: req.EnvVarMapping,
+		DefaultCacheTTLSeconds: req.DefaultCacheTTLSeconds, CacheTTLByType: req.CacheTTLByType, MaliceRules: req.MaliceRules,
+		RateLimit: rate})
+	if err != nil {
 		return providerError(err)
 	}
-	before := p
-	var cols []string
-	set := func(col string) { cols = append(cols, col) }
-	if req.DisplayName != nil {
-		p.DisplayName = *req.DisplayName
-		set("display_name")
-	}
-	if req.Description != nil {
-		p.Description = *req.Description
-		set("description")
-	}
-	if req.IsActive != nil {
-		p.IsActive = *req.IsActive
-		set("is_active")
-	}
-	if req.SupportedIndicatorTypes != nil {
-		p.SupportedIndicatorTypes = enrichDedup(req.SupportedIndicatorTypes)
-		set("supported_indicator_types")
-	}
-	if len(req.HTTPConfig) > 0 {
-		p.HTTPConfig = enrichDecodeObject(req.HTTPConfig)
-		set("http_config")
-	}
-	if req.AuthType != nil {
-		p.AuthType = *req.AuthType
-		set("auth_type")
-	}
-	if req.AuthConfig.Set {
-		p.AuthConfigSealed = nil
-		if !req.AuthConfig.Null {
-			if p.AuthConfigSealed, err = s.sealAuth(req.AuthConfig.Value); err != nil {
-				return err
-			}
-		}
-		set("auth_config_sealed")
-	}
-	if req.EnvVarMapping != nil {
-		p.EnvVarMapping = req.EnvVarMapping
-		set("env_var_mapping")
-	}
-	if req.DefaultCacheTTLSeconds != nil {
-		p.DefaultCacheTTLSeconds = *req.DefaultCacheTTLSeconds
-		set("default_cache_ttl_seconds")
-	}
-	if req.CacheTTLByType != nil {
-		p.CacheTTLByType = req.CacheTTLByType
-		set("cache_ttl_by_type")
-	}
-	if len(req.MaliceRules) > 0 {
-		p.MaliceRules = enrichDecodeObject(req.MaliceRules)
-		if enrichIsNull(req.MaliceRules) {
-			p.MaliceRules = map[string]any{}
-		}
-		set("malice_rules")
-	}
-	if req.RateLimit.Set {
-		p.RateLimit = nil
-		if !req.RateLimit.Null {
-			p.RateLimit = req.RateLimit.Value.toStore()
-		}
-		set("rate_limit")
-	}
-	if len(cols) > 0 {
-		if err := s.updateProviderAudited(c, before, &p, cols...); err != nil {
-			return notFoundAs(err, "Enrichment provider")
-		}
-	}
 	return respond(c, http.StatusOK, s.toProviderResponse(p))
-}
-
-// updateProviderAudited writes the columns of p that changed from before, with their audit event.
-func (s *Server) updateProviderAudited(c *fiber.Ctx, before store.EnrichmentProvider, p *store.EnrichmentProvider, cols ...string) error {
-	return s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		err := tx.UpdateProvider(ctx, p, cols...)
-		return audit.Subject{Type: audit.EnrichmentProvider, UUID: p.UUID, Name: p.ProviderName, Before: before, After: *p}, err
-	})
 }
 
 func (s *Server) deleteProvider(c *fiber.Ctx) error {
@@ -485,14 +358,8 @@ func (s *Server) deleteProvider(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := enrichment.CheckProviderDelete(p); err != nil {
+	if err := s.config.providers.Delete(c.UserContext(), s.actor(c), p); err != nil {
 		return providerError(err)
-	}
-	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		return audit.Subject{Type: audit.EnrichmentProvider, UUID: p.UUID, Name: p.ProviderName, Before: p}, tx.DeleteProvider(ctx, p.UUID)
-	})
-	if err != nil {
-		return notFoundAs(err, "Enrichment provider")
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -503,12 +370,8 @@ func (s *Server) setProviderActive(active bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		if p.IsActive != active {
-			before := p
-			p.IsActive = active
-			if err := s.updateProviderAudited(c, before, &p, "is_active"); err != nil {
-				return notFoundAs(err, "Enrichment provider")
-			}
+		if p, err = s.config.providers.SetActive(c.UserContext(), s.actor(c), p, active); err != nil {
+			return providerError(err)
 		}
 		return respond(c, http.StatusOK, s.toProviderResponse(p))
 	}

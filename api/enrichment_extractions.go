@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -9,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/audit"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -75,16 +74,9 @@ func (r extractionRequest) Validate() validate.Errors {
 	return enrichment.ValidateSourcePath(r.SourcePath)
 }
 
-func (r extractionRequest) toStore() *store.FieldExtraction {
-	e := &store.FieldExtraction{ProviderName: r.ProviderName, IndicatorType: r.IndicatorType, SourcePath: r.SourcePath,
-		TargetKey: r.TargetKey, ValueType: r.ValueType, IsActive: true}
-	if r.Description != nil {
-		e.Description = *r.Description
-	}
-	if r.IsActive != nil {
-		e.IsActive = *r.IsActive
-	}
-	return e
+func (r extractionRequest) fields() config.ExtractionFields {
+	return config.ExtractionFields{ProviderName: r.ProviderName, IndicatorType: r.IndicatorType, SourcePath: r.SourcePath,
+		TargetKey: r.TargetKey, ValueType: r.ValueType, Description: r.Description, IsActive: r.IsActive}
 }
 
 type bulkExtractionRequest struct {
@@ -103,69 +95,45 @@ func errDuplicateExtraction() *Error {
 	return NewError(http.StatusConflict, "DUPLICATE_EXTRACTION", "An extraction with this provider_name, indicator_type and target_key already exists.")
 }
 
+// extractionError maps the extraction rules' refusals to the contract's codes.
+func extractionError(err error) error {
+	switch {
+	case errors.Is(err, enrichment.ErrSystemExtraction):
+		return NewError(http.StatusForbidden, "SYSTEM_EXTRACTION_RESTRICTED", "System extractions can only be activated or deactivated.")
+	case errors.Is(err, store.ErrConflict):
+		return errDuplicateExtraction()
+	}
+	return notFoundAs(inBody(err), "Field extraction")
+}
+
 func (s *Server) createExtraction(c *fiber.Ctx) error {
-	st, err := s.enrichStore()
-	if err != nil {
+	if _, err := s.enrichStore(); err != nil {
 		return err
 	}
 	var req extractionRequest
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	if err := enrichment.CheckProvidersExist(c.UserContext(), st, []string{req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
-		return err
-	}
-	e := req.toStore()
-	err = s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		err := tx.CreateFieldExtractions(ctx, []*store.FieldExtraction{e})
-		return extractionSubject(nil, e), err
-	})
+	e, err := s.config.extractions.Create(c.UserContext(), s.actor(c), req.fields())
 	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return errDuplicateExtraction()
-		}
-		return err
+		return extractionError(err)
 	}
-	return respond(c, http.StatusCreated, toExtractionResponse(*e))
+	return respond(c, http.StatusCreated, toExtractionResponse(e))
 }
 
 func (s *Server) bulkCreateExtractions(c *fiber.Ctx) error {
-	st, err := s.enrichStore()
-	if err != nil {
+	if _, err := s.enrichStore(); err != nil {
 		return err
 	}
 	var req bulkExtractionRequest
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	names := make([]string, len(req.Extractions))
-	exts := make([]*store.FieldExtraction, len(req.Extractions))
-	for i, r := range req.Extractions {
-		names[i], exts[i] = r.ProviderName, r.toStore()
-	}
-	if err := enrichment.CheckProvidersExist(c.UserContext(), st, names, func(i int) []any { return []any{"body", "extractions", i, "provider_name"} }); err != nil {
-		return err
-	}
-	err = audit.RecordEach(c.UserContext(), s.deps.Audit, s.actor(c), store.AuditCreated, func(ctx context.Context, tx *store.Store) ([]audit.Subject, error) {
-		if err := tx.CreateFieldExtractions(ctx, exts); err != nil {
-			return nil, err
-		}
-		subjects := make([]audit.Subject, len(exts))
-		for i, e := range exts {
-			subjects[i] = extractionSubject(nil, e)
-		}
-		return subjects, nil
-	})
+	exts, err := s.config.extractions.CreateMany(c.UserContext(), s.actor(c), mapSlice(req.Extractions, extractionRequest.fields))
 	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return errDuplicateExtraction()
-		}
-		return err
+		return extractionError(err)
 	}
-	out := make([]extractionResponse, len(exts))
-	for i, e := range exts {
-		out[i] = toExtractionResponse(*e)
-	}
+	out := mapSlice(exts, toExtractionResponse)
 	return respondMeta(c, http.StatusCreated, out, ListMeta{Total: len(out), Page: 1, PageSize: len(out), TotalPages: 1})
 }
 
@@ -211,32 +179,8 @@ func (r updateExtractionRequest) Validate() validate.Errors {
 	return errs
 }
 
-// fields lists the fields r sets.
-func (r updateExtractionRequest) fields() []string {
-	var out []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"provider_name", r.ProviderName != nil}, {"indicator_type", r.IndicatorType != nil}, {"source_path", r.SourcePath != nil},
-		{"target_key", r.TargetKey != nil}, {"value_type", r.ValueType != nil}, {"description", r.Description != nil},
-		{"is_active", r.IsActive != nil}} {
-		if f.set {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}
-
-// extractionError maps the extraction rules' refusals to the contract's codes.
-func extractionError(err error) error {
-	if errors.Is(err, enrichment.ErrSystemExtraction) {
-		return NewError(http.StatusForbidden, "SYSTEM_EXTRACTION_RESTRICTED", "System extractions can only be activated or deactivated.")
-	}
-	return err
-}
-
 func (s *Server) updateExtraction(c *fiber.Ctx) error {
-	st, e, err := s.loadExtraction(c)
+	_, e, err := s.loadExtraction(c)
 	if err != nil {
 		return err
 	}
@@ -244,43 +188,11 @@ func (s *Server) updateExtraction(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	if err := enrichment.CheckExtractionChange(e, req.fields()); err != nil {
+	e, err = s.config.extractions.Update(c.UserContext(), s.actor(c), e, config.ExtractionPatch{ProviderName: req.ProviderName,
+		IndicatorType: req.IndicatorType, SourcePath: req.SourcePath, TargetKey: req.TargetKey, ValueType: req.ValueType,
+		Description: req.Description, IsActive: req.IsActive})
+	if err != nil {
 		return extractionError(err)
-	}
-	before := e
-	var cols []string
-	str := func(v *string, dst *string, col string) {
-		if v != nil {
-			*dst = *v
-			cols = append(cols, col)
-		}
-	}
-	str(req.ProviderName, &e.ProviderName, "provider_name")
-	str(req.IndicatorType, &e.IndicatorType, "indicator_type")
-	str(req.SourcePath, &e.SourcePath, "source_path")
-	str(req.TargetKey, &e.TargetKey, "target_key")
-	str(req.ValueType, &e.ValueType, "value_type")
-	str(req.Description, &e.Description, "description")
-	if req.IsActive != nil {
-		e.IsActive = *req.IsActive
-		cols = append(cols, "is_active")
-	}
-	if req.ProviderName != nil {
-		if err := enrichment.CheckProvidersExist(c.UserContext(), st, []string{*req.ProviderName}, func(int) []any { return []any{"body", "provider_name"} }); err != nil {
-			return err
-		}
-	}
-	if len(cols) > 0 {
-		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.UpdateFieldExtraction(ctx, &e, cols...)
-			return extractionSubject(&before, &e), err
-		})
-		if err != nil {
-			if errors.Is(err, store.ErrConflict) {
-				return errDuplicateExtraction()
-			}
-			return notFoundAs(err, "Field extraction")
-		}
 	}
 	return respond(c, http.StatusOK, toExtractionResponse(e))
 }
@@ -290,30 +202,8 @@ func (s *Server) deleteExtraction(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := enrichment.CheckExtractionDelete(e); err != nil {
+	if err := s.config.extractions.Delete(c.UserContext(), s.actor(c), e); err != nil {
 		return extractionError(err)
 	}
-	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		return extractionSubject(&e, nil), tx.DeleteFieldExtraction(ctx, e.UUID)
-	})
-	if err != nil {
-		return notFoundAs(err, "Field extraction")
-	}
 	return c.SendStatus(http.StatusNoContent)
-}
-
-// extractionSubject is a field extraction's change as the audit trail records it (nil: absent).
-func extractionSubject(before, after *store.FieldExtraction) audit.Subject {
-	e := after
-	if e == nil {
-		e = before
-	}
-	subj := audit.Subject{Type: audit.FieldExtraction, UUID: e.UUID, Name: e.ProviderName + "/" + e.IndicatorType + "/" + e.TargetKey}
-	if before != nil {
-		subj.Before = *before
-	}
-	if after != nil {
-		subj.After = *after
-	}
-	return subj
 }

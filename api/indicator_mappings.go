@@ -10,8 +10,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -105,42 +105,17 @@ func (r createMappingRequest) Validate() validate.Errors {
 	return ingest.ValidateMapping(r.FieldPath, r.IndicatorType, r.ExtractionTarget, r.Description)
 }
 
-func (s *Server) checkMappingSource(name *string) error {
-	if name == nil {
-		return nil
-	}
-	if _, ok := s.deps.SourceRegistry.Get(*name); !ok {
-		var errs validate.Errors
-		errs.AddCtx([]any{"body", "source_name"}, validate.TypeEnum, "Unknown source.", *name, map[string]any{"allowed": s.sourceNames()})
-		return errs
-	}
-	return nil
-}
-
 func (s *Server) createMapping(c *fiber.Ctx) error {
 	var req createMappingRequest
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	if err := s.checkMappingSource(req.SourceName); err != nil {
-		return err
-	}
-	m := store.IndicatorMapping{SourceName: req.SourceName, FieldPath: req.FieldPath, IndicatorType: req.IndicatorType,
-		ExtractionTarget: req.ExtractionTarget, IsActive: true, Description: req.Description}
-	if req.IsActive != nil {
-		m.IsActive = *req.IsActive
-	}
-	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		err := tx.CreateIndicatorMapping(ctx, &m)
-		return mappingSubject(nil, &m), err
-	})
+	m, err := s.config.mappings.Create(c.UserContext(), s.actor(c), config.MappingFields{SourceName: req.SourceName,
+		FieldPath: req.FieldPath, IndicatorType: req.IndicatorType, ExtractionTarget: req.ExtractionTarget,
+		IsActive: req.IsActive, Description: req.Description})
 	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
-		}
-		return err
+		return mappingError(err)
 	}
-	s.ingest.Invalidate()
 	return respond(c, http.StatusCreated, toMappingResponse(m))
 }
 
@@ -168,11 +143,14 @@ type updateMappingRequest struct {
 // mappingError maps the mapping rules' refusals to the contract's codes.
 func mappingError(err error) error {
 	var sm *ingest.SystemMappingError
-	if errors.As(err, &sm) {
+	switch {
+	case errors.As(err, &sm):
 		return NewError(http.StatusUnprocessableEntity, "SYSTEM_MAPPING_READONLY",
 			"System mappings are read-only except is_active and description.").WithDetails(map[string]any{"fields": sm.Fields})
+	case errors.Is(err, store.ErrConflict):
+		return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
 	}
-	return err
+	return notFoundAs(inBody(err), "Indicator mapping")
 }
 
 func (s *Server) updateMapping(c *fiber.Ctx) error {
@@ -184,64 +162,11 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	m, err := s.deps.Mappings.GetIndicatorMapping(ctx, id)
+	m, err := s.config.mappings.Update(c.UserContext(), s.actor(c), id, config.MappingPatch{SourceName: req.SourceName.kit(),
+		FieldPath: req.FieldPath, IndicatorType: req.IndicatorType, ExtractionTarget: req.ExtractionTarget,
+		IsActive: req.IsActive, Description: req.Description.kit()})
 	if err != nil {
-		return notFoundAs(err, "Indicator mapping")
-	}
-	before := m
-	var cols []string
-	if req.SourceName.Set {
-		m.SourceName = nil
-		if !req.SourceName.Null {
-			m.SourceName = &req.SourceName.Value
-		}
-		cols = append(cols, "source_name")
-	}
-	if req.FieldPath != nil {
-		m.FieldPath, cols = *req.FieldPath, append(cols, "field_path")
-	}
-	if req.IndicatorType != nil {
-		m.IndicatorType, cols = *req.IndicatorType, append(cols, "indicator_type")
-	}
-	if req.ExtractionTarget != nil {
-		m.ExtractionTarget, cols = *req.ExtractionTarget, append(cols, "extraction_target")
-	}
-	if err := ingest.CheckMappingChange(m, cols); err != nil {
 		return mappingError(err)
-	}
-	if err := s.checkMappingSource(m.SourceName); err != nil {
-		return err
-	}
-	desc := m.Description
-	if req.Description.Set {
-		desc = nil
-		if !req.Description.Null {
-			desc = &req.Description.Value
-		}
-		cols = append(cols, "description")
-	}
-	if req.IsActive != nil {
-		m.IsActive, cols = *req.IsActive, append(cols, "is_active")
-	}
-	if errs := ingest.ValidateMapping(m.FieldPath, m.IndicatorType, m.ExtractionTarget, desc); len(errs) > 0 {
-		var out validate.Errors
-		out.Merge([]any{"body"}, errs)
-		return out
-	}
-	m.Description = desc
-	if len(cols) > 0 {
-		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.UpdateIndicatorMapping(ctx, &m, cols...)
-			return mappingSubject(&before, &m), err
-		})
-		if err != nil {
-			if errors.Is(err, store.ErrConflict) {
-				return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
-			}
-			return notFoundAs(err, "Indicator mapping")
-		}
-		s.ingest.Invalidate()
 	}
 	return respond(c, http.StatusOK, toMappingResponse(m))
 }
@@ -251,21 +176,9 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	m, err := s.deps.Mappings.GetIndicatorMapping(ctx, id)
-	if err != nil {
-		return notFoundAs(err, "Indicator mapping")
-	}
-	if err := ingest.CheckMappingChange(m, []string{"delete"}); err != nil {
+	if err := s.config.mappings.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return mappingError(err)
 	}
-	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		return mappingSubject(&m, nil), tx.DeleteIndicatorMapping(ctx, id)
-	})
-	if err != nil {
-		return notFoundAs(err, "Indicator mapping")
-	}
-	s.ingest.Invalidate()
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -352,24 +265,4 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	return respond(c, http.StatusOK, testExtractionResponse{Pass1: res.Pass1, Pass2: res.Pass2, Pass3: res.Pass3, Indicators: res.Indicators,
 		Skipped: res.Skipped, SkippedOmitted: res.SkippedOmitted, Truncated: res.Truncated,
 		Fingerprint: ingest.Fingerprint(n, plugin.Name(), res), Normalized: prev})
-}
-
-// mappingSubject is an indicator mapping's change as the audit trail records it (nil: absent).
-func mappingSubject(before, after *store.IndicatorMapping) audit.Subject {
-	m := after
-	if m == nil {
-		m = before
-	}
-	name := m.FieldPath
-	if m.SourceName != nil {
-		name = *m.SourceName + ": " + name
-	}
-	subj := audit.Subject{Type: audit.IndicatorMapping, UUID: m.UUID, Name: name}
-	if before != nil {
-		subj.Before = *before
-	}
-	if after != nil {
-		subj.After = *after
-	}
-	return subj
 }

@@ -119,6 +119,7 @@ type Server struct {
 	ingest     *ingest.Service    // ingestion, with the integrations and mappings it caches
 	alertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
 	responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
+	config     configRules        // the owners of the configuration changes (config.go)
 }
 
 // New builds the Fiber app with every route registered.
@@ -155,6 +156,7 @@ func New(cfg Config, deps Deps) *Server {
 		secrets = s.deps.Secrets
 	}
 	s.ingest = ingest.New(deps.Ingest, s.deps.SourceRegistry, secrets, cfg.AlertDedupWindow)
+	s.config = newConfigRules(s.deps, s.ingest)
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
 		// Every body is streamed: fasthttp hands the request over after the headers (and at most 8 KiB

@@ -9,9 +9,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
-	"github.com/vigil-soc/vigil/domain/ingest"
+	"github.com/vigil-soc/vigil/domain/config"
+	"github.com/vigil-soc/vigil/kit/optional"
 	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -116,76 +116,28 @@ func checkSeverityMapping(errs *validate.Errors, m map[string]string) {
 	errs.Merge([]any{"severity_mapping"}, sources.ValidateSeverityMapping(m))
 }
 
-// checkIntegrationAuth refuses an integration whose signature settings contradict each other (422 with
-// the detail list; the rule is sources.CheckAuthConfig).
-func checkIntegrationAuth(si store.SourceIntegration) error {
-	var errs validate.Errors
-	errs.Merge([]any{"body"}, sources.CheckAuthConfig(si.AuthType, len(si.AuthConfig) > 0))
-	return errs.Err()
-}
-
-func (s *Server) sealSecret(secret string) ([]byte, error) {
-	if s.deps.Secrets == nil {
-		return nil, errors.New("seal source secret: no encryption key configured")
-	}
-	return s.deps.Secrets.SealJSON(ingest.Secret{Secret: secret})
-}
-
 func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 	var req createSourceIntegrationRequest
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	plugin, ok := s.deps.SourceRegistry.Get(req.SourceName)
-	if !ok {
-		var errs validate.Errors
-		errs.AddCtx([]any{"body", "source_name"}, validate.TypeEnum, "Unknown source.", req.SourceName,
-			map[string]any{"allowed": s.sourceNames()})
-		return errs
-	}
-	si := store.SourceIntegration{SourceName: plugin.Name(), DisplayName: plugin.DisplayName(), IsActive: true,
-		AuthType: plugin.DefaultAuthType(), SeverityMapping: req.SeverityMapping, Documentation: req.Documentation}
-	if req.DisplayName != nil {
-		si.DisplayName = *req.DisplayName
-	}
-	if req.IsActive != nil {
-		si.IsActive = *req.IsActive
-	}
-	if req.AuthType != nil {
-		si.AuthType = *req.AuthType
-	}
+	f := config.IntegrationFields{SourceName: req.SourceName, DisplayName: req.DisplayName, IsActive: req.IsActive,
+		AuthType: req.AuthType, SeverityMapping: req.SeverityMapping, Documentation: req.Documentation}
 	if req.AuthConfig != nil {
-		sealed, err := s.sealSecret(req.AuthConfig.Secret)
-		if err != nil {
-			return err
-		}
-		si.AuthConfig = sealed
+		f.Secret = &req.AuthConfig.Secret
 	}
-	if err := checkIntegrationAuth(si); err != nil {
-		return err
+	si, err := s.config.integrations.Create(c.UserContext(), s.actor(c), f)
+	if errors.Is(err, store.ErrConflict) {
+		return NewError(http.StatusConflict, "INTEGRATION_EXISTS", "This source already has an integration; update it instead.").
+			WithDetails(map[string]any{"source_name": req.SourceName})
 	}
-	err := s.record(c, store.AuditCreated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		err := tx.CreateSourceIntegration(ctx, &si)
-		return audit.Subject{Type: audit.SourceIntegration, UUID: si.UUID, Name: si.SourceName, After: si}, err
-	})
 	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return NewError(http.StatusConflict, "INTEGRATION_EXISTS", "This source already has an integration; update it instead.").
-				WithDetails(map[string]any{"source_name": si.SourceName})
-		}
-		return err
+		return inBody(err)
 	}
-	s.ingest.Invalidate()
 	return respond(c, http.StatusCreated, toSourceIntegrationResponse(si))
 }
 
-func (s *Server) sourceNames() []string {
-	var out []string
-	for _, p := range s.deps.SourceRegistry.All() {
-		out = append(out, p.Name())
-	}
-	return out
-}
+func (s *Server) sourceNames() []string { return config.SourceNames(s.deps.SourceRegistry) }
 
 func (s *Server) getSourceIntegration(c *fiber.Ctx) error {
 	id, err := pathUUID(c, "uuid")
@@ -224,53 +176,12 @@ func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	si, err := s.deps.Integrations.GetSourceIntegration(ctx, id)
+	secret := optional.Value[string]{Set: req.AuthConfig.Set, Null: req.AuthConfig.Null, Value: req.AuthConfig.Value.Secret}
+	si, err := s.config.integrations.Update(c.UserContext(), s.actor(c), id, config.IntegrationPatch{DisplayName: req.DisplayName,
+		IsActive: req.IsActive, AuthType: req.AuthType, Secret: secret, SeverityMapping: req.SeverityMapping,
+		Documentation: req.Documentation.kit()})
 	if err != nil {
-		return notFoundAs(err, "Source integration")
-	}
-	before := si
-	var cols []string
-	if req.DisplayName != nil {
-		si.DisplayName, cols = *req.DisplayName, append(cols, "display_name")
-	}
-	if req.IsActive != nil {
-		si.IsActive, cols = *req.IsActive, append(cols, "is_active")
-	}
-	if req.AuthType != nil {
-		si.AuthType, cols = *req.AuthType, append(cols, "auth_type")
-	}
-	if req.AuthConfig.Set {
-		si.AuthConfig = nil
-		if !req.AuthConfig.Null {
-			if si.AuthConfig, err = s.sealSecret(req.AuthConfig.Value.Secret); err != nil {
-				return err
-			}
-		}
-		cols = append(cols, "auth_config")
-	}
-	if req.SeverityMapping != nil {
-		si.SeverityMapping, cols = req.SeverityMapping, append(cols, "severity_mapping")
-	}
-	if req.Documentation.Set {
-		si.Documentation = nil
-		if !req.Documentation.Null {
-			si.Documentation = &req.Documentation.Value
-		}
-		cols = append(cols, "documentation")
-	}
-	if err := checkIntegrationAuth(si); err != nil {
-		return err
-	}
-	if len(cols) > 0 {
-		err := s.record(c, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.UpdateSourceIntegration(ctx, &si, cols...)
-			return audit.Subject{Type: audit.SourceIntegration, UUID: si.UUID, Name: si.SourceName, Before: before, After: si}, err
-		})
-		if err != nil {
-			return notFoundAs(err, "Source integration")
-		}
-		s.ingest.Invalidate()
+		return notFoundAs(inBody(err), "Source integration")
 	}
 	return respond(c, http.StatusOK, toSourceIntegrationResponse(si))
 }
@@ -280,16 +191,8 @@ func (s *Server) deleteSourceIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = s.record(c, store.AuditDeleted, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-		old, err := tx.GetSourceIntegration(ctx, id)
-		if err != nil {
-			return audit.Subject{}, err
-		}
-		return audit.Subject{Type: audit.SourceIntegration, UUID: id, Name: old.SourceName, Before: old}, tx.DeleteSourceIntegration(ctx, id)
-	})
-	if err != nil {
+	if err := s.config.integrations.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Source integration")
 	}
-	s.ingest.Invalidate()
 	return c.SendStatus(http.StatusNoContent)
 }

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigil-soc/vigil/api"
-	"github.com/vigil-soc/vigil/domain/audit"
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -50,7 +49,7 @@ func runCreateAPIKey(ctx context.Context, cfg config, args []string, stdout io.W
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Errorf("--expires-at must be RFC 3339 with an offset: %w", err))
-		case !t.After(time.Now()):
+		case len(apikeys.CheckExpiry(&t, time.Now())) > 0:
 			problems = append(problems, errors.New("--expires-at must be in the future"))
 		default:
 			expiresAt = &t
@@ -74,24 +73,14 @@ func runCreateAPIKey(ctx context.Context, cfg config, args []string, stdout io.W
 		return err
 	}
 	defer st.Close()
-	k, plain, err := api.NewAPIKey(strings.TrimSpace(*name), scopeList, *keyType, allowed, expiresAt, rateLimit)
+	// The command line is the system actor: no key, no request.
+	keys := apikeys.New(st, st, nil)
+	k, plain, err := keys.Create(ctx, store.Actor{Type: store.ActorSystem}, apikeys.Fields{Name: strings.TrimSpace(*name),
+		Scopes: scopeList, KeyType: *keyType, AllowedSources: allowed, ExpiresAt: expiresAt, RateLimitPerMinute: rateLimit})
 	if err != nil {
-		return err
-	}
-	if err := createKeyAudited(ctx, st, &k); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Created API key %q (%s, scopes %s, prefix %s).\nKey (shown once, store it now):\n%s\n",
 		k.Name, k.KeyType, strings.Join(k.Scopes, ","), k.KeyPrefix, plain)
 	return nil
-}
-
-// createKeyAudited creates k with its audit event (actor system: the command line, no key), in one
-// transaction.
-func createKeyAudited(ctx context.Context, st *store.Store, k *store.APIKey) error {
-	return audit.Record(ctx, st, store.Actor{Type: store.ActorSystem}, store.AuditCreated,
-		func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
-			err := tx.CreateAPIKey(ctx, k)
-			return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, After: k}, err
-		})
 }

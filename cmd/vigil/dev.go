@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/devstack"
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/metrics"
 	"github.com/vigil-soc/vigil/store"
@@ -303,11 +303,9 @@ func ensureAdminKey(ctx context.Context, st *store.Store) (string, error) {
 	if err != nil || n > 0 {
 		return "", err
 	}
-	k, plain, err := api.NewAPIKey("dev-admin", []string{auth.ScopeAdmin}, auth.KeyTypeHuman, nil, nil, nil)
+	_, plain, err := apikeys.New(st, st, nil).Create(ctx, store.Actor{Type: store.ActorSystem},
+		apikeys.Fields{Name: "dev-admin", Scopes: []string{auth.ScopeAdmin}, KeyType: auth.KeyTypeHuman})
 	if err != nil {
-		return "", err
-	}
-	if err := createKeyAudited(ctx, st, &k); err != nil {
 		return "", err
 	}
 	return plain, nil
