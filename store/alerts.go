@@ -262,36 +262,43 @@ func alertListPage(ctx context.Context, db bun.IDB, f AlertFilter) ([]Alert, err
 		err := alertListQuery(db, f, &out).Limit(limit).Offset(offset).Scan(ctx)
 		return out, err
 	}
+	// Each route reads (uuid, the order's keys) of its candidates, picks the page's uuids in the
+	// list's order, then the alerts of those uuids are read in that order.
+	order := alertOrder(f)
+	keyed := func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Column("uuid")
+		for i, t := range order {
+			q = q.ColumnExpr(t.expr + " AS k" + strconv.Itoa(i))
+		}
+		return q
+	}
+	pageOf := func(from string, args ...any) *bun.SelectQuery {
+		q := db.NewSelect().TableExpr(from, args...).Column("uuid")
+		for i, t := range order {
+			q = q.OrderExpr("k" + strconv.Itoa(i) + t.dir)
+		}
+		return q.Limit(limit).Offset(offset)
+	}
+	read := func(ids *bun.SelectQuery) ([]Alert, error) {
+		var page []Alert
+		err := alertListQuery(db, f, &page).Where("alert.uuid IN (?)", ids).Limit(limit).Scan(ctx)
+		return page, err
+	}
+
 	rest := f
 	rest.Query = ""
 	window := max(queryWindow, queryWindowPerRow*(offset+limit))
-	var scanned []Alert
-	walk := alertListQuery(db, rest, &scanned).Limit(window)
-	q := db.NewSelect().Model(&out).ModelTableExpr("(?) AS alert", walk).
-		ExcludeColumn("raw_payload", "normalized", "original_body")
-	q = orderAlerts(matchQuery(q, f.Query), f).Limit(limit).Offset(offset)
-	if err := q.Scan(ctx); err != nil {
-		return nil, err
-	}
-	if int64(len(out)) == limit {
-		return out, nil
+	walk := orderAlerts(alertConditions(keyed(db.NewSelect().TableExpr("alerts").Column("title", "description")), rest), rest).Limit(window)
+	// A subquery, not a CTE: its order is the page's, so the scan stops at the page's last match.
+	page, err := read(matchQuery(pageOf("(?) AS walk", walk), f.Query))
+	if err != nil || int64(len(page)) == limit {
+		return page, err
 	}
 	// Fewer than a page in the window: the matches are rare (or fewer than a page in all, which the
 	// index route answers as cheaply).
-	matches := db.NewSelect().TableExpr("alerts").Column("uuid")
-	pageIDs := db.NewSelect().TableExpr("matches").Column("uuid")
-	for i, t := range alertOrder(f) {
-		key := "k" + strconv.Itoa(i)
-		matches = matches.ColumnExpr(t.expr + " AS " + key)
-		pageIDs = pageIDs.OrderExpr(key + t.dir)
-	}
-	matches = alertConditions(matches, f)
-	pageIDs = pageIDs.Limit(limit).Offset(offset)
-	out = nil
-	err := alertListQuery(db, f, &out).
-		WithQuery(bun.NewWithQuery("matches", matches).Materialized()).
-		Where("alert.uuid IN (?)", pageIDs).Limit(limit).Scan(ctx)
-	return out, err
+	// Materialized: every match through the indexes, then sorted, never a walk of the order.
+	matches := alertConditions(keyed(db.NewSelect().TableExpr("alerts")), f)
+	return read(pageOf("matches").WithQuery(bun.NewWithQuery("matches", matches).Materialized()))
 }
 
 // alertListQuery is ListAlerts' statement over f: its conditions and its order, no page.
