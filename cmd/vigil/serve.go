@@ -217,7 +217,7 @@ func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 		AlertService: fd.svc.alerts, Executor: fd.svc.responses, Enricher: fd.svc.enricher,
-		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
+		Comments: fd.svc.comments, Timeline: fd.svc.timeline, Cases: fd.svc.cases,
 		Agents: st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
 	})
 	log.Info("mcp listening", "addr", ln.Addr().String())
