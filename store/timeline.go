@@ -97,12 +97,15 @@ var (
 	timelineSQL = strings.NewReplacer("{activity_subject}", "e.alert_uuid = $1::uuid", "{comment_subject}", "c.alert_uuid = $1::uuid",
 		"{alerts}", "= $1::uuid").Replace(timelineTemplate)
 	// caseTimelineSQL: an event about one alert of the case carries both uuids and is read once (an
-	// OR, not a second branch). An indicator linked to several of the case's alerts gives one item per
-	// link and provider (the alert's timelines show each).
+	// OR, not a second branch). The case's alerts are an array computed once (an InitPlan), so each
+	// condition is an index condition (= ANY) and the OR a BitmapOr of two index scans; "IN
+	// (SELECT …)" under an OR was a hashed subplan filtering a sequential scan of every activity
+	// event (60 ms at 70 000 events). An indicator linked to several of the case's alerts gives one
+	// item per link and provider (the alerts' timelines show each).
 	caseTimelineSQL = strings.NewReplacer(
-		"{activity_subject}", "(e.case_uuid = $1::uuid OR e.alert_uuid IN (SELECT uuid FROM alerts WHERE case_uuid = $1::uuid))",
-		"{comment_subject}", "(c.case_uuid = $1::uuid OR c.alert_uuid IN (SELECT uuid FROM alerts WHERE case_uuid = $1::uuid))",
-		"{alerts}", "IN (SELECT uuid FROM alerts WHERE case_uuid = $1::uuid)").Replace(timelineTemplate)
+		"{activity_subject}", "(e.case_uuid = $1::uuid OR e.alert_uuid = ANY(ARRAY(SELECT uuid FROM alerts WHERE case_uuid = $1::uuid)))",
+		"{comment_subject}", "(c.case_uuid = $1::uuid OR c.alert_uuid = ANY(ARRAY(SELECT uuid FROM alerts WHERE case_uuid = $1::uuid)))",
+		"{alerts}", "= ANY(ARRAY(SELECT uuid FROM alerts WHERE case_uuid = $1::uuid))").Replace(timelineTemplate)
 )
 
 // AlertTimeline reads one page of alert id's timeline, oldest first, and the total number of items.

@@ -53,8 +53,19 @@ CREATE INDEX cases_assignee_idx ON cases (assignee, updated_at DESC, uuid DESC) 
 
 --bun:split
 
--- q matches the title or the description (pg_trgm is installed by the alerts' migrations).
+-- q matches the title or the description (pg_trgm is installed by the alerts' migrations), or the
+-- case number: a BitmapOr of the three indexes (a scan of 10 000 cases took 160 ms on a busy machine).
 CREATE INDEX cases_title_trgm_idx ON cases USING gin (lower(title) gin_trgm_ops);
+
+--bun:split
+
+CREATE INDEX cases_description_trgm_idx ON cases USING gin (lower(description) gin_trgm_ops);
+
+--bun:split
+
+-- sort_by=severity: the rank store.caseSortColumns orders by (the same expression, so the index
+-- serves the page).
+CREATE INDEX cases_severity_rank_idx ON cases ((array_position(ARRAY['Pending','Informational','Low','Medium','High','Critical'], effective_severity)), uuid);
 
 --bun:split
 
