@@ -576,6 +576,7 @@ type activityEventResponse struct {
 	AlertUUID         *uuid.UUID     `json:"alert_uuid"`
 	WorkflowUUID      *uuid.UUID     `json:"workflow_uuid"`
 	DetectionRuleUUID *uuid.UUID     `json:"detection_rule_uuid"`
+	CaseUUID          *uuid.UUID     `json:"case_uuid" doc:"The case an event is about (an alert joining or leaving one, API.md §14)."`
 	References        map[string]any `json:"references"`
 	CreatedAt         time.Time      `json:"created_at"`
 }
@@ -586,7 +587,8 @@ func toActivityEventResponse(e store.ActivityEvent) activityEventResponse {
 		refs = map[string]any{}
 	}
 	return activityEventResponse{UUID: e.UUID, EventType: e.EventType, ActorType: e.ActorType, ActorKeyPrefix: e.ActorKeyPrefix,
-		AlertUUID: e.AlertUUID, WorkflowUUID: e.WorkflowUUID, DetectionRuleUUID: e.DetectionRuleUUID, References: refs, CreatedAt: e.CreatedAt.UTC()}
+		AlertUUID: e.AlertUUID, WorkflowUUID: e.WorkflowUUID, DetectionRuleUUID: e.DetectionRuleUUID, CaseUUID: e.CaseUUID, References: refs,
+		CreatedAt: e.CreatedAt.UTC()}
 }
 
 func (s *Server) alertActivity(c *fiber.Ctx) error {
