@@ -12,7 +12,6 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/cases"
-	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -371,49 +370,13 @@ func (s *Server) removeCaseAlert(c *fiber.Ctx) error {
 // Comments and timeline.
 
 func (s *Server) createCaseComment(c *fiber.Ctx) error {
-	id, err := pathUUID(c, "uuid")
-	if err != nil {
-		return err
-	}
-	var req commentRequest
-	if err := bindBody(c, &req); err != nil {
-		return err
-	}
-	cm, err := s.deps.Comments.Add(c.UserContext(), store.CaseCommentSubject(id), req.Body, comments.AuthorOf(principal(c), store.ActorAPI))
-	if err != nil {
-		return notFoundAs(inBody(err), "Case")
-	}
-	return respond(c, http.StatusCreated, toCommentResponse(cm))
+	return s.postComment(c, store.CaseCommentSubject, "Case")
 }
 
 func (s *Server) listCaseComments(c *fiber.Ctx) error {
-	id, err := pathUUID(c, "uuid")
-	if err != nil {
-		return err
-	}
-	var q PageQuery
-	if err := bindQuery(c, &q); err != nil {
-		return err
-	}
-	rows, total, err := s.deps.Comments.List(c.UserContext(), store.CaseCommentSubject(id), q.storePage())
-	if err != nil {
-		return notFoundAs(err, "Case")
-	}
-	return respondList(c, mapSlice(rows, toCommentResponse), total, q)
+	return s.commentsOf(c, store.CaseCommentSubject, "Case")
 }
 
 func (s *Server) caseTimeline(c *fiber.Ctx) error {
-	id, err := pathUUID(c, "uuid")
-	if err != nil {
-		return err
-	}
-	var q PageQuery
-	if err := bindQuery(c, &q); err != nil {
-		return err
-	}
-	items, total, err := s.deps.Timeline.Case(c.UserContext(), id, q.storePage())
-	if err != nil {
-		return notFoundAs(err, "Case")
-	}
-	return respondList(c, mapSlice(items, toTimelineItemResponse), total, q)
+	return s.timelineOf(c, s.deps.Timeline.Case, "Case")
 }
