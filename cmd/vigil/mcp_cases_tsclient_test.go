@@ -23,23 +23,9 @@ import (
 // hostile title returned only inside untrusted_content, bad arguments as tool errors, and a read-only
 // key that reads (tools and the resource) and cannot change. It fails, never skips, without node and npm.
 func TestMCPCasesWithOfficialTypeScriptClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node (Node.js 18+) is required for the MCP client test")
-	npm, err := exec.LookPath("npm")
-	require.NoError(t, err, "npm is required for the MCP client test")
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "cases.mjs"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "mcp", "testdata", "tsclient", f))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
-	}
+	node, dir := installTSClient(t, "cases.mjs")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	install.Dir = dir
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
 
 	apiAddr, mcpAddr, key := startAPIAndMCP(t, nil)
 	var alerts []string
@@ -149,4 +135,30 @@ func requireOnlyUntrusted(t *testing.T, v any, marker string) {
 		return n
 	}
 	require.Positive(t, walk(v, false), "%q not found", marker)
+}
+
+// installTSClient copies the pinned official MCP TypeScript client (mcp/testdata/tsclient: package.json,
+// package-lock.json) and script into a temporary directory, installs it with npm ci (node_modules never
+// lands in the tree) and returns node's path and the directory. It fails, never skips, without node
+// and npm (.ci/run has them).
+func installTSClient(t *testing.T, script string) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node (Node.js 18+) is required for the MCP client test")
+	npm, err := exec.LookPath("npm")
+	require.NoError(t, err, "npm is required for the MCP client test")
+	dir = t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", script} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "mcp", "testdata", "tsclient", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci: %v\n%s", err, out)
+	}
+	return node, dir
 }
