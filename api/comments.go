@@ -24,9 +24,10 @@ type CommentService interface {
 	Delete(ctx context.Context, subj store.CommentSubject, id uuid.UUID, a comments.Author) error
 }
 
-// TimelineService reads an alert's one timeline (timeline.Service).
+// TimelineService reads an alert's and a case's one timeline (timeline.Service).
 type TimelineService interface {
 	Alert(ctx context.Context, id uuid.UUID, p store.Page) ([]timeline.Item, int, error)
+	Case(ctx context.Context, id uuid.UUID, p store.Page) ([]timeline.Item, int, error)
 }
 
 // commentRoutes: comments on alerts and the alert's timeline (API.md §13).
@@ -88,6 +89,16 @@ func commentNotFound(err error) error {
 }
 
 func (s *Server) createComment(c *fiber.Ctx) error {
+	return s.postComment(c, store.AlertCommentSubject, "Alert")
+}
+
+func (s *Server) listComments(c *fiber.Ctx) error {
+	return s.commentsOf(c, store.AlertCommentSubject, "Alert")
+}
+
+// postComment writes the body on the subject of the path's uuid (an alert's, a case's); what names
+// the subject when it is missing.
+func (s *Server) postComment(c *fiber.Ctx, subject func(uuid.UUID) store.CommentSubject, what string) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -96,14 +107,15 @@ func (s *Server) createComment(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	cm, err := s.deps.Comments.Add(c.UserContext(), store.AlertCommentSubject(id), req.Body, comments.AuthorOf(principal(c), store.ActorAPI))
+	cm, err := s.deps.Comments.Add(c.UserContext(), subject(id), req.Body, comments.AuthorOf(principal(c), store.ActorAPI))
 	if err != nil {
-		return notFoundAs(inBody(err), "Alert")
+		return notFoundAs(inBody(err), what)
 	}
 	return respond(c, http.StatusCreated, toCommentResponse(cm))
 }
 
-func (s *Server) listComments(c *fiber.Ctx) error {
+// commentsOf lists one page of the comments on the subject of the path's uuid.
+func (s *Server) commentsOf(c *fiber.Ctx, subject func(uuid.UUID) store.CommentSubject, what string) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -112,9 +124,9 @@ func (s *Server) listComments(c *fiber.Ctx) error {
 	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
-	rows, total, err := s.deps.Comments.List(c.UserContext(), store.AlertCommentSubject(id), q.storePage())
+	rows, total, err := s.deps.Comments.List(c.UserContext(), subject(id), q.storePage())
 	if err != nil {
-		return notFoundAs(err, "Alert")
+		return notFoundAs(err, what)
 	}
 	return respondList(c, mapSlice(rows, toCommentResponse), total, q)
 }
@@ -208,6 +220,11 @@ func toTimelineItemResponse(it timeline.Item) timelineItemResponse {
 }
 
 func (s *Server) alertTimeline(c *fiber.Ctx) error {
+	return s.timelineOf(c, s.deps.Timeline.Alert, "Alert")
+}
+
+// timelineOf answers one page of the timeline read reads for the path's uuid (an alert's, a case's).
+func (s *Server) timelineOf(c *fiber.Ctx, read func(ctx context.Context, id uuid.UUID, p store.Page) ([]timeline.Item, int, error), what string) error {
 	id, err := pathUUID(c, "uuid")
 	if err != nil {
 		return err
@@ -216,9 +233,9 @@ func (s *Server) alertTimeline(c *fiber.Ctx) error {
 	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
-	items, total, err := s.deps.Timeline.Alert(c.UserContext(), id, q.storePage())
+	items, total, err := read(c.UserContext(), id, q.storePage())
 	if err != nil {
-		return notFoundAs(err, "Alert")
+		return notFoundAs(err, what)
 	}
 	return respondList(c, mapSlice(items, toTimelineItemResponse), total, q)
 }

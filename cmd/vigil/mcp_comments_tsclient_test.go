@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,23 +22,9 @@ import (
 // returned only inside untrusted_content), bad arguments are tool errors, a read-only key reads the
 // comments and the timeline and cannot comment. It fails, never skips, without node and npm.
 func TestMCPCommentsWithOfficialTypeScriptClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node (Node.js 18+) is required for the MCP client test")
-	npm, err := exec.LookPath("npm")
-	require.NoError(t, err, "npm is required for the MCP client test")
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "comments.mjs"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "mcp", "testdata", "tsclient", f))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
-	}
+	node, dir := installTSClient(t, "comments.mjs")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	install.Dir = dir
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
 
 	apiAddr, mcpAddr, key := startAPIAndMCP(t, nil)
 	alertUUID := ingestAlert(t, apiAddr, key, "MCP comments "+uuid.NewString())

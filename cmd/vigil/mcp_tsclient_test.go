@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,25 +73,9 @@ func ingestAlert(tb testing.TB, apiAddr, key, title string) string {
 // older SSE transport at /sse), sends bad arguments, and is refused with a bad key. It fails, never
 // skips, without node and npm (.ci/run has them).
 func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node (Node.js 18+) is required for the MCP client test")
-	npm, err := exec.LookPath("npm")
-	require.NoError(t, err, "npm is required for the MCP client test")
-
-	// Install the pinned client into a temporary copy: node_modules never lands in the tree.
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "mcp", "testdata", "tsclient", f))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
-	}
+	node, dir := installTSClient(t, "client.mjs")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	install.Dir = dir
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
 
 	apiAddr, mcpAddr, key := startAPIAndMCP(t, nil)
 	title := "MCP TS client " + uuid.NewString()
@@ -162,11 +145,11 @@ func TestMCPWithOfficialTypeScriptClient(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &seen), stdout.String())
 	require.Equal(t, "vigil", seen.ServerName)
-	require.Equal(t, []string{"add_alert_indicators", "assign_alert", "enrich_indicator", "execute_workflow", "get_alert", "get_alert_timeline",
-		"get_workflow_run", "list_alert_comments", "list_pending_approvals", "list_workflows", "post_alert_comment",
-		"post_alert_finding", "search_alerts", "search_detection_rules", "update_alert_malice", "update_alert_status",
-		"update_indicator_malice"}, seen.Tools)
-	require.Equal(t, []string{"vigil://agents", "vigil://alerts", "vigil://context-documents", "vigil://detection-rules",
+	require.Equal(t, []string{"add_alert_indicators", "add_alerts_to_case", "assign_alert", "create_case", "enrich_indicator",
+		"execute_workflow", "get_alert", "get_alert_timeline", "get_case", "get_workflow_run", "list_alert_comments",
+		"list_pending_approvals", "list_workflows", "post_alert_comment", "post_alert_finding", "search_alerts", "search_cases",
+		"search_detection_rules", "update_alert_malice", "update_alert_status", "update_case", "update_indicator_malice"}, seen.Tools)
+	require.Equal(t, []string{"vigil://agents", "vigil://alerts", "vigil://cases", "vigil://context-documents", "vigil://detection-rules",
 		"vigil://metrics/summary", "vigil://workflows"}, seen.Resources)
 	require.Contains(t, seen.ResourceTemplates, "vigil://alerts/{uuid}")
 

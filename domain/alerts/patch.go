@@ -73,30 +73,35 @@ func (p Patch) Validate() validate.Errors {
 	if p.ResetMaliceOverride && p.MaliceOverride != nil {
 		errs.Add([]any{"reset_malice_override"}, validate.TypeValue, "reset_malice_override cannot be combined with malice_override.", true)
 	}
-	tagList := func(loc string, tags []string) {
-		if n := len(tags); n > MaxTags {
-			errs.AddCtx([]any{loc}, validate.TypeTooLong, "List should have at most 50 item(s).", nil, map[string]any{"max_length": MaxTags})
-		}
-		for i, t := range tags {
-			if strings.TrimSpace(t) == "" {
-				errs.Add([]any{loc, i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
-			}
-			if strings.IndexByte(t, 0) >= 0 {
-				errs.Add([]any{loc, i}, validate.TypeValue, "NUL characters are not accepted.", nil)
-			}
-			if n := len([]rune(t)); n > MaxTagLength {
-				errs.AddCtx([]any{loc, i}, validate.TypeStringTooLong, "String should have at most 100 character(s).",
-					validate.Truncate(t), map[string]any{"max_length": MaxTagLength})
-			}
-		}
-	}
 	if p.Tags != nil {
-		tagList("tags", *p.Tags)
+		errs = append(errs, ValidateTags("tags", *p.Tags)...)
 	}
-	tagList("tags_add", p.TagsAdd)
-	tagList("tags_remove", p.TagsRemove)
+	errs = append(errs, ValidateTags("tags_add", p.TagsAdd)...)
+	errs = append(errs, ValidateTags("tags_remove", p.TagsRemove)...)
 	if p.Assignee != nil {
 		errs = append(errs, ValidateAssignee("assignee", *p.Assignee)...)
+	}
+	return errs
+}
+
+// ValidateTags checks a tag list as PATCH takes it (alerts and cases alike): at most MaxTags tags,
+// each not blank, without NUL, at most MaxTagLength characters. Locations are [loc] and [loc, i].
+func ValidateTags(loc string, tags []string) validate.Errors {
+	var errs validate.Errors
+	if n := len(tags); n > MaxTags {
+		errs.AddCtx([]any{loc}, validate.TypeTooLong, "List should have at most 50 item(s).", nil, map[string]any{"max_length": MaxTags})
+	}
+	for i, t := range tags {
+		if strings.TrimSpace(t) == "" {
+			errs.Add([]any{loc, i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
+		}
+		if strings.IndexByte(t, 0) >= 0 {
+			errs.Add([]any{loc, i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+		}
+		if n := len([]rune(t)); n > MaxTagLength {
+			errs.AddCtx([]any{loc, i}, validate.TypeStringTooLong, "String should have at most 100 character(s).",
+				validate.Truncate(t), map[string]any{"max_length": MaxTagLength})
+		}
 	}
 	return errs
 }
@@ -230,18 +235,8 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 		}
 	}
 	if p.Assignee != nil {
-		var to *string
-		if t := strings.TrimSpace(*p.Assignee); t != "" {
-			to = &t
-		}
-		if !equalPtr(a.Assignee, to) {
-			event("alert_assigned", map[string]any{"from": strOr(a.Assignee), "to": strOr(to)})
-			a.Assignee = to
-			if to == nil {
-				a.AssignedAt = nil
-			} else {
-				a.AssignedAt = &now
-			}
+		if refs, ok := Reassign(&a.Assignee, &a.AssignedAt, *p.Assignee, now); ok {
+			event("alert_assigned", refs)
 			ch.Columns = append(ch.Columns, "assignee", "assigned_at")
 		}
 	}
@@ -263,6 +258,27 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 	}
 	ch.Updated = agentFacts(ch.Events, actor)
 	return ch, nil
+}
+
+// Reassign applies a requested assignee (validated by ValidateAssignee: "" unassigns, a handle is
+// trimmed) to an owner and its assigned_at, at now: the one assignment rule of alerts and cases
+// (API.md §13, §14). It reports the activity references {from, to} and whether anything changed.
+func Reassign(assignee **string, assignedAt **time.Time, requested string, now time.Time) (map[string]any, bool) {
+	var to *string
+	if t := strings.TrimSpace(requested); t != "" {
+		to = &t
+	}
+	if equalPtr(*assignee, to) {
+		return nil, false
+	}
+	refs := map[string]any{"from": strOr(*assignee), "to": strOr(to)}
+	*assignee = to
+	if to == nil {
+		*assignedAt = nil
+	} else {
+		*assignedAt = &now
+	}
+	return refs, true
 }
 
 // agentFacts are the facts of the alert.updated event a change raises (API.md §9: a change of
