@@ -11,6 +11,7 @@
 #   cmd/vigil-load/cpu.sh 1000
 #   CPU_PROVIDER=0 cmd/vigil-load/cpu.sh 1000     # no provider active: issue 26's no-provider pipeline
 #   CPU_INDICATORS=2 (routable IPs per alert, default 2)
+#   CPU_SHARED_IP=198.51.100.1 (one more IP on every alert: grouping.sh's case indicator)
 set -euo pipefail
 BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench}
 source "$BENCH_DIR/env"
@@ -41,7 +42,7 @@ if [ "${CPU_PROVIDER:-1}" = 0 ]; then
   sleep 3 # the worker's provider cache (2 s) forgets it
 fi
 read -r t0 w0 a0 p0 x0 <<<"$(snapshot)"
-read -r rate drain finished pending <<<"$("$LOAD" backlog -url "$URL" -key "$KEY" -dsn "$DSN" -n "$N" -indicators "$INDS" -wait "${CPU_WAIT:-15m}" |
+read -r rate drain finished pending <<<"$("$LOAD" backlog -url "$URL" -key "$KEY" -dsn "$DSN" -n "$N" -indicators "$INDS" -wait "${CPU_WAIT:-15m}" -shared-ip "${CPU_SHARED_IP:-}" |
   python3 -c 'import json, sys; e = json.load(sys.stdin)["enrichment"]; print(round(e["enriched_per_second"], 1), round(e["drain_per_second"], 1), e["enriched"] + e["failed"], e["pending"])')"
 sleep 1 # pg_stat_database counts a backend's transactions within a second or so
 read -r t1 w1 a1 p1 x1 <<<"$(snapshot)"
