@@ -6,14 +6,18 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // WriteHistory writes the Temporal history of workflowID's latest run to path as JSON, the form
-// worker.WorkflowReplayer reads (the replay tests' testdata).
+// worker.WorkflowReplayer reads (the replay tests' testdata). Payloads are written decoded (this
+// binary's PayloadCodec, which the harness clients encrypt with, has a random key that no later
+// replay knows): the replayer reads them as plain JSON.
 func WriteHistory(tb testing.TB, c client.Client, workflowID, path string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -26,6 +30,14 @@ func WriteHistory(tb testing.TB, c client.Client, workflowID, path string) {
 			tb.Fatalf("history of %s: %v", workflowID, err)
 		}
 		h.Events = append(h.Events, ev)
+	}
+	codec := PayloadCodec(tb)
+	err := proxy.VisitPayloads(ctx, &h, proxy.VisitPayloadsOptions{SkipSearchAttributes: true,
+		Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			return codec.Decode(p)
+		}})
+	if err != nil {
+		tb.Fatalf("decode history of %s: %v", workflowID, err)
 	}
 	raw, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
 	if err != nil {
