@@ -89,6 +89,9 @@ func TestFinishEnrichment_Groups(t *testing.T) {
 	require.Equal(t, 1, countRows(t, st, `SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_grouped' AND case_uuid = ?
 		AND "references"->'indicator'->>'value' = ? AND "references"->'indicator'->>'malice' = 'Malicious' AND actor_type = 'workflow'`, a, c.UUID, bad))
 
+	// The join added the alert to the case's aggregates: the values a recount gives.
+	requireCaseAggregates(t, st, c.UUID)
+
 	// A link added to an alert in a case takes the case; one of an alert outside a case does not.
 	_, _, err := st.LinkIndicators(ctx, a, []store.IndicatorKey{{Type: "ip", Value: benign}}, "api")
 	require.NoError(t, err)
@@ -111,4 +114,24 @@ func TestFinishEnrichment_GroupingLookupUsesTheCaseIndex(t *testing.T) {
 	require.NoError(t, st.DB().NewRaw(`EXPLAIN SELECT other.alert_uuid FROM alert_indicators AS other
 		WHERE other.indicator_uuid = ? AND other.case_uuid IS NOT NULL`, uuid.New()).Scan(ctx, &plan))
 	require.Contains(t, fmt.Sprint(plan), "alert_indicators_case_idx")
+}
+
+// requireCaseAggregates holds case id's maintained aggregates to a recount of its alerts.
+func requireCaseAggregates(t *testing.T, st *store.Store, id uuid.UUID) {
+	t.Helper()
+	type agg struct {
+		Count    int     `bun:"n"`
+		Severity *string `bun:"sev"`
+		Malice   string  `bun:"mal"`
+	}
+	var kept, counted agg
+	ctx := context.Background()
+	require.NoError(t, st.DB().NewRaw("SELECT alert_count AS n, alert_severity AS sev, malice AS mal FROM cases WHERE uuid = ?", id).Scan(ctx, &kept))
+	require.NoError(t, st.DB().NewRaw(`SELECT count(*) AS n,
+			(ARRAY['Pending', 'Informational', 'Low', 'Medium', 'High', 'Critical'])[max(array_position(ARRAY['Pending', 'Informational', 'Low', 'Medium', 'High', 'Critical'], a.severity))] AS sev,
+			coalesce((ARRAY['Pending', 'Benign', 'Suspicious', 'Malicious'])[max(array_position(ARRAY['Pending', 'Benign', 'Suspicious', 'Malicious'], a.effective_malice))], 'Pending') AS mal
+		FROM alerts AS a WHERE a.case_uuid = ?`, id).Scan(ctx, &counted))
+	require.Equal(t, counted, kept)
+	require.Equal(t, 2, kept.Count)
+	require.Equal(t, "Malicious", kept.Malice)
 }
