@@ -23,12 +23,15 @@ if [ -z "${VIGIL_BIN:-}" ]; then
   VIGIL_BIN=/tmp/grp-bench/vigil
 fi
 export VIGIL_BIN
-declare -A PORT=([on]=8310 [off]=8320) HOURS=([on]=24 [off]=0)
+declare -A PORT=([on]=8610 [off]=8620) HOURS=([on]=24 [off]=0)
 APIDS=()
 stop() { for p in "${APIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap stop EXIT
 for mode in on off; do
+  # Each stack its own MCP and /metrics ports (vigil dev's defaults would clash): the API port + 1
+  # and + 5 (the worker child and the Temporal server take the two /metrics ports after it).
   BENCH_DIR=/tmp/grp-$mode API_PORT=${PORT[$mode]} PROVIDER_ADDR=127.0.0.1:$((PORT[$mode] + 1000)) \
+    MCP_ADDR=127.0.0.1:$((PORT[$mode] + 1)) METRICS_ADDR=127.0.0.1:$((PORT[$mode] + 5)) \
     CASE_GROUPING_WINDOW_HOURS=${HOURS[$mode]} cmd/vigil-load/devstack.sh >/dev/null
   # shellcheck disable=SC1090
   (source "/tmp/grp-$mode/env" && echo "$PIDS") >"/tmp/grp-$mode/pids"
