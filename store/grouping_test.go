@@ -20,7 +20,9 @@ func groupingAlert(t *testing.T, st *store.Store, occurred time.Time, ips ...str
 	in.OccurredAt = occurred
 	res, err := st.Ingest(ctx, in, 0)
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = st.DB().NewRaw("DELETE FROM alerts WHERE uuid = ?", res.AlertUUID).Exec(context.Background()) })
+	t.Cleanup(func() {
+		_, _ = st.DB().NewRaw("DELETE FROM alerts WHERE uuid = ?", res.AlertUUID).Exec(context.Background())
+	})
 	keys := make([]store.IndicatorKey, len(ips))
 	for i, ip := range ips {
 		keys[i] = store.IndicatorKey{Type: "ip", Value: ip}
