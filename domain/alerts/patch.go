@@ -235,18 +235,8 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 		}
 	}
 	if p.Assignee != nil {
-		var to *string
-		if t := strings.TrimSpace(*p.Assignee); t != "" {
-			to = &t
-		}
-		if !equalPtr(a.Assignee, to) {
-			event("alert_assigned", map[string]any{"from": strOr(a.Assignee), "to": strOr(to)})
-			a.Assignee = to
-			if to == nil {
-				a.AssignedAt = nil
-			} else {
-				a.AssignedAt = &now
-			}
+		if refs, ok := Reassign(&a.Assignee, &a.AssignedAt, *p.Assignee, now); ok {
+			event("alert_assigned", refs)
 			ch.Columns = append(ch.Columns, "assignee", "assigned_at")
 		}
 	}
@@ -268,6 +258,27 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 	}
 	ch.Updated = agentFacts(ch.Events, actor)
 	return ch, nil
+}
+
+// Reassign applies a requested assignee (validated by ValidateAssignee: "" unassigns, a handle is
+// trimmed) to an owner and its assigned_at, at now: the one assignment rule of alerts and cases
+// (API.md §13, §14). It reports the activity references {from, to} and whether anything changed.
+func Reassign(assignee **string, assignedAt **time.Time, requested string, now time.Time) (map[string]any, bool) {
+	var to *string
+	if t := strings.TrimSpace(requested); t != "" {
+		to = &t
+	}
+	if equalPtr(*assignee, to) {
+		return nil, false
+	}
+	refs := map[string]any{"from": strOr(*assignee), "to": strOr(to)}
+	*assignee = to
+	if to == nil {
+		*assignedAt = nil
+	} else {
+		*assignedAt = &now
+	}
+	return refs, true
 }
 
 // agentFacts are the facts of the alert.updated event a change raises (API.md §9: a change of

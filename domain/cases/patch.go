@@ -216,18 +216,8 @@ func Decide(p Patch, actor store.Actor, c *store.Case, now time.Time) (store.Cas
 		event(store.EventCaseUpdated, map[string]any{"fields": edited})
 	}
 	if p.Assignee != nil {
-		var to *string
-		if t := strings.TrimSpace(*p.Assignee); t != "" {
-			to = &t
-		}
-		if !equalPtr(c.Assignee, to) {
-			event(store.EventCaseAssigned, map[string]any{"from": strOr(c.Assignee), "to": strOr(to)})
-			c.Assignee = to
-			if to == nil {
-				c.AssignedAt = nil
-			} else {
-				c.AssignedAt = &now
-			}
+		if refs, ok := alerts.Reassign(&c.Assignee, &c.AssignedAt, *p.Assignee, now); ok {
+			event(store.EventCaseAssigned, refs)
 			ch.Columns = append(ch.Columns, "assignee", "assigned_at")
 		}
 	}
