@@ -37,16 +37,12 @@ func TestGrouping_WorkerProcessSIGKILL(t *testing.T) {
 	r := uuid.New().ID()
 	bad := fmt.Sprintf("198.%d.%d.%d", 18+r%2, r/2%256, 1+r/512%250)
 
-	// An agent subscribed to case.alert_added, on a loopback server, removed at the end. The API does
-	// not offer case events to agents yet (issue 30 item 3): the agent is registered for
-	// alert.enriched and its subscription switched in the database.
+	// An agent subscribed to case.alert_added, on a loopback server, removed at the end.
 	code, m := c.must(api, http.MethodPost, "/v1/agents", c.admin, map[string]any{"name": "grouping agent " + tag,
-		"endpoint_url": target.URL + "/agent", "events": []string{store.EventAlertEnriched}, "timeout_seconds": 5})
+		"endpoint_url": target.URL + "/agent", "events": []string{store.EventCaseAlertAddedAgent}, "timeout_seconds": 5})
 	require.Equal(t, http.StatusCreated, code, m)
 	agent := m["data"].(map[string]any)["uuid"].(string)
 	t.Cleanup(func() { c.must(api, http.MethodDelete, "/v1/agents/"+agent, c.admin, nil) })
-	_, err := c.st.DB().NewRaw("UPDATE agents SET events = ARRAY[?] WHERE uuid = ?", store.EventCaseAlertAddedAgent, agent).Exec(ctx)
-	require.NoError(t, err)
 
 	// The case: one alert with the indicator, Malicious by an analyst's verdict.
 	seed, err := ingest(ctx, api, c.admin, map[string]any{"title": tag + " seed", "severity": "High", "tags": []string{tag + "-seed"},
