@@ -27,6 +27,10 @@ type Activities struct {
 
 	// Pipeline is the alert pipeline's store (pipeline.go); nil: its activities fail as not configured.
 	Pipeline PipelineStore
+	// CaseGroupingWindow (CASE_GROUPING_WINDOW_HOURS): a pipeline's finish (version 4 on) puts the
+	// alert into the oldest open case one of whose alerts, seen within the window, shares a Malicious
+	// or Suspicious indicator with it (store.FinishEnrichment); 0 groups nothing.
+	CaseGroupingWindow time.Duration
 
 	// AgentEvents delivers events to agents (agent_events.go); nil: its activities fail as not configured.
 	AgentEvents *AgentEventDeps

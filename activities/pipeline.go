@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
@@ -20,7 +21,7 @@ type PipelineStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
-	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.FinishEvent) (store.FinishedEnrichment, error)
+	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.FinishEvent, groupWindow time.Duration) (store.FinishedEnrichment, error)
 }
 
 // Error types of the pipeline activities (non-retryable).
@@ -72,11 +73,17 @@ type PipelineFinishInput struct {
 	Succeeded     []string `json:"succeeded,omitempty"`
 	Failed        []string `json:"failed,omitempty"`
 	Error         string   `json:"error,omitempty"`
+	// Group (pipeline version 4 on): the finish puts the alert into the open case it shares a
+	// Malicious or Suspicious indicator with, within the worker's CaseGroupingWindow. Before
+	// version 4 the finish grouped nothing, and a run of an older version still groups nothing.
+	Group bool `json:"group,omitempty"`
 }
 
-// PipelineFinishResult is the alert's effective malice after enrichment.
+// PipelineFinishResult is the alert's effective malice after enrichment and, when this finish
+// grouped it, the case it joined.
 type PipelineFinishResult struct {
-	Malice string `json:"malice"`
+	Malice   string `json:"malice"`
+	CaseUUID string `json:"case_uuid,omitempty"`
 }
 
 func (a *Activities) pipeline() (PipelineStore, error) {
@@ -254,7 +261,11 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 	}
 	// Parked with the alert's finish: a failed provider's alerts are re-run once it answers again
 	// (temporal.CircuitHealer).
-	fin, err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, in.Failed, event)
+	var groupWindow time.Duration
+	if in.Group {
+		groupWindow = a.CaseGroupingWindow
+	}
+	fin, err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, in.Failed, event, groupWindow)
 	if err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)
 	}
@@ -262,7 +273,11 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 		// The alert's first pipeline: its 202 to its finish (a re-run's lag would say nothing of it).
 		a.Freshness.AlertEnriched(fin.EnrichedAt.Sub(fin.IngestedAt))
 	}
-	return PipelineFinishResult{Malice: malice}, nil
+	out := PipelineFinishResult{Malice: malice}
+	if fin.GroupedInto != uuid.Nil {
+		out.CaseUUID = fin.GroupedInto.String()
+	}
+	return out, nil
 }
 
 func pipelineList(s []string) []string {

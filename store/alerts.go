@@ -639,10 +639,13 @@ func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []In
 
 // lockAndLinkIndicators takes a share lock on the alert, which keeps it from being deleted under the
 // links (the FK would catch it, as a less readable error), and links keys (linkIndicators).
-// ErrNotFound when the alert does not exist.
+// ErrNotFound when the alert does not exist. FOR SHARE rather than KEY SHARE: it also waits for, and
+// holds off, a change of the alert's case (JoinCase locks the alert FOR NO KEY UPDATE), so the new
+// links take the case the alert is in when they commit (alert_indicators.case_uuid, the grouping
+// lookup's copy: migration 20261127020000).
 func (s *Store) lockAndLinkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
 	var one int
-	if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("KEY SHARE").Scan(ctx, &one); err != nil {
+	if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("SHARE").Scan(ctx, &one); err != nil {
 		return nil, 0, fmt.Errorf("alert %s: %w", alertID, mapErr(err))
 	}
 	return s.linkIndicators(ctx, tx, alertID, keys, source)
@@ -731,23 +734,28 @@ func (s *Store) associateRule(ctx context.Context, tx bun.Tx, alertID uuid.UUID,
 }
 
 // FinishedEnrichment is what a pipeline's finish recorded: when the alert was ingested (its 202) and
-// when its enrichment finished, and whether this was the alert's first finish (not a re-run's, nor a
-// retried finish's).
+// when its enrichment finished, whether this was the alert's first finish (not a re-run's, nor a
+// retried finish's) and the case the finish grouped the alert into (uuid.Nil: none).
 type FinishedEnrichment struct {
-	IngestedAt time.Time
-	EnrichedAt time.Time
-	First      bool
+	IngestedAt  time.Time
+	EnrichedAt  time.Time
+	First       bool
+	GroupedInto uuid.UUID
 }
 
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
 // is_enriched, parks it for the providers that failed (circuits.go "Parking"), records event and raises
 // alert.enriched once per runID (a retried activity records nothing twice) and deletes the alert's
-// started outbox entries, in one transaction. It returns ErrNotFound when the alert is gone.
+// started outbox entries, in one transaction. With groupWindow above 0 the same transaction groups
+// the alert into an open case (groupIntoCase: cases seen within groupWindow of now), unless the
+// alert is in a case already or this run's finish is recorded already (a retried finish after its
+// commit groups nothing twice; the join itself is a no-op for an alert already in the case). It
+// returns ErrNotFound when the alert is gone.
 // FinishEvent builds a finish's activity event from the alert's verdict inputs (its malice override
 // and its indicators' malices, ordered by type and value), read in the finish's transaction.
 type FinishEvent func(override *string, malices []string) ActivityEvent
 
-func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event FinishEvent) (FinishedEnrichment, error) {
+func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event FinishEvent, groupWindow time.Duration) (FinishedEnrichment, error) {
 	var freed int64
 	var fin FinishedEnrichment
 	if failed == nil {
@@ -792,14 +800,16 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		var exists, subscribed bool
 		var override *string
 		var malices []string
+		var inCase bool
 		if err := tx.NewRaw(`SELECT (SELECT count(*) FROM (SELECT id FROM alert_outbox WHERE alert_uuid = ?0 FOR UPDATE) AS l),
 				EXISTS (SELECT 1 FROM activity_events WHERE alert_uuid = ?0 AND event_type IN ('alert_enriched', 'alert_enrichment_failed')
 					AND "references"->>'run_id' = ?1),
 				`+strings.Replace(agentsSubscribedSQL, "?", "?2", 1)+`,
-				(SELECT malice_override FROM alerts WHERE uuid = ?0),
+				o.malice_override, o.case_uuid IS NOT NULL,
 				coalesce((SELECT array_agg(i.malice ORDER BY i.type, i.value) FROM alert_indicators AS ai
-					JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = ?0), '{}')`,
-			alertID, runID, EventAlertEnriched).Scan(ctx, &locked, &exists, &subscribed, &override, pgdialectArray(&malices)); err != nil {
+					JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = ?0), '{}')
+				FROM (SELECT malice_override, case_uuid FROM alerts WHERE uuid = ?0) AS o`,
+			alertID, runID, EventAlertEnriched).Scan(ctx, &locked, &exists, &subscribed, &override, &inCase, pgdialectArray(&malices)); err != nil {
 			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
 		}
 		ev := event(override, malices)
@@ -822,11 +832,16 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		if err := s.RecordActivity(ctx, tx, &ev); err != nil {
 			return err
 		}
-		if !subscribed {
+		if subscribed {
+			if _, err := s.raiseSubscribedAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertEnriched, AlertUUID: &alertID},
+				map[string]any{"enrichment_status": status, "temporal_run_id": runID}); err != nil {
+				return err
+			}
+		}
+		if groupWindow <= 0 || inCase || !mayGroup(malices) {
 			return nil
 		}
-		_, err = s.raiseSubscribedAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertEnriched, AlertUUID: &alertID},
-			map[string]any{"enrichment_status": status, "temporal_run_id": runID})
+		fin.GroupedInto, err = s.groupIntoCase(ctx, tx, alertID, now.Add(-groupWindow))
 		return err
 	})
 	if err != nil {

@@ -128,7 +128,7 @@ func TestDeliverEvent_RetriesWithBackoffUntilDelivered(t *testing.T) {
 	}
 	require.Equal(t, map[int]string{1: store.DeliveryFailed, 2: store.DeliveryFailed, 3: store.DeliveryDelivered}, statuses)
 	if *recordEventHistory != "" {
-		testenv.WriteDecodedHistory(t, e.c, ids.AgentEvent(ev.UUID), *recordEventHistory, testenv.PayloadCodec(t))
+		testenv.WriteHistory(t, e.c, ids.AgentEvent(ev.UUID), *recordEventHistory)
 	}
 }
 
@@ -257,7 +257,7 @@ func TestDeliverEvents_BatchInOrderRetriedOnItsOwn(t *testing.T) {
 	require.Zero(t, notSubscribed.count())
 
 	if *recordEventsHistory != "" {
-		testenv.WriteDecodedHistory(t, e.c, ids.AgentEventBatch(batch[0]), *recordEventsHistory, testenv.PayloadCodec(t))
+		testenv.WriteHistory(t, e.c, ids.AgentEventBatch(batch[0]), *recordEventsHistory)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ids"
@@ -58,6 +59,7 @@ type pipeEnv struct {
 	routes  sync.Map // path prefix → http.HandlerFunc
 	acts    *activities.Activities
 	agents  *agents.Service
+	cases   *cases.Service       // the cases' rule owner (grouping tests open and close cases through it)
 	log     *slog.Logger         // warnings and errors of the worker, dispatcher and SDK, for failing runs
 	reg     *prometheus.Registry // the worker's own metrics (acts.Freshness)
 
@@ -127,8 +129,9 @@ func startPipeEnv(dsn, addr, prefix string, codec converter.PayloadCodec) (*pipe
 	}()
 	guard := netguard.NewGuard([]string{provLn.Addr().String()})
 	e.agents = agents.New(st, box, guard, agents.NewHTTPClient(guard))
+	e.cases = cases.New(st, alerts.New(st, slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	e.reg = metrics.NewRegistry()
-	e.acts = &activities.Activities{Pipeline: st, Freshness: metrics.NewWorker(e.reg),
+	e.acts = &activities.Activities{Pipeline: st, Freshness: metrics.NewWorker(e.reg), CaseGroupingWindow: 24 * time.Hour,
 		Enrichment: &enrichment.EngineDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
 			// A short cool-down so the outage test sees the circuit probe and close within seconds.
 			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},

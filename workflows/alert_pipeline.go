@@ -27,7 +27,7 @@ func PipelineSearchAttributes(alertUUID, source, severity string) sdktemporal.Se
 }
 
 // PipelineVersion is the shape of the pipelines the dispatcher starts now (AlertPipelineInput.Version).
-const PipelineVersion = 3
+const PipelineVersion = 4
 
 // AlertPipelineInput starts AlertPipeline (workflow id alert-<AlertUUID>).
 type AlertPipelineInput struct {
@@ -43,7 +43,10 @@ type AlertPipelineInput struct {
 	// first attempt of every provider step is a local activity (EnrichIndicatorsInput.LocalSteps), so
 	// a pipeline whose provider calls answer promptly runs in one workflow task. 3: as 2, with
 	// extraction, link and enrichment plan in one local activity (PipelinePrepare): two local
-	// activities fewer per alert (prepare, record, finish and the provider steps).
+	// activities fewer per alert (prepare, record, finish and the provider steps). 4: as 3, and the
+	// finish groups the alert into an open case it shares a Malicious or Suspicious indicator with
+	// (PipelineFinishInput.Group), in the finish's transaction; the steps and their order are those
+	// of version 3.
 	Version int `json:"version,omitempty"`
 }
 
@@ -58,6 +61,7 @@ type AlertPipelineResult struct {
 	Succeeded        []string `json:"providers_succeeded"`
 	Failed           []string `json:"providers_failed"`
 	Malice           string   `json:"malice"`
+	CaseUUID         string   `json:"case_uuid,omitempty"` // the case the finish grouped the alert into (version 4 on)
 }
 
 // pipelineLocalAttempts bounds the attempts of each pipeline step (about 10 minutes of backoff).
@@ -193,7 +197,7 @@ func finishPipeline(ctx, lctx workflow.Context, in AlertPipelineInput, res Alert
 	var a *activities.Activities
 	var fin activities.PipelineFinishResult
 	finIn := activities.PipelineFinishInput{AlertUUID: in.AlertUUID, TemporalRunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
-		Status: status, Succeeded: res.Succeeded, Failed: res.Failed, Error: enrichErr}
+		Status: status, Succeeded: res.Succeeded, Failed: res.Failed, Error: enrichErr, Group: in.Version >= 4}
 	if err := workflow.ExecuteLocalActivity(lctx, a.PipelineFinish, finIn).Get(lctx, &fin); err != nil {
 		if alertGone(err) {
 			res.Gone = true
@@ -201,7 +205,7 @@ func finishPipeline(ctx, lctx workflow.Context, in AlertPipelineInput, res Alert
 		}
 		return res, fmt.Errorf("finish pipeline: %w", err)
 	}
-	res.EnrichmentStatus, res.Malice = status, fin.Malice
+	res.EnrichmentStatus, res.Malice, res.CaseUUID = status, fin.Malice, fin.CaseUUID
 	return res, nil
 }
 

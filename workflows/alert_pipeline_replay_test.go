@@ -17,11 +17,13 @@ import (
 // `go test ./temporal -run TestPipeline_IngestToEnriched -record-pipeline-history=...`; and version 2
 // with two steps falling back to activities (a failed and an overrun local attempt), recorded with
 // `go test ./temporal -run TestPipeline_LocalStepFallsBackToActivity -record-fallback-history=...`;
-// and version 3 (extraction, link and plan in one local activity, PipelinePrepare; recorded like
-// version 2).
+// version 3 (extraction, link and plan in one local activity, PipelinePrepare; recorded like
+// version 2); and version 4 (version 3's steps, the finish grouping the alert into an open case; a
+// run that grouped, recorded with `go test ./temporal -run TestPipeline_GroupsIntoOpenCase
+// -record-grouping-history=...`).
 func TestAlertPipeline_Replay(t *testing.T) {
 	for _, name := range []string{"alert_pipeline_history.json", "alert_pipeline_v1_history.json", "alert_pipeline_v2_history.json",
-		"alert_pipeline_v2_fallback_history.json", "alert_pipeline_v3_history.json"} {
+		"alert_pipeline_v2_fallback_history.json", "alert_pipeline_v3_history.json", "alert_pipeline_v4_history.json"} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.AlertPipeline)

@@ -210,19 +210,19 @@ func TestPipelineSearchAttributeNames(t *testing.T) {
 // Version 3: extraction, link and plan are one local activity; with nothing to enrich the run is
 // PipelinePrepare and PipelineFinish only.
 func TestAlertPipeline_V3_NothingToEnrich(t *testing.T) {
-	require.Equal(t, 3, workflows.PipelineVersion)
 	m := pipelineEnv(t)
 	var a *activities.Activities
 	m.env.OnActivity(a.PipelinePrepare, mock.Anything, activities.PipelineInput{AlertUUID: pipeAlert}).Return(activities.PipelinePrepared{
 		Link: activities.PipelineLinkResult{IndicatorUUIDs: []string{"11111111-1111-1111-1111-111111111111"}, NewLinks: 1,
 			RuleUUID: "33333333-3333-3333-3333-333333333333"},
 		Plan: enrichment.Plan{Targets: []enrichment.Target{}}}, nil).Once()
-	res := runVersion(t, m, workflows.PipelineVersion)
+	res := runVersion(t, m, 3)
 	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
 	require.Equal(t, 1, res.IndicatorCount)
 	require.Equal(t, "33333333-3333-3333-3333-333333333333", res.RuleUUID)
 	require.Equal(t, "Malicious", res.Malice)
 	require.Equal(t, store.EnrichmentEnriched, m.finished.Status)
+	require.False(t, m.finished.Group, "version 3 groups nothing")
 	for _, step := range []string{"PipelineExtract", "PipelineLink", "EnrichPlan", "EnrichRecord"} {
 		m.env.AssertNotCalled(t, step, mock.Anything, mock.Anything)
 	}
@@ -239,7 +239,7 @@ func TestAlertPipeline_V3_PlannedCallsRunAndRecord(t *testing.T) {
 			Result: enrichment.Answer{Provider: "p1", Status: store.EnrichSuccess}}}}}, nil).Once()
 	m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.MatchedBy(func(in enrichment.RecordInput) bool { return len(in.Plan.Targets) == 1 })).
 		Return(enrichment.RecordResult{Outcomes: []enrichment.Outcome{{Target: 0, Result: enrichment.Answer{Provider: "p1", Status: store.EnrichSuccess}}}}, nil).Once()
-	res := runVersion(t, m, workflows.PipelineVersion)
+	res := runVersion(t, m, 3)
 	require.Equal(t, store.EnrichmentEnriched, res.EnrichmentStatus)
 	require.Equal(t, []string{"p1"}, res.Succeeded)
 	require.Equal(t, []string{"p1"}, m.finished.Succeeded)
@@ -252,7 +252,7 @@ func TestAlertPipeline_V3_PlanErrorMarksFailed(t *testing.T) {
 	m.env.OnActivity(a.PipelinePrepare, mock.Anything, mock.Anything).Return(activities.PipelinePrepared{
 		Link:      activities.PipelineLinkResult{IndicatorUUIDs: []string{"11111111-1111-1111-1111-111111111111"}},
 		PlanError: "enrichment engine not configured"}, nil).Once()
-	res := runVersion(t, m, workflows.PipelineVersion)
+	res := runVersion(t, m, 3)
 	require.Equal(t, store.EnrichmentFailed, res.EnrichmentStatus)
 	require.Contains(t, m.finished.Error, "not configured")
 }
@@ -266,11 +266,56 @@ func TestAlertPipeline_V3_AlertGone(t *testing.T) {
 		calls++
 		return activities.PipelinePrepared{}, sdktemporal.NewNonRetryableApplicationError("alert not found", activities.ErrTypeAlertNotFound, nil)
 	})
-	env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert, Version: workflows.PipelineVersion})
+	env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert, Version: 3})
 	require.NoError(t, env.GetWorkflowError())
 	var res workflows.AlertPipelineResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.True(t, res.Gone)
 	require.Equal(t, 1, calls)
 	env.AssertNotCalled(t, "PipelineFinish", mock.Anything, mock.Anything)
+}
+
+// Version 4 (what the dispatcher starts now): the steps of version 3, and the finish groups the alert
+// into an open case (PipelineFinishInput.Group); the case it joined comes back in the result.
+func TestAlertPipeline_V4_FinishGroups(t *testing.T) {
+	require.Equal(t, 4, workflows.PipelineVersion)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	var finished []activities.PipelineFinishInput
+	env.OnActivity(a.PipelinePrepare, mock.Anything, activities.PipelineInput{AlertUUID: pipeAlert}).Return(activities.PipelinePrepared{
+		Link: activities.PipelineLinkResult{IndicatorUUIDs: []string{"11111111-1111-1111-1111-111111111111"}, NewLinks: 1},
+		Plan: enrichment.Plan{Targets: []enrichment.Target{}}}, nil).Once()
+	env.OnActivity(a.PipelineFinish, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PipelineFinishInput) (activities.PipelineFinishResult, error) {
+		finished = append(finished, in)
+		return activities.PipelineFinishResult{Malice: "Malicious", CaseUUID: "44444444-4444-4444-4444-444444444444"}, nil
+	})
+	env.ExecuteWorkflow(workflows.AlertPipeline, workflows.AlertPipelineInput{AlertUUID: pipeAlert, Version: workflows.PipelineVersion})
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.AlertPipelineResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, finished, 1)
+	require.True(t, finished[0].Group)
+	require.Equal(t, store.EnrichmentEnriched, finished[0].Status)
+	require.Equal(t, "44444444-4444-4444-4444-444444444444", res.CaseUUID)
+	require.Equal(t, "Malicious", res.Malice)
+	for _, step := range []string{"PipelineExtract", "PipelineLink", "EnrichPlan", "EnrichRecord"} {
+		env.AssertNotCalled(t, step, mock.Anything, mock.Anything)
+	}
+}
+
+// Every version before 4 finishes without grouping: a run started before the upgrade replays and
+// finishes as it began.
+func TestAlertPipeline_BeforeV4_FinishDoesNotGroup(t *testing.T) {
+	for _, version := range []int{0, 1, 2} {
+		m := pipelineEnv(t)
+		var a *activities.Activities
+		ext := extraction(1)
+		ext.RuleRef = nil
+		m.env.OnActivity(a.PipelineExtract, mock.Anything, mock.Anything).Return(ext, nil).Once()
+		m.env.OnActivity(a.EnrichPlan, mock.Anything, mock.Anything).Return(enrichment.Plan{Targets: []enrichment.Target{}}, nil).Maybe()
+		runVersion(t, m, version)
+		require.NotNil(t, m.finished, "version %d", version)
+		require.False(t, m.finished.Group, "version %d", version)
+	}
 }

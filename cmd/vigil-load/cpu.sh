@@ -15,6 +15,7 @@
 #     /agent/a1): waits until it received every alert's event, counts that CPU too, and prints the
 #     deliveries received and delivered_per_s (deliveries received over the seconds from the first
 #     ingest to the last receipt); the agent is deleted at the end
+#   CPU_SHARED_IP=198.51.100.1 (one more IP on every alert: grouping.sh's case indicator)
 set -euo pipefail
 BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench}
 source "$BENCH_DIR/env"
@@ -57,7 +58,7 @@ if [ "${CPU_AGENT:-0}" = 1 ]; then
 fi
 start=$(date +%s.%N)
 read -r t0 w0 a0 p0 x0 <<<"$(snapshot)"
-read -r rate drain finished pending <<<"$("$LOAD" backlog -url "$URL" -key "$KEY" -dsn "$DSN" -n "$N" -indicators "$INDS" -wait "${CPU_WAIT:-15m}" |
+read -r rate drain finished pending <<<"$("$LOAD" backlog -url "$URL" -key "$KEY" -dsn "$DSN" -n "$N" -indicators "$INDS" -wait "${CPU_WAIT:-15m}" -shared-ip "${CPU_SHARED_IP:-}" |
   python3 -c 'import json, sys; e = json.load(sys.stdin)["enrichment"]; print(round(e["enriched_per_second"], 1), round(e["drain_per_second"], 1), e["enriched"] + e["failed"], e["pending"])')"
 delivered=0 delivered_s=0
 if [ "${CPU_AGENT:-0}" = 1 ]; then

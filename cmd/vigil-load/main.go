@@ -10,6 +10,7 @@
 //	vigil-load seed     -dsn DSN -n 100000 [-runs 20000]                                    bulk alerts (and workflow runs) for list and metrics
 //	vigil-load provider -addr 127.0.0.1:9900                                                a local enrichment provider
 //	vigil-load pgbench-log -prefix-log pgb                                                   percentiles of pgbench --log files (floor.sql)
+//	vigil-load seed-case -dsn DSN -alert UUID                                               an open case holding the alert (grouping.sh)
 //
 // Every command prints one JSON object.
 package main
@@ -23,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"os"
@@ -41,6 +43,8 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	"go.temporal.io/sdk/client"
 
+	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
@@ -83,6 +87,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	payloadKeys := fs.String("payload-keys", "", "probe: the stack's TEMPORAL_PAYLOAD_KEYS (id:base64key,...), instead of -encryption-key")
 	links := fs.Int("links", 1_000_000, "indicator links in all (seed-analyst)")
 	rounds := fs.Int("rounds", 10, "bulk requests of 500 alerts, each followed by its undo (bulk)")
+	caseAlert := fs.String("alert", "", "seed-case: the uuid of the alert the new case holds")
+	sharedIP := fs.String("shared-ip", "", "backlog: one more IP every alert carries (the grouping benchmark's case indicator)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -93,7 +99,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		run := uuid.NewString()[:8]
 		i := atomic.Int64{}
 		mk := func() (*http.Request, error) {
-			body := alertBody(run, int(i.Add(1)), *indicators)
+			body := alertBody(run, int(i.Add(1)), *indicators, "")
 			req, err := http.NewRequest(http.MethodPost, *url+"/v1/ingest/generic", bytes.NewReader(body))
 			if err != nil {
 				return nil, err
@@ -141,7 +147,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return enc.Encode(map[string]any{"list": res, "path": *path, "query": *query})
 	case "backlog":
-		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait)
+		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait, *sharedIP)
 	case "reruns":
 		// POST /v1/alerts/{uuid}/enrich for n finished alerts of run -run at -rate per second.
 		if *runID == "" || *dsn == "" {
@@ -169,6 +175,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return errors.New("agent-latency: -run and -dsn are required")
 		}
 		return agentLatency(ctx, enc, *dsn, *runID, "http://"+*addr)
+	case "seed-case":
+		return seedCase(ctx, enc, *dsn, *caseAlert)
 	case "pgbench-log":
 		return pgbenchLog(enc, *logPrefix)
 	}
@@ -176,13 +184,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // alertBody is a unique generic alert with n public-looking IPs (the load provider answers for
-// them; nothing leaves the machine: the provider is local).
-func alertBody(run string, i, n int) []byte {
+// them; nothing leaves the machine: the provider is local), and shared when not "".
+func alertBody(run string, i, n int, shared string) []byte {
 	m := map[string]any{"title": fmt.Sprintf("load %s %d", run, i), "severity": "High", "tags": []string{"load", run},
 		"description": "synthetic load alert", "rule_id": "load-rule"}
 	var inds []map[string]any
 	for k := range n {
 		inds = append(inds, map[string]any{"type": "ip", "value": fmt.Sprintf("45.%d.%d.%d", 1+(i/65536)%200, (i/256)%256, (i+k*7919)%256)})
+	}
+	if shared != "" {
+		inds = append(inds, map[string]any{"type": "ip", "value": shared})
 	}
 	if len(inds) > 0 {
 		m["indicators"] = inds
@@ -363,7 +374,7 @@ func enrichedLatency(ctx context.Context, dsn, titlePrefix string, wait time.Dur
 
 // backlog ingests n alerts as fast as 16 clients can, then waits until all are enriched and reports
 // the enrichment throughput from the first ingestion to the last enrichment.
-func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, inds int, wait time.Duration) error {
+func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, inds int, wait time.Duration, sharedIP string) error {
 	if dsn == "" {
 		return errors.New("backlog needs -dsn")
 	}
@@ -382,7 +393,7 @@ func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, in
 				if i > n {
 					return
 				}
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/ingest/generic", bytes.NewReader(alertBody(run, i, inds)))
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/ingest/generic", bytes.NewReader(alertBody(run, i, inds, sharedIP)))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Authorization", "Bearer "+key)
 				resp, err := hc.Do(req)
@@ -707,4 +718,25 @@ func loadCodec(ring, encryptionKey string) (*payloadcodec.Codec, error) {
 		return nil, err
 	}
 	return payloadcodec.New([]payloadcodec.Key{k})
+}
+
+// seedCase opens a case holding alert through the cases' rule owner (domain/cases), as POST
+// /v1/cases does, and prints its uuid: the grouping benchmark's case (grouping.sh).
+func seedCase(ctx context.Context, enc *json.Encoder, dsn, alert string) error {
+	id, err := uuid.Parse(alert)
+	if err != nil || dsn == "" {
+		return errors.New("seed-case: -dsn and -alert UUID are required")
+	}
+	st, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log := slog.New(slog.DiscardHandler)
+	c, err := cases.New(st, alerts.New(st, log), log).Create(ctx, cases.Create{Title: "grouping bench " + alert, AlertUUIDs: []uuid.UUID{id}},
+		store.Actor{Type: store.ActorSystem})
+	if err != nil {
+		return fmt.Errorf("seed-case: %w", err)
+	}
+	return enc.Encode(map[string]any{"case_uuid": c.UUID})
 }

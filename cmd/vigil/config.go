@@ -39,6 +39,7 @@ type config struct {
 	ProviderEnvAllow   []string  // PROVIDER_ENV_ALLOWLIST: variables env_var_mapping may read beyond the builtins' names
 	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (allowed names only, Vigil's own settings hidden)
 	AlertDedupHours    int
+	CaseGroupingHours  int // CASE_GROUPING_WINDOW_HOURS: a finished alert joins the open case it shares a Malicious/Suspicious indicator with; 0 turns grouping off
 	PipelineMaxFlight  int
 	PipelineBusyFlight int              // PIPELINE_BUSY_IN_FLIGHT: pipelines while ingest is busy (0: none; ≥ PipelineMaxFlight: no pacing), when PipelineLatencyMS is 0
 	PipelineLatencyMS  int              // PIPELINE_INGEST_LATENCY_TARGET_MS: ingest latency the busy cap follows (AIMD; default 25); 0: the fixed PIPELINE_BUSY_IN_FLIGHT
@@ -111,6 +112,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"ALERT_DEDUP_WINDOW_HOURS", "24", "Window in which a repeated alert is deduplicated; 0 disables.", intSetting(func(c *config) *int { return &c.AlertDedupHours }, 0, 24*365)},
+		{"CASE_GROUPING_WINDOW_HOURS", "24", "Worker: a finished alert sharing a Malicious or Suspicious indicator with an alert of an open case (Open or Investigating) seen within this many hours joins that case (the oldest such case); 0 turns grouping off.", intSetting(func(c *config) *int { return &c.CaseGroupingHours }, 0, 24*365)},
 		{"PIPELINE_MAX_IN_FLIGHT", "256", "Alert pipelines started and not yet finished, over every worker; past it new alerts wait in the outbox.", intSetting(func(c *config) *int { return &c.PipelineMaxFlight }, 1, 100_000)},
 		{"PIPELINE_INGEST_LATENCY_TARGET_MS", "25", "Above 0 (default 25): while alerts keep arriving, the pipelines in flight follow the ingest's own latency instead of PIPELINE_BUSY_IN_FLIGHT: an ingest statement slower than this halves the cap (at most every 0.5 s, never below 1), and it grows back by 8 a second while none is, up to PIPELINE_MAX_IN_FLIGHT. 0: the fixed PIPELINE_BUSY_IN_FLIGHT (the pause while alerts arrive).", intSetting(func(c *config) *int { return &c.PipelineLatencyMS }, 0, 60_000)},
 		{"PIPELINE_BUSY_IN_FLIGHT", "0", "Only with PIPELINE_INGEST_LATENCY_TARGET_MS=0: alert pipelines allowed at once while alerts keep arriving (5 a second or more, the last under 1 s ago); 0 starts none: the 202s keep the machine, the backlog waits in the outbox and drains at PIPELINE_MAX_IN_FLIGHT once ingest pauses (after 30 s without a pause the cap grows 1, 2, 4, … every 10 s). PIPELINE_MAX_IN_FLIGHT or more turns pacing off.", intSetting(func(c *config) *int { return &c.PipelineBusyFlight }, 0, 100_000)},

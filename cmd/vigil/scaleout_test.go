@@ -475,6 +475,15 @@ func TestScaleOut(t *testing.T) {
 // the other api when one does not answer; it returns the acked alert uuids in order.
 func (c *cluster) ingestMany(t testing.TB, n int, tag string, sent *atomic.Int32) []string {
 	t.Helper()
+	return c.ingestEach(t, n, sent, func(i int) map[string]any {
+		return map[string]any{"title": fmt.Sprintf("%s %d", tag, i), "severity": "Medium", "tags": []string{tag},
+			"src_ip": fmt.Sprintf("203.0.113.%d", 1+i%250)}
+	})
+}
+
+// ingestEach is ingestMany with the payload of alert i from payload.
+func (c *cluster) ingestEach(t testing.TB, n int, sent *atomic.Int32, payload func(i int) map[string]any) []string {
+	t.Helper()
 	ids := make([]string, n)
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -482,8 +491,7 @@ func (c *cluster) ingestMany(t testing.TB, n int, tag string, sent *atomic.Int32
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			payload := map[string]any{"title": fmt.Sprintf("%s %d", tag, i), "severity": "Medium", "tags": []string{tag},
-				"src_ip": fmt.Sprintf("203.0.113.%d", 1+i%250)}
+			payload := payload(i)
 			var err error
 			for attempt := range 10 {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

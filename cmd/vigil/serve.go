@@ -243,7 +243,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	}
 	reg.MustRegister(metrics.NewInFlightCollector(outboxStats{st}, cfg.PipelineMaxFlight, metrics.DefaultQueryTimeout, log))
 	wm := metrics.NewWorker(reg)
-	acts := &activities.Activities{Log: log, Freshness: wm}
+	acts := &activities.Activities{Log: log, Freshness: wm, CaseGroupingWindow: time.Duration(cfg.CaseGroupingHours) * time.Hour}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
 	acts.Pipeline = pipelineStore{Store: st, mappings: ingestrules.NewMappingCache(st)}

@@ -11,22 +11,16 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // WriteHistory writes the Temporal history of workflowID's latest run to path as JSON, the form
-// worker.WorkflowReplayer reads (the replay tests' testdata).
+// worker.WorkflowReplayer reads (the replay tests' testdata). Payloads are written decoded (this
+// binary's PayloadCodec, which the harness clients encrypt with, has a random key that no later
+// replay knows): the replayer reads them as plain JSON.
 func WriteHistory(tb testing.TB, c client.Client, workflowID, path string) {
 	tb.Helper()
-	WriteDecodedHistory(tb, c, workflowID, path, nil)
-}
-
-// WriteDecodedHistory is WriteHistory for a client whose payloads are encoded by codec (PayloadCodec):
-// it writes them decoded, so a replayer without the test binary's random key reads them. A nil codec
-// writes them as they are.
-func WriteDecodedHistory(tb testing.TB, c client.Client, workflowID, path string, codec converter.PayloadCodec) {
-	tb.Helper()
+	codec := PayloadCodec(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -38,14 +32,12 @@ func WriteDecodedHistory(tb testing.TB, c client.Client, workflowID, path string
 		}
 		h.Events = append(h.Events, ev)
 	}
-	if codec != nil {
-		err := proxy.VisitPayloads(ctx, &h, proxy.VisitPayloadsOptions{SkipSearchAttributes: true,
-			Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
-				return codec.Decode(p)
-			}})
-		if err != nil {
-			tb.Fatalf("decode history of %s: %v", workflowID, err)
-		}
+	err := proxy.VisitPayloads(ctx, &h, proxy.VisitPayloadsOptions{SkipSearchAttributes: true,
+		Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			return codec.Decode(p)
+		}})
+	if err != nil {
+		tb.Fatalf("decode history of %s: %v", workflowID, err)
 	}
 	raw, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
 	if err != nil {
