@@ -52,15 +52,18 @@ func (a Actor) Event(typ string, refs map[string]any) ActivityEvent {
 type ActivityEvent struct {
 	bun.BaseModel `bun:"table:activity_events"`
 
-	UUID              uuid.UUID      `bun:"uuid,pk,type:uuid"`
-	EventType         string         `bun:"event_type"`
-	ActorType         string         `bun:"actor_type"`
-	ActorKeyPrefix    *string        `bun:"actor_key_prefix"`
-	AlertUUID         *uuid.UUID     `bun:"alert_uuid,type:uuid"`
-	WorkflowUUID      *uuid.UUID     `bun:"workflow_uuid,type:uuid"`
-	DetectionRuleUUID *uuid.UUID     `bun:"detection_rule_uuid,type:uuid"`
-	References        map[string]any `bun:"references,type:jsonb,nullzero"`
-	CreatedAt         time.Time      `bun:"created_at"`
+	UUID              uuid.UUID  `bun:"uuid,pk,type:uuid"`
+	EventType         string     `bun:"event_type"`
+	ActorType         string     `bun:"actor_type"`
+	ActorKeyPrefix    *string    `bun:"actor_key_prefix"`
+	AlertUUID         *uuid.UUID `bun:"alert_uuid,type:uuid"`
+	WorkflowUUID      *uuid.UUID `bun:"workflow_uuid,type:uuid"`
+	DetectionRuleUUID *uuid.UUID `bun:"detection_rule_uuid,type:uuid"`
+	// CaseUUID: the case the event is about (API.md §14); an event about one alert of a case carries
+	// both AlertUUID and CaseUUID.
+	CaseUUID   *uuid.UUID     `bun:"case_uuid,type:uuid"`
+	References map[string]any `bun:"references,type:jsonb,nullzero"`
+	CreatedAt  time.Time      `bun:"created_at"`
 }
 
 // RecordActivity inserts e using db (the store's handle or a transaction).
@@ -86,6 +89,7 @@ func (s *Store) RecordActivity(ctx context.Context, db bun.IDB, e *ActivityEvent
 // ActivityFilter narrows ListActivity.
 type ActivityFilter struct {
 	AlertUUID  *uuid.UUID
+	CaseUUID   *uuid.UUID
 	EventTypes []string
 	Page       Page
 }
@@ -96,6 +100,9 @@ func (s *Store) ListActivity(ctx context.Context, f ActivityFilter) ([]ActivityE
 	q := s.db.NewSelect().Model(&events).OrderExpr("created_at DESC, uuid DESC")
 	if f.AlertUUID != nil {
 		q = q.Where("alert_uuid = ?", *f.AlertUUID)
+	}
+	if f.CaseUUID != nil {
+		q = q.Where("case_uuid = ?", *f.CaseUUID)
 	}
 	if len(f.EventTypes) > 0 {
 		q = q.Where("event_type IN (?)", bun.List(f.EventTypes))

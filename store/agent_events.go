@@ -18,6 +18,7 @@ type AgentEvent struct {
 	UUID        uuid.UUID       `bun:"uuid,pk,type:uuid"`
 	Event       string          `bun:"event"`
 	AlertUUID   *uuid.UUID      `bun:"alert_uuid,type:uuid"`
+	CaseUUID    *uuid.UUID      `bun:"case_uuid,type:uuid"` // case events (API.md §14)
 	TargetAgent *uuid.UUID      `bun:"target_agent,type:uuid"`
 	Facts       json.RawMessage `bun:"facts,type:jsonb"`
 	Payload     json.RawMessage `bun:"payload,type:jsonb,nullzero"`

@@ -48,6 +48,9 @@ type Alert struct {
 	// it was set (API.md §13).
 	Assignee   *string    `bun:"assignee"`
 	AssignedAt *time.Time `bun:"assigned_at"`
+	// CaseUUID is the case the alert belongs to (API.md §14), at most one; written only by
+	// Store.JoinCase, RemoveAlertFromCase and the case's deletion.
+	CaseUUID *uuid.UUID `bun:"case_uuid,type:uuid"`
 	// InputSanitized: hostile characters of the payload were replaced at ingest; OriginalBody holds
 	// the payload as received (nil otherwise).
 	InputSanitized bool      `bun:"input_sanitized"`
@@ -171,9 +174,11 @@ type AlertFilter struct {
 	// Malices: the effective malice (override, else the worst linked indicator's) is any of these.
 	Malices              []string
 	CloseClassifications []string
-	SortBy               string // title, status, severity, source_name, occurred_at, created_at
-	SortDesc             bool
-	Page                 Page
+	// CaseUUID: the alerts of this case (API.md §13 case_uuid).
+	CaseUUID *uuid.UUID
+	SortBy   string // title, status, severity, source_name, occurred_at, created_at
+	SortDesc bool
+	Page     Page
 }
 
 // alertSortColumns maps the API's sort_by values to SQL. Severity sorts by rank, not by name.
@@ -270,6 +275,9 @@ func alertListQuery(db bun.IDB, f AlertFilter, out *[]Alert) *bun.SelectQuery {
 	}
 	if len(f.CloseClassifications) > 0 {
 		q = q.Where("close_classification IN (?)", bun.List(f.CloseClassifications))
+	}
+	if f.CaseUUID != nil {
+		q = q.Where("case_uuid = ?", *f.CaseUUID)
 	}
 	if f.IndicatorFilter {
 		if len(f.Indicators) == 0 {

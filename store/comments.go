@@ -9,15 +9,21 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Comment subjects: what a comment is about. Alerts now; cases (API.md §14) add theirs.
+// Comment subjects: what a comment is about: an alert (API.md §13) or a case (§14).
 const (
 	SubjectAlert = "alert"
+	SubjectCase  = "case"
 )
 
 // CommentSubject names the one thing a comment is about.
 type CommentSubject struct {
-	Kind string // SubjectAlert
+	Kind string // SubjectAlert, SubjectCase
 	UUID uuid.UUID
+}
+
+// CaseCommentSubject is the comment subject of case id.
+func CaseCommentSubject(id uuid.UUID) CommentSubject {
+	return CommentSubject{Kind: SubjectCase, UUID: id}
 }
 
 // AlertCommentSubject is the comment subject of alert id.
@@ -30,6 +36,8 @@ func (s CommentSubject) column() (string, error) {
 	switch s.Kind {
 	case SubjectAlert:
 		return "alert_uuid", nil
+	case SubjectCase:
+		return "case_uuid", nil
 	}
 	return "", fmt.Errorf("comment subject kind %q is not known", s.Kind)
 }
@@ -41,6 +49,7 @@ type Comment struct {
 
 	UUID            uuid.UUID  `bun:"uuid,pk,type:uuid"`
 	AlertUUID       *uuid.UUID `bun:"alert_uuid,type:uuid"`
+	CaseUUID        *uuid.UUID `bun:"case_uuid,type:uuid"`
 	Body            string     `bun:"body"`
 	AuthorKeyUUID   uuid.UUID  `bun:"author_key_uuid,type:uuid"`
 	AuthorKeyPrefix string     `bun:"author_key_prefix"`
@@ -56,6 +65,9 @@ func (c Comment) Subject() CommentSubject {
 	if c.AlertUUID != nil {
 		return AlertCommentSubject(*c.AlertUUID)
 	}
+	if c.CaseUUID != nil {
+		return CaseCommentSubject(*c.CaseUUID)
+	}
 	return CommentSubject{}
 }
 
@@ -69,7 +81,7 @@ const (
 // commentEvent is an activity event about comment c on its subject.
 func commentEvent(typ string, c Comment, a Actor, refs map[string]any) ActivityEvent {
 	e := a.Event(typ, refs)
-	e.AlertUUID = c.AlertUUID
+	e.AlertUUID, e.CaseUUID = c.AlertUUID, c.CaseUUID
 	return e
 }
 
@@ -81,7 +93,8 @@ func commentFacts(c Comment) map[string]any {
 }
 
 // CreateComment inserts c on subject, records comment_added and raises alert.comment_added (for an
-// alert), in one transaction. A missing subject is ErrNotFound.
+// alert; a case's comment raises case.updated with the comment), in one transaction. A missing
+// subject is ErrNotFound.
 func (s *Store) CreateComment(ctx context.Context, subj CommentSubject, c *Comment, actor Actor) error {
 	if _, err := subj.column(); err != nil {
 		return err
@@ -91,7 +104,11 @@ func (s *Store) CreateComment(ctx context.Context, subj CommentSubject, c *Comme
 			c.UUID = uuid.New()
 		}
 		id := subj.UUID
-		c.AlertUUID = &id
+		if subj.Kind == SubjectCase {
+			c.CaseUUID = &id
+		} else {
+			c.AlertUUID = &id
+		}
 		c.CreatedAt, c.EditedAt = s.Now(), nil
 		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
 			if isForeignKeyViolation(err) {
@@ -102,6 +119,12 @@ func (s *Store) CreateComment(ctx context.Context, subj CommentSubject, c *Comme
 		e := commentEvent(EventCommentAdded, *c, actor, map[string]any{"comment_uuid": c.UUID.String()})
 		e.CreatedAt = c.CreatedAt
 		if err := s.RecordActivity(ctx, tx, &e); err != nil {
+			return err
+		}
+		if subj.Kind == SubjectCase {
+			facts := commentFacts(*c)
+			facts["changes"] = []map[string]any{{"change": EventCommentAdded, "details": map[string]any{"comment_uuid": c.UUID.String()}}}
+			_, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventCaseUpdatedAgent, CaseUUID: c.CaseUUID}, facts)
 			return err
 		}
 		_, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertCommentAdded, AlertUUID: c.AlertUUID}, commentFacts(*c))

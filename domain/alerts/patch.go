@@ -73,30 +73,35 @@ func (p Patch) Validate() validate.Errors {
 	if p.ResetMaliceOverride && p.MaliceOverride != nil {
 		errs.Add([]any{"reset_malice_override"}, validate.TypeValue, "reset_malice_override cannot be combined with malice_override.", true)
 	}
-	tagList := func(loc string, tags []string) {
-		if n := len(tags); n > MaxTags {
-			errs.AddCtx([]any{loc}, validate.TypeTooLong, "List should have at most 50 item(s).", nil, map[string]any{"max_length": MaxTags})
-		}
-		for i, t := range tags {
-			if strings.TrimSpace(t) == "" {
-				errs.Add([]any{loc, i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
-			}
-			if strings.IndexByte(t, 0) >= 0 {
-				errs.Add([]any{loc, i}, validate.TypeValue, "NUL characters are not accepted.", nil)
-			}
-			if n := len([]rune(t)); n > MaxTagLength {
-				errs.AddCtx([]any{loc, i}, validate.TypeStringTooLong, "String should have at most 100 character(s).",
-					validate.Truncate(t), map[string]any{"max_length": MaxTagLength})
-			}
-		}
-	}
 	if p.Tags != nil {
-		tagList("tags", *p.Tags)
+		errs = append(errs, ValidateTags("tags", *p.Tags)...)
 	}
-	tagList("tags_add", p.TagsAdd)
-	tagList("tags_remove", p.TagsRemove)
+	errs = append(errs, ValidateTags("tags_add", p.TagsAdd)...)
+	errs = append(errs, ValidateTags("tags_remove", p.TagsRemove)...)
 	if p.Assignee != nil {
 		errs = append(errs, ValidateAssignee("assignee", *p.Assignee)...)
+	}
+	return errs
+}
+
+// ValidateTags checks a tag list as PATCH takes it (alerts and cases alike): at most MaxTags tags,
+// each not blank, without NUL, at most MaxTagLength characters. Locations are [loc] and [loc, i].
+func ValidateTags(loc string, tags []string) validate.Errors {
+	var errs validate.Errors
+	if n := len(tags); n > MaxTags {
+		errs.AddCtx([]any{loc}, validate.TypeTooLong, "List should have at most 50 item(s).", nil, map[string]any{"max_length": MaxTags})
+	}
+	for i, t := range tags {
+		if strings.TrimSpace(t) == "" {
+			errs.Add([]any{loc, i}, validate.TypeStringTooShort, "Tags must not be blank.", t)
+		}
+		if strings.IndexByte(t, 0) >= 0 {
+			errs.Add([]any{loc, i}, validate.TypeValue, "NUL characters are not accepted.", nil)
+		}
+		if n := len([]rune(t)); n > MaxTagLength {
+			errs.AddCtx([]any{loc, i}, validate.TypeStringTooLong, "String should have at most 100 character(s).",
+				validate.Truncate(t), map[string]any{"max_length": MaxTagLength})
+		}
 	}
 	return errs
 }

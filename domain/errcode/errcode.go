@@ -37,6 +37,7 @@ func Of(err error) (f Fault, ok bool) {
 		na    *responses.NotActiveError
 		fb    *responses.ForbiddenError
 		un    *responses.UnavailableError
+		oc    *store.AlertInOtherCaseError
 	)
 	switch {
 	case err == nil:
@@ -53,6 +54,10 @@ func Of(err error) (f Fault, ok bool) {
 			Details: map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes}}, true
 	case errors.As(err, &un):
 		return unavailable(un.Message), true
+	case errors.As(err, &oc):
+		return Fault{Status: http.StatusConflict, Code: "ALERT_IN_OTHER_CASE",
+			Message: "Alert " + oc.AlertUUID.String() + " belongs to another case; send move: true to move it.",
+			Details: map[string]any{"alert_uuid": oc.AlertUUID.String(), "case_uuid": oc.CaseUUID.String()}}, true
 	}
 	for _, n := range named() {
 		if errors.Is(err, n.err) {

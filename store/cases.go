@@ -1,0 +1,596 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Case statuses (API.md §14).
+const (
+	CaseOpen          = "Open"
+	CaseInvestigating = "Investigating"
+	CaseClosed        = "Closed"
+)
+
+// CaseStatuses returns every case status in the order the API documents them.
+func CaseStatuses() []string { return []string{CaseOpen, CaseInvestigating, CaseClosed} }
+
+// CaseNumberPrefix is how a case number is shown: CASE-<n>.
+const CaseNumberPrefix = "CASE-"
+
+// Activity event types of cases. An event about one alert of a case carries both uuids (it is on
+// the alert's trail and on the case's).
+const (
+	EventCaseCreated         = "case_created"
+	EventCaseUpdated         = "case_updated" // title, description or tags
+	EventCaseStatusUpdated   = "case_status_updated"
+	EventCaseClosed          = "case_closed"
+	EventCaseReopened        = "case_reopened"
+	EventCaseSeverityUpdated = "case_severity_updated"
+	EventCaseAssigned        = "case_assigned"
+	EventCaseDeleted         = "case_deleted"
+	// EventAlertAddedToCase: an alert joined a case by hand (REST, MCP, console); moved_from_case_uuid
+	// when it left another case for it.
+	EventAlertAddedToCase = "alert_added_to_case"
+	// EventAlertGrouped: the pipeline's grouping put the alert into a case (references: the shared
+	// indicator).
+	EventAlertGrouped = "alert_grouped"
+	// EventAlertRemovedFromCase: the alert left a case (removed, or moved to another: moved_to_case_uuid).
+	EventAlertRemovedFromCase = "alert_removed_from_case"
+)
+
+// Agent events of cases (API.md §14).
+const (
+	EventCaseCreatedAgent    = "case.created"
+	EventCaseUpdatedAgent    = "case.updated"
+	EventCaseAlertAddedAgent = "case.alert_added"
+)
+
+// Case is one case (API.md §14). AlertCount, AlertSeverity and Malice are maintained by Postgres
+// (migration 20261127010000's trigger) from the case's alerts; EffectiveSeverity is Severity when
+// set, else AlertSeverity, else Pending; CaseNumber comes from a sequence. Nothing in Go writes
+// those five (caseMaintained).
+type Case struct {
+	bun.BaseModel `bun:"table:cases"`
+
+	UUID                uuid.UUID  `bun:"uuid,pk,type:uuid"`
+	CaseNumber          int64      `bun:"case_number"`
+	Title               string     `bun:"title"`
+	Description         *string    `bun:"description"`
+	Severity            *string    `bun:"severity"`
+	AlertSeverity       *string    `bun:"alert_severity"`
+	EffectiveSeverity   string     `bun:"effective_severity"`
+	Malice              string     `bun:"malice"`
+	Status              string     `bun:"status"`
+	Assignee            *string    `bun:"assignee"`
+	AssignedAt          *time.Time `bun:"assigned_at"`
+	CloseClassification *string    `bun:"close_classification"`
+	Tags                []string   `bun:"tags,array"`
+	AlertCount          int        `bun:"alert_count"`
+	CreatedAt           time.Time  `bun:"created_at"`
+	UpdatedAt           time.Time  `bun:"updated_at"`
+	ClosedAt            *time.Time `bun:"closed_at"`
+}
+
+// caseMaintained are the columns of Case Postgres writes (the number's sequence, the trigger's
+// aggregates, the generated severity): never in an INSERT.
+var caseMaintained = []string{"case_number", "alert_severity", "effective_severity", "malice", "alert_count"}
+
+// Number is the case number as shown: CASE-<n>.
+func (c Case) Number() string { return FormatCaseNumber(c.CaseNumber) }
+
+// FormatCaseNumber shows n as CASE-<n>.
+func FormatCaseNumber(n int64) string { return CaseNumberPrefix + strconv.FormatInt(n, 10) }
+
+// ParseCaseNumber reads CASE-<n> (or <n>, any case) back; ok is false for anything else.
+func ParseCaseNumber(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) >= len(CaseNumberPrefix) && strings.EqualFold(s[:len(CaseNumberPrefix)], CaseNumberPrefix) {
+		s = s[len(CaseNumberPrefix):]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// caseFacts is the case as agent events and activity references name it.
+func caseFacts(c Case) map[string]any {
+	return map[string]any{"uuid": c.UUID, "case_number": c.Number(), "title": c.Title, "status": c.Status,
+		"severity": c.EffectiveSeverity, "assignee": c.Assignee}
+}
+
+// AlertInOtherCaseError: an alert already belongs to another case and the request did not ask to
+// move it (409 ALERT_IN_OTHER_CASE naming it).
+type AlertInOtherCaseError struct {
+	AlertUUID uuid.UUID
+	CaseUUID  uuid.UUID // the case it belongs to
+}
+
+func (e *AlertInOtherCaseError) Error() string {
+	return fmt.Sprintf("alert %s belongs to case %s", e.AlertUUID, e.CaseUUID)
+}
+
+// GetCase loads case id (ErrNotFound when it is not there).
+func (s *Store) GetCase(ctx context.Context, id uuid.UUID) (Case, error) {
+	return getCase(ctx, s.db, id, false)
+}
+
+func getCase(ctx context.Context, db bun.IDB, id uuid.UUID, lock bool) (Case, error) {
+	var c Case
+	q := db.NewSelect().Model(&c).Where("uuid = ?", id)
+	if lock {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return Case{}, fmt.Errorf("case %s: %w", id, mapErr(err))
+	}
+	return c, nil
+}
+
+// CaseExists reports whether case id exists (ErrNotFound otherwise).
+func (s *Store) CaseExists(ctx context.Context, id uuid.UUID) error {
+	ok, err := s.db.NewSelect().Model((*Case)(nil)).Where("uuid = ?", id).Exists(ctx)
+	if err != nil {
+		return fmt.Errorf("case %s exists: %w", id, mapErr(err))
+	}
+	if !ok {
+		return fmt.Errorf("case %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// CaseJoin is one alert joining one case (JoinCase).
+type CaseJoin struct {
+	CaseUUID, AlertUUID uuid.UUID
+	// Move lets an alert of another case leave it for this one; without it such an alert is
+	// *AlertInOtherCaseError and nothing is written.
+	Move bool
+	// Indicator, when set, is the indicator the alert shares with the case (the pipeline's
+	// grouping): the alert's event is alert_grouped with it, else alert_added_to_case.
+	Indicator *CaseIndicator
+	Actor     Actor
+}
+
+// CaseIndicator is the indicator a grouped alert shares with its case.
+type CaseIndicator struct {
+	UUID   uuid.UUID `json:"uuid"`
+	Type   string    `json:"type"`
+	Value  string    `json:"value"`
+	Malice string    `json:"malice"`
+}
+
+// JoinCase puts alert j.AlertUUID into case j.CaseUUID in db, the caller's transaction (the
+// pipeline's finishing transaction, or AddAlertsToCase's), and reports whether it joined: an alert
+// already in that case changes nothing (false, nil), so a retried or replayed caller is a no-op. An
+// alert of another case is *AlertInOtherCaseError unless j.Move; a missing alert or case is
+// ErrNotFound. On a join, in db: the alert row is locked, then the case row (always this order),
+// alerts.case_uuid is written (the case's alert_count, severity and malice follow by trigger), the
+// case's updated_at moves, one activity event is recorded on the alert and the case
+// (alert_grouped with the indicator, or alert_added_to_case), plus alert_removed_from_case on the
+// case it left when moved, and case.alert_added is raised to the agents subscribed (the start
+// outbox, committed with db). This is the one code path an alert joins a case by.
+func (s *Store) JoinCase(ctx context.Context, db bun.IDB, j CaseJoin) (bool, error) {
+	var current struct {
+		CaseUUID *uuid.UUID `bun:"case_uuid,type:uuid"`
+	}
+	err := db.NewSelect().Table("alerts").Column("case_uuid").Where("uuid = ?", j.AlertUUID).For("NO KEY UPDATE").Scan(ctx, &current)
+	if err != nil {
+		return false, fmt.Errorf("lock alert %s: %w", j.AlertUUID, mapErr(err))
+	}
+	if current.CaseUUID != nil && *current.CaseUUID == j.CaseUUID {
+		return false, nil
+	}
+	if current.CaseUUID != nil && !j.Move {
+		return false, &AlertInOtherCaseError{AlertUUID: j.AlertUUID, CaseUUID: *current.CaseUUID}
+	}
+	c, err := getCase(ctx, db, j.CaseUUID, true)
+	if err != nil {
+		return false, err
+	}
+	now := s.Now()
+	if _, err := db.NewUpdate().Table("alerts").Set("case_uuid = ?", j.CaseUUID).Where("uuid = ?", j.AlertUUID).Exec(ctx); err != nil {
+		return false, fmt.Errorf("put alert %s into case %s: %w", j.AlertUUID, j.CaseUUID, mapErr(err))
+	}
+	if _, err := db.NewUpdate().Table("cases").Set("updated_at = ?", now).Where("uuid = ?", j.CaseUUID).Exec(ctx); err != nil {
+		return false, fmt.Errorf("touch case %s: %w", j.CaseUUID, mapErr(err))
+	}
+	refs := map[string]any{"case_uuid": c.UUID.String(), "case_number": c.Number()}
+	typ := EventAlertAddedToCase
+	if j.Indicator != nil {
+		typ = EventAlertGrouped
+		refs["indicator"] = map[string]any{"uuid": j.Indicator.UUID.String(), "type": j.Indicator.Type, "value": j.Indicator.Value,
+			"malice": j.Indicator.Malice}
+	}
+	events := []ActivityEvent{}
+	if current.CaseUUID != nil {
+		refs["moved_from_case_uuid"] = current.CaseUUID.String()
+		left := j.Actor.Event(EventAlertRemovedFromCase, map[string]any{"case_uuid": current.CaseUUID.String(),
+			"moved_to_case_uuid": c.UUID.String()})
+		left.AlertUUID, left.CaseUUID = &j.AlertUUID, current.CaseUUID
+		events = append(events, left)
+	}
+	joined := j.Actor.Event(typ, refs)
+	joined.AlertUUID, joined.CaseUUID = &j.AlertUUID, &c.UUID
+	events = append(events, joined)
+	for i := range events {
+		events[i].UUID, events[i].CreatedAt = uuid.New(), now
+	}
+	if _, err := db.NewInsert().Model(&events).Exec(ctx); err != nil {
+		return false, fmt.Errorf("record the join of alert %s to case %s: %w", j.AlertUUID, j.CaseUUID, mapErr(err))
+	}
+	facts := map[string]any{"case": caseFacts(c), "alert_uuid": j.AlertUUID, "how": "added",
+		"actor": map[string]any{"type": j.Actor.Type, "key_prefix": j.Actor.KeyPrefixPtr(), "agent": j.Actor.Agent}}
+	if j.Indicator != nil {
+		facts["how"], facts["indicator"] = "grouped", refs["indicator"]
+	}
+	if current.CaseUUID != nil {
+		facts["moved_from_case_uuid"] = *current.CaseUUID
+	}
+	alertID, caseID := j.AlertUUID, c.UUID
+	if _, err := s.raiseAgentEvent(ctx, db, &AgentEvent{Event: EventCaseAlertAddedAgent, AlertUUID: &alertID, CaseUUID: &caseID}, facts); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// CaseCreate is what CreateCase writes: the case (uuid, number and maintained columns are filled)
+// and the alerts that join it at once.
+type CaseCreate struct {
+	Case   *Case
+	Alerts []uuid.UUID
+	Move   bool
+	Actor  Actor
+}
+
+// CreateCase inserts the case, records case_created, raises case.created, and joins each alert
+// (JoinCase, in uuid order so concurrent requests lock alerts alike), all in one transaction: an
+// alert of another case without Move (*AlertInOtherCaseError) or a missing one (ErrNotFound) creates
+// nothing. The case is returned as stored after its alerts joined.
+func (s *Store) CreateCase(ctx context.Context, in CaseCreate) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		c := in.Case
+		if c.UUID == uuid.Nil {
+			c.UUID = uuid.New()
+		}
+		now := s.Now()
+		c.CreatedAt, c.UpdatedAt = now, now
+		if c.Status == "" {
+			c.Status = CaseOpen
+		}
+		if c.Tags == nil {
+			c.Tags = []string{}
+		}
+		if c.Assignee != nil && c.AssignedAt == nil {
+			c.AssignedAt = &now
+		}
+		if _, err := tx.NewInsert().Model(c).ExcludeColumn(caseMaintained...).Returning("*").Exec(ctx); err != nil {
+			return fmt.Errorf("insert case: %w", mapErr(err))
+		}
+		e := in.Actor.Event(EventCaseCreated, map[string]any{"case_number": c.Number(), "title": c.Title})
+		e.CaseUUID, e.CreatedAt = &c.UUID, now
+		if err := s.RecordActivity(ctx, tx, &e); err != nil {
+			return err
+		}
+		if err := s.joinAll(ctx, tx, c.UUID, in.Alerts, in.Move, in.Actor); err != nil {
+			return err
+		}
+		stored, err := getCase(ctx, tx, c.UUID, false)
+		if err != nil {
+			return err
+		}
+		*c = stored
+		id := c.UUID
+		_, err = s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventCaseCreatedAgent, CaseUUID: &id},
+			map[string]any{"case": caseFacts(*c), "alert_uuids": in.Alerts,
+				"actor": map[string]any{"type": in.Actor.Type, "key_prefix": in.Actor.KeyPrefixPtr(), "agent": in.Actor.Agent}})
+		return err
+	})
+}
+
+// joinAll joins alerts (in uuid order) to case id in tx.
+func (s *Store) joinAll(ctx context.Context, tx bun.IDB, id uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) error {
+	ordered := slices.Clone(alerts)
+	slices.SortFunc(ordered, func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) })
+	for _, a := range ordered {
+		if _, err := s.JoinCase(ctx, tx, CaseJoin{CaseUUID: id, AlertUUID: a, Move: move, Actor: actor}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CaseAdded is what AddAlertsToCase did: the alerts that joined (in the order asked) and the case
+// as it stands after.
+type CaseAdded struct {
+	Case   Case
+	Joined []uuid.UUID
+}
+
+// AddAlertsToCase joins each alert to case id (JoinCase) in one transaction: all join or, when one
+// is missing or belongs to another case without move, none does.
+func (s *Store) AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) (CaseAdded, error) {
+	var out CaseAdded
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := getCase(ctx, tx, id, false); err != nil {
+			return err
+		}
+		ordered := slices.Clone(alerts)
+		slices.SortFunc(ordered, func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) })
+		joined := map[uuid.UUID]bool{}
+		for _, a := range ordered {
+			ok, err := s.JoinCase(ctx, tx, CaseJoin{CaseUUID: id, AlertUUID: a, Move: move, Actor: actor})
+			if err != nil {
+				return err
+			}
+			joined[a] = ok
+		}
+		out.Joined = nil
+		for _, a := range alerts {
+			if joined[a] {
+				out.Joined = append(out.Joined, a)
+			}
+		}
+		c, err := getCase(ctx, tx, id, false)
+		out.Case = c
+		return err
+	})
+	return out, err
+}
+
+// RemoveAlertFromCase takes alert alertID out of case id, recording alert_removed_from_case on both.
+// An alert that is not in the case is ErrNotFound.
+func (s *Store) RemoveAlertFromCase(ctx context.Context, id, alertID uuid.UUID, actor Actor) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Table("alerts").Set("case_uuid = NULL").Where("uuid = ?", alertID).Where("case_uuid = ?", id).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("remove alert %s from case %s: %w", alertID, id, mapErr(err))
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("alert %s in case %s: %w", alertID, id, ErrNotFound)
+		}
+		now := s.Now()
+		if _, err := tx.NewUpdate().Table("cases").Set("updated_at = ?", now).Where("uuid = ?", id).Exec(ctx); err != nil {
+			return fmt.Errorf("touch case %s: %w", id, mapErr(err))
+		}
+		e := actor.Event(EventAlertRemovedFromCase, map[string]any{"case_uuid": id.String()})
+		e.AlertUUID, e.CaseUUID, e.CreatedAt = &alertID, &id, now
+		return s.RecordActivity(ctx, tx, &e)
+	})
+}
+
+// CaseChange is what a PatchCase callback decides: the columns to write, the activity events to
+// record and, when agents hear of it, the facts of the case.updated event.
+type CaseChange struct {
+	Columns []string
+	Events  []ActivityEvent
+	Updated map[string]any
+}
+
+// PatchCase loads case id under a row lock, lets decide compute the change on it, and writes the
+// columns, events and case.updated in the same transaction. decide's error aborts unchanged.
+func (s *Store) PatchCase(ctx context.Context, id uuid.UUID, decide func(c *Case, now time.Time) (CaseChange, error)) (Case, error) {
+	var c Case
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if c, err = getCase(ctx, tx, id, true); err != nil {
+			return err
+		}
+		now := s.Now()
+		ch, err := decide(&c, now)
+		if err != nil {
+			return err
+		}
+		if len(ch.Columns) > 0 {
+			c.UpdatedAt = now
+			if _, err := tx.NewUpdate().Model(&c).Column(append(ch.Columns, "updated_at")...).WherePK().Returning("*").Exec(ctx); err != nil {
+				return fmt.Errorf("update case %s: %w", id, mapErr(err))
+			}
+		}
+		if len(ch.Events) > 0 {
+			events := make([]ActivityEvent, len(ch.Events))
+			for i, e := range ch.Events {
+				e.UUID, e.CaseUUID, e.CreatedAt = uuid.New(), &c.UUID, now
+				if e.References == nil {
+					e.References = map[string]any{}
+				}
+				events[i] = e
+			}
+			if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
+				return fmt.Errorf("record %d activity events of case %s: %w", len(events), id, mapErr(err))
+			}
+		}
+		if ch.Updated != nil {
+			facts := map[string]any{"case": caseFacts(c)}
+			for k, v := range ch.Updated {
+				facts[k] = v
+			}
+			if _, err := s.raiseAgentEvent(ctx, tx, &AgentEvent{Event: EventCaseUpdatedAgent, CaseUUID: &c.UUID}, facts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Case{}, err
+	}
+	return c, nil
+}
+
+// DeleteCase removes case id: its alerts stay and leave it (alerts.case_uuid becomes NULL, each with
+// alert_removed_from_case), its comments go with it, and case_deleted keeps its number and title in
+// the activity trail. The case's alerts are locked before the case, the order JoinCase takes.
+func (s *Store) DeleteCase(ctx context.Context, id uuid.UUID, actor Actor) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var alertIDs []uuid.UUID
+		if err := tx.NewSelect().Table("alerts").Column("uuid").Where("case_uuid = ?", id).OrderExpr("uuid").
+			For("NO KEY UPDATE").Scan(ctx, &alertIDs); err != nil {
+			return fmt.Errorf("lock the alerts of case %s: %w", id, mapErr(err))
+		}
+		c, err := getCase(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Model((*Case)(nil)).Where("uuid = ?", id).Exec(ctx); err != nil {
+			return fmt.Errorf("delete case %s: %w", id, mapErr(err))
+		}
+		now := s.Now()
+		events := []ActivityEvent{}
+		e := actor.Event(EventCaseDeleted, map[string]any{"case_number": c.Number(), "title": c.Title, "alert_count": len(alertIDs)})
+		e.CaseUUID = &c.UUID
+		events = append(events, e)
+		for _, a := range alertIDs {
+			e := actor.Event(EventAlertRemovedFromCase, map[string]any{"case_uuid": id.String(), "case_deleted": true})
+			e.AlertUUID, e.CaseUUID = &a, &c.UUID
+			events = append(events, e)
+		}
+		for i := range events {
+			events[i].UUID, events[i].CreatedAt = uuid.New(), now
+		}
+		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
+			return fmt.Errorf("record the deletion of case %s: %w", id, mapErr(err))
+		}
+		return nil
+	})
+}
+
+// CaseAlertIDs lists the uuids of case id's alerts, oldest occurrence first; openOnly leaves out the
+// Closed ones.
+func (s *Store) CaseAlertIDs(ctx context.Context, id uuid.UUID, openOnly bool) ([]uuid.UUID, error) {
+	var out []uuid.UUID
+	q := s.db.NewSelect().Table("alerts").Column("uuid").Where("case_uuid = ?", id).OrderExpr("occurred_at ASC, uuid ASC")
+	if openOnly {
+		q = q.Where("status <> ?", StatusClosed)
+	}
+	if err := q.Scan(ctx, &out); err != nil {
+		return nil, fmt.Errorf("alerts of case %s: %w", id, mapErr(err))
+	}
+	return out, nil
+}
+
+// CaseFilter narrows ListCases. Empty lists do not filter.
+type CaseFilter struct {
+	Statuses   []string
+	Severities []string // the effective severity
+	Assignees  []string
+	Unassigned bool
+	Query      string // case-insensitive substring of the title or description, or a case number (CASE-12)
+	SortBy     string // case_number, severity, status, updated_at, created_at
+	SortDesc   bool
+	Page       Page
+}
+
+// caseSortColumns maps the API's sort_by values to SQL. Severity and status sort by rank.
+var caseSortColumns = map[string]string{
+	"case_number": "case_number",
+	"severity":    "array_position(ARRAY['Pending','Informational','Low','Medium','High','Critical'], effective_severity)",
+	"status":      "array_position(ARRAY['Open','Investigating','Closed'], status)",
+	"updated_at":  "updated_at",
+	"created_at":  "created_at",
+}
+
+// CaseSortFields lists the accepted CaseFilter.SortBy values.
+func CaseSortFields() []string {
+	return []string{"case_number", "severity", "status", "updated_at", "created_at"}
+}
+
+// ListCases returns one page of cases and the total, each read bounded (boundedRead).
+func (s *Store) ListCases(ctx context.Context, f CaseFilter) ([]Case, int, error) {
+	var out []Case
+	var total int
+	err := s.boundedRead(ctx, func(ctx context.Context, db bun.IDB) error {
+		if err := caseListQuery(db, f, &out).Limit(f.Page.Limit()).Offset(f.Page.Offset()).Scan(ctx); err != nil {
+			return fmt.Errorf("list cases: %w", mapErr(err))
+		}
+		return nil
+	}, func(ctx context.Context, db bun.IDB) error {
+		var none []Case
+		n, err := caseListQuery(db, f, &none).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("count cases: %w", mapErr(err))
+		}
+		total = int(n)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if out == nil {
+		out = []Case{}
+	}
+	return out, total, nil
+}
+
+func caseListQuery(db bun.IDB, f CaseFilter, out *[]Case) *bun.SelectQuery {
+	q := db.NewSelect().Model(out)
+	if len(f.Statuses) > 0 {
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
+	}
+	if len(f.Severities) > 0 {
+		q = q.Where("effective_severity IN (?)", bun.List(f.Severities))
+	}
+	if len(f.Assignees) > 0 || f.Unassigned {
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			if len(f.Assignees) > 0 {
+				q = q.WhereOr("assignee IN (?)", bun.List(f.Assignees))
+			}
+			if f.Unassigned {
+				q = q.WhereOr("assignee IS NULL")
+			}
+			return q
+		})
+	}
+	if f.Query != "" {
+		pat := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
+		if n, ok := ParseCaseNumber(f.Query); ok {
+			q = q.Where("(case_number = ? OR lower(title) LIKE ? ESCAPE '\\' OR lower(description) LIKE ? ESCAPE '\\')", n, pat, pat)
+		} else {
+			q = q.Where("(lower(title) LIKE ? ESCAPE '\\' OR lower(description) LIKE ? ESCAPE '\\')", pat, pat)
+		}
+	}
+	col, ok := caseSortColumns[f.SortBy]
+	if !ok {
+		col = "updated_at"
+	}
+	dir := " ASC"
+	if f.SortDesc {
+		dir = " DESC"
+	}
+	return q.OrderExpr(col + dir).OrderExpr("uuid" + dir)
+}
+
+// CaseIndicatorRow is one distinct indicator of a case's alerts, with how many of them carry it.
+type CaseIndicatorRow struct {
+	UUID       uuid.UUID `bun:"uuid,type:uuid" json:"uuid"`
+	Type       string    `bun:"type" json:"type"`
+	Value      string    `bun:"value" json:"value"`
+	Malice     string    `bun:"malice" json:"malice"`
+	AlertCount int       `bun:"alert_count" json:"alert_count"`
+}
+
+// MaxCaseIndicators bounds the indicators a case page lists (worst malice first).
+const MaxCaseIndicators = 500
+
+// CaseIndicators lists the distinct indicators of case id's alerts, worst malice first, then those
+// shared by most alerts, at most MaxCaseIndicators.
+func (s *Store) CaseIndicators(ctx context.Context, id uuid.UUID) ([]CaseIndicatorRow, error) {
+	out := []CaseIndicatorRow{}
+	err := s.db.NewRaw(`SELECT i.uuid, i.type, i.value, i.malice, count(*)::integer AS alert_count
+		FROM alerts AS a JOIN alert_indicators AS ai ON ai.alert_uuid = a.uuid JOIN indicators AS i ON i.uuid = ai.indicator_uuid
+		WHERE a.case_uuid = ?
+		GROUP BY i.uuid, i.type, i.value, i.malice
+		ORDER BY array_position(ARRAY['Malicious','Suspicious','Benign','Pending'], i.malice), count(*) DESC, i.type, i.value
+		LIMIT ?`, id, MaxCaseIndicators).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("indicators of case %s: %w", id, mapErr(err))
+	}
+	return out, nil
+}
