@@ -248,8 +248,12 @@ func (c *Console) caseView(ctx *fiber.Ctx, status int, errText string) error {
 		inds[i] = caseIndicatorRow{Type: ind.Type, Value: ind.Value, Malice: ind.Malice}
 	}
 	var notes alertNotes
-	if c.deps.Comments != nil && c.deps.CaseTimeline != nil {
-		if notes, err = c.notesOf(ctx, store.CaseCommentSubject(cs.UUID), "cases", c.deps.CaseTimeline.Case); err != nil {
+	if c.deps.Comments != nil && c.deps.Timeline != nil { // the alert page's condition: the comment forms are registered
+		var tl func(context.Context, uuid.UUID, store.Page) ([]timeline.Item, int, error)
+		if c.deps.CaseTimeline != nil {
+			tl = c.deps.CaseTimeline.Case
+		}
+		if notes, err = c.notesOf(ctx, store.CaseCommentSubject(cs.UUID), "cases", tl); err != nil {
 			return err
 		}
 	}

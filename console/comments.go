@@ -56,6 +56,7 @@ type alertNotes struct {
 	CommentMax                 int
 	CanComment                 bool
 	CommentsMore, TimelineMore int
+	HasTimeline                bool // the timeline was read (a case's needs Deps.CaseTimeline)
 }
 
 // notes reads the alert's comments and timeline for its page (none when the services are not wired).
@@ -91,6 +92,10 @@ func (c *Console) notesOf(ctx *fiber.Ctx, subj store.CommentSubject, kind string
 		}
 		n.Comments = append(n.Comments, r)
 	}
+	if timelineOf == nil {
+		return n, nil
+	}
+	n.HasTimeline = true
 	items, total, err := timelineOf(uctx, subj.UUID, store.Page{Number: 1, Size: pageItems})
 	if err != nil {
 		return alertNotes{}, err
@@ -180,7 +185,7 @@ func (c *Console) registerComments(g fiber.Router) {
 		return
 	}
 	doors := []noteDoor{{kind: "alerts", what: "alert", subject: store.AlertCommentSubject, answer: c.alertAction}}
-	if c.deps.Cases != nil && c.deps.CaseTimeline != nil {
+	if c.deps.Cases != nil {
 		doors = append(doors, noteDoor{kind: "cases", what: "case", subject: store.CaseCommentSubject, answer: c.caseAction})
 	}
 	for _, d := range doors {

@@ -116,7 +116,7 @@ type Deps struct {
 	Comments  CommentService  // comments on alerts (comments.Service); nil: the alert page shows none
 	Timeline  TimelineService // the alert's timeline (timeline.Service); nil with Comments
 	// Cases applies the case rules (cases.Service); nil: no case pages. CaseTimeline reads a case's
-	// merged timeline (timeline.Service); without it (or Comments) the case page shows no comments.
+	// merged timeline (timeline.Service); without it the case page shows comments and no timeline.
 	Cases        CaseService
 	CaseTimeline CaseTimelineService
 	Temporal     TemporalUI
