@@ -331,8 +331,10 @@ func (c *Console) caseStatus(ctx *fiber.Ctx) error {
 	if !ok {
 		return c.notFound(ctx, "case")
 	}
-	st := ctx.FormValue("status")
-	p := cases.Patch{Status: &st}
+	var p cases.Patch
+	if st := ctx.FormValue("status"); st != "" {
+		p.Status = &st
+	}
 	if class := ctx.FormValue("close_classification"); class != "" {
 		p.CloseClassification = &class
 	}
