@@ -71,7 +71,7 @@ func adaptor(app *fiber.App) http.Handler {
 	})
 }
 
-func (h *harness) key(t *testing.T, keyType string, scopes ...string) (string, store.APIKey) {
+func (h *harness) key(t testing.TB, keyType string, scopes ...string) (string, store.APIKey) {
 	t.Helper()
 	plain, err := auth.NewKey()
 	require.NoError(t, err)
