@@ -14,7 +14,6 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
-	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -109,6 +108,7 @@ type alertSummary struct {
 	InputSanitized       bool       `json:"input_sanitized" doc:"The payload held NUL, lone UTF-16 surrogates or invalid UTF-8, replaced by U+FFFD at ingest; the detail's original_body has it as received."`
 	Assignee             *string    `json:"assignee" doc:"Handle of the person who owns the alert; null when unassigned."`
 	AssignedAt           *time.Time `json:"assigned_at" doc:"When the current assignee was set; null when unassigned."`
+	CaseUUID             *uuid.UUID `json:"case_uuid" doc:"The case the alert belongs to (at most one); null when none."`
 }
 
 type alertDetail struct {
@@ -149,7 +149,7 @@ func toAlertSummary(a store.Alert, malice string) alertSummary {
 		DetectionRuleID: a.DetectionRuleID, Description: a.Description, DuplicateCount: a.DuplicateCount, LastSeenAt: utcPtr(a.LastSeenAt),
 		Malice: malice, MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
 		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
-		InputSanitized: a.InputSanitized, Assignee: a.Assignee, AssignedAt: utcPtr(a.AssignedAt)}
+		InputSanitized: a.InputSanitized, Assignee: a.Assignee, AssignedAt: utcPtr(a.AssignedAt), CaseUUID: a.CaseUUID}
 }
 
 // List.
@@ -171,6 +171,7 @@ type listAlertsQuery struct {
 	IndicatorType     string     `query:"indicator_type" enum:"$indicator_type" doc:"Narrows indicator to one type (only with indicator)."`
 	Malice            []string   `query:"malice" enum:"$malice" doc:"Comma-separated; any of. The computed malice: the override, else the worst indicator malice."`
 	Closure           []string   `query:"close_classification" enum:"$close_classification" doc:"Comma-separated; any of."`
+	CaseUUID          *uuid.UUID `query:"case_uuid" doc:"The alerts of this case."`
 	SortBy            string     `query:"sort_by" enum:"title,status,severity,source_name,occurred_at,created_at" default:"occurred_at"`
 	SortOrder         string     `query:"sort_order" enum:"asc,desc" default:"desc"`
 }
@@ -213,7 +214,7 @@ func (q listAlertsQuery) filter() store.AlertFilter {
 	f := store.AlertFilter{
 		Statuses: q.Status, Severities: q.Severity, SourceNames: q.SourceName, EnrichmentStatuses: q.EnrichmentStatus,
 		IsEnriched: q.IsEnriched, DetectionRuleUUID: q.DetectionRuleUUID, From: q.FromTime, To: q.ToTime, Tags: q.Tags,
-		Query: q.Q, Malices: q.Malice, CloseClassifications: q.Closure,
+		Query: q.Q, Malices: q.Malice, CloseClassifications: q.Closure, CaseUUID: q.CaseUUID,
 		SortBy: q.SortBy, SortDesc: q.SortOrder == "desc", Page: q.storePage(),
 	}
 	f.Assignees, f.Unassigned = alerts.AssigneeFilter(q.Assignee)
@@ -229,10 +230,18 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	rows, total, err := s.deps.Alerts.ListAlerts(ctx, q.filter())
+	out, total, err := s.alertSummaries(c.UserContext(), q.filter())
 	if err != nil {
 		return err
+	}
+	return respondList(c, out, total, q.PageQuery)
+}
+
+// alertSummaries reads one page of alerts by f with their computed malice.
+func (s *Server) alertSummaries(ctx context.Context, f store.AlertFilter) ([]alertSummary, int, error) {
+	rows, total, err := s.deps.Alerts.ListAlerts(ctx, f)
+	if err != nil {
+		return nil, 0, err
 	}
 	ids := make([]uuid.UUID, len(rows))
 	for i, a := range rows {
@@ -240,13 +249,13 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 	}
 	malices, err := s.deps.Alerts.AlertMalices(ctx, ids)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	out := make([]alertSummary, len(rows))
 	for i, a := range rows {
 		out[i] = toAlertSummary(a, string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])))
 	}
-	return respondList(c, out, total, q.PageQuery)
+	return out, total, nil
 }
 
 // Detail.
@@ -406,18 +415,7 @@ func (s *Server) bulkAlerts(c *fiber.Ctx) error {
 	if err != nil {
 		return inBody(err)
 	}
-	out := bulkAlertsResponse{Results: make([]bulkResult, len(done.Items)), Succeeded: done.Succeeded, Failed: done.Failed}
-	for i, it := range done.Items {
-		out.Results[i] = bulkResult{AlertUUID: it.AlertUUID, OK: it.Err == nil}
-		if it.Err != nil {
-			item := errcode.ItemOf(it.Err, "Alert")
-			if item.Internal {
-				s.log.ErrorContext(c.UserContext(), "bulk alert change", "alert_uuid", it.AlertUUID, "error", it.Err)
-			}
-			out.Results[i].Error = &bulkError{Code: item.Code, Message: item.Message, Detail: item.Fields}
-		}
-	}
-	return respond(c, http.StatusOK, out)
+	return respond(c, http.StatusOK, s.bulkResponse(c.UserContext(), done))
 }
 
 func (s *Server) deleteAlert(c *fiber.Ctx) error {

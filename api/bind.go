@@ -370,6 +370,8 @@ func enumValues(tag reflect.StructTag) []string {
 		return store.AlertStatuses()
 	case "$close_classification":
 		return store.CloseClassifications()
+	case "$case_status":
+		return store.CaseStatuses()
 	case "$audit_action":
 		return audit.Actions()
 	case "$audit_resource_type":

@@ -24,9 +24,10 @@ type CommentService interface {
 	Delete(ctx context.Context, subj store.CommentSubject, id uuid.UUID, a comments.Author) error
 }
 
-// TimelineService reads an alert's one timeline (timeline.Service).
+// TimelineService reads an alert's and a case's one timeline (timeline.Service).
 type TimelineService interface {
 	Alert(ctx context.Context, id uuid.UUID, p store.Page) ([]timeline.Item, int, error)
+	Case(ctx context.Context, id uuid.UUID, p store.Page) ([]timeline.Item, int, error)
 }
 
 // commentRoutes: comments on alerts and the alert's timeline (API.md §13).

@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/domain/timeline"
@@ -94,6 +95,9 @@ func withServices(st *store.Store, deps *Deps) {
 	}
 	if deps.Timeline == nil {
 		deps.Timeline = timeline.New(st)
+	}
+	if deps.Cases == nil {
+		deps.Cases = cases.New(st, deps.AlertRules, deps.Log)
 	}
 }
 

@@ -91,6 +91,7 @@ type Deps struct {
 	Responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
 	Comments   CommentService     // comments on alerts (comments.Service); nil serves no comment routes
 	Timeline   TimelineService    // an alert's one timeline (timeline.Service); nil with Comments
+	Cases      CaseService        // cases (cases.Service, API.md §14); nil serves no case routes
 }
 
 // Mounter adds routes of its own to the app (the console, with its own sign-in).
@@ -214,6 +215,7 @@ func (s *Server) registerRoutes() {
 	s.ingestRoutes()
 	s.alertRoutes()
 	s.commentRoutes()
+	s.caseRoutes()
 	s.indicatorRoutes()
 	s.indicatorMappingRoutes()
 	s.enrichmentRoutes()

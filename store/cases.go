@@ -169,78 +169,127 @@ type CaseIndicator struct {
 }
 
 // JoinCase puts alert j.AlertUUID into case j.CaseUUID in db, the caller's transaction (the
-// pipeline's finishing transaction, or AddAlertsToCase's), and reports whether it joined: an alert
-// already in that case changes nothing (false, nil), so a retried or replayed caller is a no-op. An
-// alert of another case is *AlertInOtherCaseError unless j.Move; a missing alert or case is
-// ErrNotFound. On a join, in db: the alert row is locked, then the case row (always this order),
-// alerts.case_uuid is written (the case's alert_count, severity and malice follow by trigger), the
-// case's updated_at moves, one activity event is recorded on the alert and the case
-// (alert_grouped with the indicator, or alert_added_to_case), plus alert_removed_from_case on the
-// case it left when moved, and case.alert_added is raised to the agents subscribed (the start
-// outbox, committed with db). This is the one code path an alert joins a case by.
+// pipeline's finishing transaction), and reports whether it joined: an alert already in that case
+// changes nothing (false, nil), so a retried or replayed caller is a no-op. An alert of another case
+// is *AlertInOtherCaseError unless j.Move; a missing alert or case is ErrNotFound. On a join, in db:
+// the alert row is locked, then the case row (always this order), alerts.case_uuid is written (the
+// case's alert_count, severity and malice follow by trigger), the case's updated_at moves, one
+// activity event is recorded on the alert and the case (alert_grouped with the indicator, or
+// alert_added_to_case), plus alert_removed_from_case on the case it left when moved, and
+// case.alert_added is raised to the agents subscribed (the start outbox, committed with db). Case
+// creation and AddAlertsToCase join through the same code (joinCase), so there is one rule.
 func (s *Store) JoinCase(ctx context.Context, db bun.IDB, j CaseJoin) (bool, error) {
-	var current struct {
+	joined, err := s.joinCase(ctx, db, j.CaseUUID, []uuid.UUID{j.AlertUUID}, j.Move, j.Indicator, j.Actor)
+	return len(joined) == 1, err
+}
+
+// joinCase joins alerts to case caseID in db (JoinCase's rule, for many alerts at once: all join or
+// the first alert refused is the error) and returns the alerts that joined, in uuid order.
+func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, alerts []uuid.UUID, move bool, ind *CaseIndicator, actor Actor) ([]uuid.UUID, error) {
+	var current []struct {
+		UUID     uuid.UUID  `bun:"uuid,type:uuid"`
 		CaseUUID *uuid.UUID `bun:"case_uuid,type:uuid"`
 	}
-	err := db.NewSelect().Table("alerts").Column("case_uuid").Where("uuid = ?", j.AlertUUID).For("NO KEY UPDATE").Scan(ctx, &current)
+	// Locked in uuid order, so concurrent joins of overlapping alerts cannot deadlock.
+	err := db.NewSelect().Table("alerts").Column("uuid", "case_uuid").Where("uuid IN (?)", bun.List(alerts)).OrderExpr("uuid").
+		For("NO KEY UPDATE").Scan(ctx, &current)
 	if err != nil {
-		return false, fmt.Errorf("lock alert %s: %w", j.AlertUUID, mapErr(err))
+		return nil, fmt.Errorf("lock %d alerts: %w", len(alerts), mapErr(err))
 	}
-	if current.CaseUUID != nil && *current.CaseUUID == j.CaseUUID {
-		return false, nil
+	if len(current) < len(slices.Compact(slices.SortedFunc(slices.Values(alerts), compareUUID))) {
+		found := map[uuid.UUID]bool{}
+		for _, a := range current {
+			found[a.UUID] = true
+		}
+		for _, a := range alerts {
+			if !found[a] {
+				return nil, fmt.Errorf("alert %s: %w", a, ErrNotFound)
+			}
+		}
 	}
-	if current.CaseUUID != nil && !j.Move {
-		return false, &AlertInOtherCaseError{AlertUUID: j.AlertUUID, CaseUUID: *current.CaseUUID}
+	var join []uuid.UUID
+	left := map[uuid.UUID]uuid.UUID{} // alert → the case it leaves
+	for _, a := range current {
+		switch {
+		case a.CaseUUID != nil && *a.CaseUUID == caseID:
+			continue
+		case a.CaseUUID != nil && !move:
+			return nil, &AlertInOtherCaseError{AlertUUID: a.UUID, CaseUUID: *a.CaseUUID}
+		case a.CaseUUID != nil:
+			left[a.UUID] = *a.CaseUUID
+		}
+		join = append(join, a.UUID)
 	}
-	c, err := getCase(ctx, db, j.CaseUUID, true)
+	if len(join) == 0 {
+		if _, err := getCase(ctx, db, caseID, false); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	c, err := getCase(ctx, db, caseID, true)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	now := s.Now()
-	if _, err := db.NewUpdate().Table("alerts").Set("case_uuid = ?", j.CaseUUID).Where("uuid = ?", j.AlertUUID).Exec(ctx); err != nil {
-		return false, fmt.Errorf("put alert %s into case %s: %w", j.AlertUUID, j.CaseUUID, mapErr(err))
+	if _, err := db.NewUpdate().Table("alerts").Set("case_uuid = ?", caseID).Where("uuid IN (?)", bun.List(join)).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("put %d alerts into case %s: %w", len(join), caseID, mapErr(err))
 	}
-	if _, err := db.NewUpdate().Table("cases").Set("updated_at = ?", now).Where("uuid = ?", j.CaseUUID).Exec(ctx); err != nil {
-		return false, fmt.Errorf("touch case %s: %w", j.CaseUUID, mapErr(err))
+	if _, err := db.NewUpdate().Table("cases").Set("updated_at = ?", now).Where("uuid = ?", caseID).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("touch case %s: %w", caseID, mapErr(err))
 	}
-	refs := map[string]any{"case_uuid": c.UUID.String(), "case_number": c.Number()}
 	typ := EventAlertAddedToCase
-	if j.Indicator != nil {
+	var indRef map[string]any
+	if ind != nil {
 		typ = EventAlertGrouped
-		refs["indicator"] = map[string]any{"uuid": j.Indicator.UUID.String(), "type": j.Indicator.Type, "value": j.Indicator.Value,
-			"malice": j.Indicator.Malice}
+		indRef = map[string]any{"uuid": ind.UUID.String(), "type": ind.Type, "value": ind.Value, "malice": ind.Malice}
 	}
-	events := []ActivityEvent{}
-	if current.CaseUUID != nil {
-		refs["moved_from_case_uuid"] = current.CaseUUID.String()
-		left := j.Actor.Event(EventAlertRemovedFromCase, map[string]any{"case_uuid": current.CaseUUID.String(),
-			"moved_to_case_uuid": c.UUID.String()})
-		left.AlertUUID, left.CaseUUID = &j.AlertUUID, current.CaseUUID
-		events = append(events, left)
+	events := make([]ActivityEvent, 0, len(join)+len(left))
+	for _, a := range join {
+		refs := map[string]any{"case_uuid": c.UUID.String(), "case_number": c.Number()}
+		if indRef != nil {
+			refs["indicator"] = indRef
+		}
+		if from, ok := left[a]; ok {
+			refs["moved_from_case_uuid"] = from.String()
+			e := actor.Event(EventAlertRemovedFromCase, map[string]any{"case_uuid": from.String(), "moved_to_case_uuid": c.UUID.String()})
+			e.AlertUUID, e.CaseUUID = &a, &from
+			events = append(events, e)
+		}
+		e := actor.Event(typ, refs)
+		e.AlertUUID, e.CaseUUID = &a, &c.UUID
+		events = append(events, e)
 	}
-	joined := j.Actor.Event(typ, refs)
-	joined.AlertUUID, joined.CaseUUID = &j.AlertUUID, &c.UUID
-	events = append(events, joined)
 	for i := range events {
 		events[i].UUID, events[i].CreatedAt = uuid.New(), now
 	}
 	if _, err := db.NewInsert().Model(&events).Exec(ctx); err != nil {
-		return false, fmt.Errorf("record the join of alert %s to case %s: %w", j.AlertUUID, j.CaseUUID, mapErr(err))
+		return nil, fmt.Errorf("record the join of %d alerts to case %s: %w", len(join), caseID, mapErr(err))
 	}
-	facts := map[string]any{"case": caseFacts(c), "alert_uuid": j.AlertUUID, "how": "added",
-		"actor": map[string]any{"type": j.Actor.Type, "key_prefix": j.Actor.KeyPrefixPtr(), "agent": j.Actor.Agent}}
-	if j.Indicator != nil {
-		facts["how"], facts["indicator"] = "grouped", refs["indicator"]
+	var subscribed bool
+	if err := db.NewRaw(`SELECT `+agentsSubscribedSQL, EventCaseAlertAddedAgent).Scan(ctx, &subscribed); err != nil {
+		return nil, fmt.Errorf("agents subscribed to %s: %w", EventCaseAlertAddedAgent, mapErr(err))
 	}
-	if current.CaseUUID != nil {
-		facts["moved_from_case_uuid"] = *current.CaseUUID
+	for _, a := range join {
+		if !subscribed {
+			break
+		}
+		facts := map[string]any{"case": caseFacts(c), "alert_uuid": a, "how": "added",
+			"actor": map[string]any{"type": actor.Type, "key_prefix": actor.KeyPrefixPtr(), "agent": actor.Agent}}
+		if indRef != nil {
+			facts["how"], facts["indicator"] = "grouped", indRef
+		}
+		if from, ok := left[a]; ok {
+			facts["moved_from_case_uuid"] = from
+		}
+		alertID := a
+		if _, err := s.raiseSubscribedAgentEvent(ctx, db, &AgentEvent{Event: EventCaseAlertAddedAgent, AlertUUID: &alertID, CaseUUID: &c.UUID}, facts); err != nil {
+			return nil, err
+		}
 	}
-	alertID, caseID := j.AlertUUID, c.UUID
-	if _, err := s.raiseAgentEvent(ctx, db, &AgentEvent{Event: EventCaseAlertAddedAgent, AlertUUID: &alertID, CaseUUID: &caseID}, facts); err != nil {
-		return false, err
-	}
-	return true, nil
+	return join, nil
 }
+
+func compareUUID(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) }
 
 // CaseCreate is what CreateCase writes: the case (uuid, number and maintained columns are filled)
 // and the alerts that join it at once.
@@ -280,8 +329,10 @@ func (s *Store) CreateCase(ctx context.Context, in CaseCreate) error {
 		if err := s.RecordActivity(ctx, tx, &e); err != nil {
 			return err
 		}
-		if err := s.joinAll(ctx, tx, c.UUID, in.Alerts, in.Move, in.Actor); err != nil {
-			return err
+		if len(in.Alerts) > 0 {
+			if _, err := s.joinCase(ctx, tx, c.UUID, in.Alerts, in.Move, nil, in.Actor); err != nil {
+				return err
+			}
 		}
 		stored, err := getCase(ctx, tx, c.UUID, false)
 		if err != nil {
@@ -294,18 +345,6 @@ func (s *Store) CreateCase(ctx context.Context, in CaseCreate) error {
 				"actor": map[string]any{"type": in.Actor.Type, "key_prefix": in.Actor.KeyPrefixPtr(), "agent": in.Actor.Agent}})
 		return err
 	})
-}
-
-// joinAll joins alerts (in uuid order) to case id in tx.
-func (s *Store) joinAll(ctx context.Context, tx bun.IDB, id uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) error {
-	ordered := slices.Clone(alerts)
-	slices.SortFunc(ordered, func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) })
-	for _, a := range ordered {
-		if _, err := s.JoinCase(ctx, tx, CaseJoin{CaseUUID: id, AlertUUID: a, Move: move, Actor: actor}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // CaseAdded is what AddAlertsToCase did: the alerts that joined (in the order asked) and the case
@@ -323,19 +362,16 @@ func (s *Store) AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid
 		if _, err := getCase(ctx, tx, id, false); err != nil {
 			return err
 		}
-		ordered := slices.Clone(alerts)
-		slices.SortFunc(ordered, func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) })
-		joined := map[uuid.UUID]bool{}
-		for _, a := range ordered {
-			ok, err := s.JoinCase(ctx, tx, CaseJoin{CaseUUID: id, AlertUUID: a, Move: move, Actor: actor})
-			if err != nil {
-				return err
-			}
-			joined[a] = ok
+		joined, err := s.joinCase(ctx, tx, id, alerts, move, nil, actor)
+		if err != nil {
+			return err
 		}
-		out.Joined = nil
+		in := map[uuid.UUID]bool{}
+		for _, a := range joined {
+			in[a] = true
+		}
 		for _, a := range alerts {
-			if joined[a] {
+			if in[a] {
 				out.Joined = append(out.Joined, a)
 			}
 		}

@@ -44,12 +44,13 @@ type Store struct {
 	wake *outboxWaker // alert_outbox: OutboxChannel
 	// startWake: start_outbox, on a channel of its own so the pipeline's dispatch is not woken for
 	// workflow runs and enrichments, nor those for each ingest.
-	startWake   *outboxWaker
-	freedWake   *outboxWaker  // a pipeline finished: FreedChannel
-	ingest      *prepared     // ingestSQL
-	timeline    *prepared     // timelineSQL
-	dsn         string        // for Migrate's own connection
-	listTimeout time.Duration // boundedRead's statement_timeout
+	startWake    *outboxWaker
+	freedWake    *outboxWaker  // a pipeline finished: FreedChannel
+	ingest       *prepared     // ingestSQL
+	timeline     *prepared     // timelineSQL
+	caseTimeline *prepared     // caseTimelineSQL
+	dsn          string        // for Migrate's own connection
+	listTimeout  time.Duration // boundedRead's statement_timeout
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -72,7 +73,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	return &Store{pool: db, db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
 		freedWake: newOutboxWaker(db, FreedChannel), ingest: &prepared{query: ingestSQL},
-		timeline: &prepared{query: timelineSQL}, dsn: dsn, listTimeout: listTimeout(opts.ListTimeout)}, nil
+		timeline: &prepared{query: timelineSQL}, caseTimeline: &prepared{query: caseTimelineSQL}, dsn: dsn, listTimeout: listTimeout(opts.ListTimeout)}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
@@ -85,6 +86,7 @@ func (s *Store) Close() error {
 	s.freedWake.close()
 	s.ingest.close()
 	s.timeline.close()
+	s.caseTimeline.close()
 	return s.pool.Close()
 }
 

@@ -166,7 +166,7 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
 	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
-	apiDeps.Comments, apiDeps.Timeline = fd.svc.comments, fd.svc.timeline
+	apiDeps.Comments, apiDeps.Timeline, apiDeps.Cases = fd.svc.comments, fd.svc.timeline, fd.svc.cases
 	apiDeps.Console = newConsole(cfg, st, box, fd, log)
 	srv := api.New(apiCfg, apiDeps)
 	g, gctx := errgroup.WithContext(ctx)

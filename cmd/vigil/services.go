@@ -8,6 +8,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/domain/timeline"
@@ -25,7 +26,8 @@ type services struct {
 	agents    *agents.Service
 	enricher  *temporal.Enricher // on-demand enrichment and provider tests (a Temporal workflow; REST and MCP)
 	comments  *comments.Service  // comments on alerts (REST, MCP, the console)
-	timeline  *timeline.Service  // an alert's one timeline (REST, MCP, the console)
+	timeline  *timeline.Service  // an alert's and a case's one timeline (REST, MCP, the console)
+	cases     *cases.Service     // cases (REST, MCP, the console); closes alerts through alerts
 }
 
 func newServices(cfg config, st *store.Store, box *secretbox.Box, tc client.Client, log *slog.Logger) services {
@@ -35,8 +37,10 @@ func newServices(cfg config, st *store.Store, box *secretbox.Box, tc client.Clie
 		rd.Secrets = box
 	}
 	acts := &activities.Activities{Log: log, Enrichment: enrichmentDeps(st, box, cfg)}
+	al := alerts.New(st, log)
 	return services{
-		alerts:    alerts.New(st, log),
+		alerts:    al,
+		cases:     cases.New(st, al, log),
 		responses: responses.New(rd),
 		agents:    newAgentService(cfg, st, box),
 		enricher:  temporal.NewEnricher(tc, temporal.NewQueues(cfg.TaskQueuePrefix), acts),

@@ -33,6 +33,7 @@ var ErrCommentNotFound = fmt.Errorf("comment: %w", store.ErrNotFound)
 // Store is what the comment rules read and write (implemented by *store.Store).
 type Store interface {
 	AlertExists(ctx context.Context, id uuid.UUID) error
+	CaseExists(ctx context.Context, id uuid.UUID) error
 	CreateComment(ctx context.Context, subj store.CommentSubject, c *store.Comment, actor store.Actor) error
 	ListComments(ctx context.Context, subj store.CommentSubject, p store.Page) ([]store.Comment, int, error)
 	EditComment(ctx context.Context, subj store.CommentSubject, id uuid.UUID, body string, may func(store.Comment) error, actor store.Actor) (store.Comment, error)
@@ -83,6 +84,8 @@ func (s *Service) subjectExists(ctx context.Context, subj store.CommentSubject) 
 	switch subj.Kind {
 	case store.SubjectAlert:
 		return s.store.AlertExists(ctx, subj.UUID)
+	case store.SubjectCase:
+		return s.store.CaseExists(ctx, subj.UUID)
 	}
 	return fmt.Errorf("comment subject kind %q: %w", subj.Kind, store.ErrNotFound)
 }

@@ -1,4 +1,5 @@
-// Package timeline owns an alert's one timeline (API.md §13): every source that touches the alert —
+// Package timeline owns an alert's one timeline (API.md §13), and a case's (§14: the case's own
+// activity and comments merged with its alerts' items): every source that touches the alert —
 // activity events, agents' findings, people's comments, each provider's enrichment result of its
 // indicators, the workflow runs about it and their approval decisions — in one list, oldest first,
 // each item {at, kind, actor, summary, ref}. The store reads the sources in one statement; this
@@ -25,6 +26,8 @@ const MaxSummary = 200
 type Store interface {
 	AlertExists(ctx context.Context, id uuid.UUID) error
 	AlertTimeline(ctx context.Context, id uuid.UUID, p store.Page) ([]store.TimelineRow, int, error)
+	CaseExists(ctx context.Context, id uuid.UUID) error
+	CaseTimeline(ctx context.Context, id uuid.UUID, p store.Page) ([]store.TimelineRow, int, error)
 }
 
 // Kinds returns every item kind, in the order the API documents them.
@@ -77,12 +80,30 @@ func (s *Service) Alert(ctx context.Context, id uuid.UUID, p store.Page) ([]Item
 	if err != nil {
 		return nil, 0, err
 	}
+	return items(rows), total, nil
+}
+
+// Case returns one page of case id's timeline (API.md §14): its own activity and comments merged with
+// every item of its alerts, oldest first, and the number of items. A missing case is
+// store.ErrNotFound.
+func (s *Service) Case(ctx context.Context, id uuid.UUID, p store.Page) ([]Item, int, error) {
+	if err := s.store.CaseExists(ctx, id); err != nil {
+		return nil, 0, err
+	}
+	rows, total, err := s.store.CaseTimeline(ctx, id, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return items(rows), total, nil
+}
+
+func items(rows []store.TimelineRow) []Item {
 	out := make([]Item, len(rows))
 	for i, r := range rows {
 		out[i] = Item{At: r.At.UTC(), Kind: r.Kind, Actor: Actor{Type: r.ActorType, KeyPrefix: r.ActorKeyPrefix, Name: r.ActorName},
 			Summary: summarize(r), Ref: Ref{Type: r.RefType, UUID: r.RefUUID}}
 	}
-	return out, total, nil
+	return out
 }
 
 // summarize writes an item's one line from the facts its source gave (TimelineRow.Detail).

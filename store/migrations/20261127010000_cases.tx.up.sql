@@ -117,13 +117,25 @@ $$;
 
 --bun:split
 
+-- An alert joining a case (or inserted into one) raises the aggregates in O(1): one more alert, the
+-- worse of the case's and the alert's severity and malice; 500 alerts joining in one statement never
+-- re-read the case's alerts. An alert leaving a case recomputes that case's.
 CREATE FUNCTION cases_alerts_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    sevs CONSTANT text[] := ARRAY['Pending', 'Informational', 'Low', 'Medium', 'High', 'Critical'];
+    mals CONSTANT text[] := ARRAY['Pending', 'Benign', 'Suspicious', 'Malicious'];
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.case_uuid IS NOT NULL THEN
         PERFORM cases_refresh_aggregates(OLD.case_uuid);
     END IF;
     IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.case_uuid IS NOT NULL THEN
-        PERFORM cases_refresh_aggregates(NEW.case_uuid);
+        UPDATE cases SET alert_count = alert_count + 1,
+            alert_severity = CASE WHEN alert_severity IS NULL
+                    OR coalesce(array_position(sevs, NEW.severity), 0) > coalesce(array_position(sevs, alert_severity), 0)
+                THEN NEW.severity ELSE alert_severity END,
+            malice = CASE WHEN coalesce(array_position(mals, NEW.effective_malice), 0) > coalesce(array_position(mals, malice), 0)
+                THEN NEW.effective_malice ELSE malice END
+        WHERE uuid = NEW.case_uuid;
     END IF;
     RETURN NULL;
 END;
