@@ -25,8 +25,7 @@ import (
 func withCases(d *console.Deps) {
 	st := d.Store.(*store.Store)
 	d.Cases = cases.New(st, alerts.New(st, slog.New(slog.DiscardHandler)), nil)
-	// TEMP d.Comments, d.Timeline = comments.New(st), timeline.New(st)
-	_, _ = comments.New, timeline.New
+	d.Comments, d.Timeline, d.CaseTimeline = comments.New(st), timeline.New(st), timeline.New(st)
 }
 
 var caseLocation = regexp.MustCompile(`^/console/cases/([0-9a-f-]{36})$`)
