@@ -168,6 +168,17 @@ func TestCasePagesAndForms(t *testing.T) {
 	require.Contains(t, page, "<strong>Contained</strong> "+marker)
 	require.Contains(t, page, `id="timeline"`)
 	require.Contains(t, page, `class="edit-comment"`)
+	own, _, err := h.st.ListComments(ctx, store.CaseCommentSubject(first), store.Page{Number: 1, Size: 5})
+	require.NoError(t, err)
+	require.Len(t, own, 1)
+	require.Equal(t, store.ActorConsole, own[0].ActorType)
+	resp, _ = b.do(http.MethodPost, "/console/cases/"+first.String()+"/comments/"+own[0].UUID.String()+"/edit",
+		url.Values{"csrf": {csrf}, "body": {"Contained, edited " + marker}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, page = b.do(http.MethodGet, "/console/cases/"+first.String(), nil)
+	require.Contains(t, page, "Contained, edited "+marker)
+	require.Regexp(t, `edited \d{4}-\d\d-\d\d`, page)
+	require.Contains(t, page, `<td>comment_edited</td>`, "the edit is on the merged timeline")
 
 	// Close with its alerts: each closed with the classification through the alert rules.
 	class := "True Positive - Suspicious Activity"
