@@ -416,7 +416,6 @@ type openCase struct {
 // with move.
 type moveOffer struct {
 	Message, Number, Action string
-	Case                    uuid.UUID
 	Fields                  [][2]string // the new case's fields, posted again
 }
 
@@ -568,7 +567,7 @@ func (c *Console) pickRefusal(ctx *fiber.Ctx, ids []uuid.UUID, err error, target
 	var other *store.AlertInOtherCaseError
 	if errors.As(err, &other) {
 		uctx := ctx.UserContext()
-		offer := &moveOffer{Case: target, Fields: fields, Action: "/console/cases", Number: "a new case"}
+		offer := &moveOffer{Fields: fields, Action: "/console/cases", Number: "a new case"}
 		if target != uuid.Nil {
 			offer.Action = "/console/cases/" + target.String() + "/alerts"
 			if t, err := c.deps.Cases.Get(uctx, target); err == nil {
