@@ -38,6 +38,8 @@ type AgentEventStore interface {
 // agents' filters are matched against). found is false when the alert is gone.
 type AgentEventPayloads interface {
 	AlertEventData(ctx context.Context, alert uuid.UUID, facts json.RawMessage) (data any, subject targeting.Subject, found bool, err error)
+	// CaseEventData builds the data of a case event (alert set for case.alert_added).
+	CaseEventData(ctx context.Context, id uuid.UUID, alert *uuid.UUID, facts json.RawMessage) (data any, subject targeting.Subject, found bool, err error)
 }
 
 // AgentDeliverer makes one recorded delivery attempt (agents.Service).
@@ -94,15 +96,21 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 	}
 	plan := EventPlan{Event: e.Event}
 	data, subject := any(e.Facts), targeting.Subject{}
-	if e.AlertUUID != nil && deps.Payloads != nil {
+	if (e.AlertUUID != nil || e.CaseUUID != nil) && deps.Payloads != nil {
 		var found bool
-		if data, subject, found, err = deps.Payloads.AlertEventData(ctx, *e.AlertUUID, e.Facts); err != nil {
+		if e.CaseUUID != nil {
+			data, subject, found, err = deps.Payloads.CaseEventData(ctx, *e.CaseUUID, e.AlertUUID, e.Facts)
+		} else {
+			data, subject, found, err = deps.Payloads.AlertEventData(ctx, *e.AlertUUID, e.Facts)
+		}
+		if err != nil {
 			return EventPlan{}, fmt.Errorf("plan event %s: build payload: %w", in.EventUUID, err)
 		}
 		if !found {
-			return plan, nil // the alert is gone: nothing to tell
+			return plan, nil // the alert or case is gone: nothing to tell
 		}
 	}
+	alertBound := e.AlertUUID != nil || e.CaseUUID != nil // a case's data holds its alerts' facts
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return EventPlan{}, sdktemporal.NewNonRetryableApplicationError("encode payload", ErrTypeAgentNotDeliverable, err)
@@ -116,7 +124,7 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
 		}
-		if err == nil && ag.IsActive && agents.Receives(ag, e.Event, e.AlertUUID != nil) {
+		if err == nil && ag.IsActive && agents.Receives(ag, e.Event, alertBound) {
 			receivers = append(receivers, ag)
 		}
 	} else {
@@ -125,7 +133,7 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 			return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
 		}
 		for _, ag := range subscribed {
-			if agents.Matches(ag, e.Event, subject) && agents.Receives(ag, e.Event, e.AlertUUID != nil) {
+			if agents.Matches(ag, e.Event, subject) && agents.Receives(ag, e.Event, alertBound) {
 				receivers = append(receivers, ag)
 			}
 		}
@@ -169,7 +177,7 @@ func (a *Activities) DeliverAgentEvent(ctx context.Context, in DeliverEventInput
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", in.DeliveryUUID, err)
 	}
-	if !agents.Receives(ag, e.Event, e.AlertUUID != nil) {
+	if !agents.Receives(ag, e.Event, e.AlertUUID != nil || e.CaseUUID != nil) {
 		return false, nil // its endpoint moved to a key that cannot read this since it was planned
 	}
 	data, err := agents.VisibleData(ag, e.Payload)

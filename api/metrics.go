@@ -260,6 +260,13 @@ type summaryProvidersResponse struct {
 	Configured int `json:"configured" doc:"Of those, is_configured: active and (auth_type none or with credentials)."`
 }
 
+type summaryCasesResponse struct {
+	Open           int            `json:"open" doc:"Cases not Closed now (not windowed)."`
+	OpenBySeverity map[string]int `json:"open_by_severity" doc:"Cases not Closed now, per severity (the case's: set by hand, else the worst of its alerts), zeros included."`
+	Closed         int            `json:"closed" doc:"Cases whose latest close is in the window."`
+	MTTCSeconds    *float64       `json:"mttc_seconds" doc:"Mean time to close a case: creation to its latest close, over the cases closed in the window; null when none."`
+}
+
 type metricsSummaryResponse struct {
 	FromTime            time.Time                `json:"from_time" doc:"Inclusive start of the window."`
 	ToTime              time.Time                `json:"to_time" doc:"Exclusive end of the window."`
@@ -267,6 +274,7 @@ type metricsSummaryResponse struct {
 	Workflows           summaryWorkflowsResponse `json:"workflows"`
 	Approvals           summaryApprovalsResponse `json:"approvals"`
 	EnrichmentProviders summaryProvidersResponse `json:"enrichment_providers" doc:"Now, not windowed."`
+	Cases               summaryCasesResponse     `json:"cases"`
 }
 
 func (s *Server) metricsSummary(c *fiber.Ctx) error {
@@ -285,5 +293,7 @@ func (s *Server) metricsSummary(c *fiber.Ctx) error {
 		Workflows: summaryWorkflowsResponse{Runs: m.Runs.Total, SuccessRate: m.Runs.SuccessRate(), TimeSavedHours: m.Runs.TimeSavedHours()},
 		Approvals: summaryApprovalsResponse{Pending: m.ApprovalsPending},
 		EnrichmentProviders: summaryProvidersResponse{Total: m.Providers.Total, Active: m.Providers.Active,
-			Configured: m.Providers.Configured}})
+			Configured: m.Providers.Configured},
+		Cases: summaryCasesResponse{Open: m.Cases.Open, OpenBySeverity: m.Cases.OpenBySeverity, Closed: m.Cases.Closed,
+			MTTCSeconds: m.Cases.MTTCSeconds}})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/domain/timeline"
@@ -69,7 +70,7 @@ func newHarness(t *testing.T, perMinute int, mutate ...func(*Config)) *harness {
 		Limiter: ratelimit.NewMemory(), Health: health,
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 		AlertService: alerts.New(st, log), Executor: responses.New(responses.Deps{Store: st, Log: log}), Enricher: cannedEnricher{},
-		Agents: st, Metrics: st, Comments: comments.New(st), Timeline: timeline.New(st)}
+		Agents: st, Metrics: st, Comments: comments.New(st), Timeline: timeline.New(st), Cases: cases.New(st, alerts.New(st, log), log)}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -138,9 +139,9 @@ func requireToolError(t *testing.T, res *sdk.CallToolResult, body map[string]any
 
 var (
 	readTools = []string{"search_alerts", "get_alert", "search_detection_rules", "list_workflows", "get_workflow_run", "list_pending_approvals",
-		"list_alert_comments", "get_alert_timeline"}
+		"list_alert_comments", "get_alert_timeline", "search_cases", "get_case"}
 	writeTools = []string{"assign_alert", "update_alert_status", "update_alert_malice", "post_alert_finding", "add_alert_indicators",
-		"update_indicator_malice", "enrich_indicator", "execute_workflow", "post_alert_comment"}
+		"update_indicator_malice", "enrich_indicator", "execute_workflow", "post_alert_comment", "create_case", "add_alerts_to_case", "update_case"}
 	allTools = append(append([]string{}, readTools...), writeTools...)
 )
 
@@ -167,7 +168,7 @@ func TestListToolsAndResources(t *testing.T) {
 		uris = append(uris, r.URI)
 	}
 	require.ElementsMatch(t, []string{"vigil://alerts", "vigil://context-documents", "vigil://detection-rules", "vigil://workflows",
-		"vigil://agents", "vigil://metrics/summary"}, uris)
+		"vigil://agents", "vigil://metrics/summary", "vigil://cases"}, uris)
 	tpls, err := cs.ListResourceTemplates(ctx, nil)
 	require.NoError(t, err)
 	uris = nil
@@ -176,7 +177,7 @@ func TestListToolsAndResources(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"vigil://alerts/{uuid}", "vigil://alerts/{uuid}/context", "vigil://alerts/{uuid}/activity",
 		"vigil://context-documents/{uuid}", "vigil://enrichments/{type}/{value}", "vigil://detection-rules/{uuid}", "vigil://workflows/{uuid}",
-		"vigil://agents/{uuid}", "vigil://agents/{uuid}/deliveries"}, uris)
+		"vigil://agents/{uuid}", "vigil://agents/{uuid}/deliveries", "vigil://cases/{uuid}"}, uris)
 }
 
 func TestSearchAndGetAlert(t *testing.T) {
@@ -322,7 +323,9 @@ func TestScopeRefusals(t *testing.T) {
 		"assign_alert": auth.ScopeAlertsWrite, "update_alert_status": auth.ScopeAlertsWrite, "update_alert_malice": auth.ScopeAlertsWrite, "post_alert_finding": auth.ScopeAlertsWrite,
 		"add_alert_indicators": auth.ScopeAlertsWrite, "update_indicator_malice": auth.ScopeAlertsWrite,
 		"enrich_indicator": auth.ScopeEnrichmentsRead, "execute_workflow": auth.ScopeWorkflowsExecute,
-		"post_alert_comment": auth.ScopeAlertsWrite, "list_alert_comments": auth.ScopeAlertsRead, "get_alert_timeline": auth.ScopeAlertsRead}
+		"post_alert_comment": auth.ScopeAlertsWrite, "list_alert_comments": auth.ScopeAlertsRead, "get_alert_timeline": auth.ScopeAlertsRead,
+		"search_cases": auth.ScopeAlertsRead, "get_case": auth.ScopeAlertsRead, "create_case": auth.ScopeAlertsWrite,
+		"add_alerts_to_case": auth.ScopeAlertsWrite, "update_case": auth.ScopeAlertsWrite}
 	// A key with every scope but admin minus the one a tool needs is refused, naming that scope; scopes
 	// are checked before arguments.
 	for _, tl := range allTools {
@@ -343,7 +346,8 @@ func TestScopeRefusals(t *testing.T) {
 	token, _ := h.key(t, auth.KeyTypeAgent, auth.ScopeWorkflowsRead)
 	cs := h.session(t, token)
 	for _, uri := range []string{"vigil://alerts", "vigil://alerts/" + uuid.NewString(), "vigil://alerts/" + uuid.NewString() + "/context",
-		"vigil://alerts/" + uuid.NewString() + "/activity", "vigil://detection-rules", "vigil://detection-rules/" + uuid.NewString()} {
+		"vigil://alerts/" + uuid.NewString() + "/activity", "vigil://detection-rules", "vigil://detection-rules/" + uuid.NewString(),
+		"vigil://cases", "vigil://cases/" + uuid.NewString()} {
 		_, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
 		require.ErrorContains(t, err, "FORBIDDEN", uri)
 		require.ErrorContains(t, err, auth.ScopeAlertsRead, uri)

@@ -119,6 +119,10 @@ type Config struct {
 	// and get_alert_timeline are offered when both are set.
 	Comments CommentService
 	Timeline TimelineService
+
+	// Cases (API.md §14): search_cases, get_case, create_case, add_alerts_to_case, update_case and the
+	// resources vigil://cases, vigil://cases/{uuid} are offered when Cases is set.
+	Cases CaseService
 }
 
 // ListenerLimits bound what one client can hold on the listener; zero fields take the defaults.
@@ -229,6 +233,7 @@ func (s *Server) newMCPServer(who principalSource) *sdk.Server {
 	s.registerTools(srv, who)
 	s.registerWriteTools(srv, who)
 	s.registerCommentTools(srv, who)
+	s.registerCaseTools(srv, who)
 	s.registerResources(srv, who)
 	s.registerMoreResources(srv, who)
 	return srv

@@ -203,6 +203,7 @@ type MetricsSummary struct {
 	Runs              RunCounts
 	ApprovalsPending  int // effective status pending
 	Providers         ProviderCounts
+	Cases             CaseStats // open now by severity; closed in the window and their mean time to close
 }
 
 // MetricsSummary computes the summary over w with the same building blocks as AlertMetrics and
@@ -227,7 +228,8 @@ func (s *Store) MetricsSummary(ctx context.Context, w MetricsWindow, env Env) (M
 			return err
 		}
 		m.ApprovalsPending = approvals.ByStatus[ApprovalPending]
-		return nil
+		m.Cases, err = caseStats(ctx, tx, w.From, w.To)
+		return err
 	})
 	if err != nil {
 		return MetricsSummary{}, fmt.Errorf("metrics summary: %w", err)

@@ -59,7 +59,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|enriched|list|backlog|reruns|probe|seed|seed-analyst|bulk|provider|agent-latency|pgbench-log [flags]")
+		return errors.New("usage: vigil-load ingest|enriched|list|backlog|reruns|probe|seed|seed-analyst|seed-cases|bulk|provider|agent-latency|pgbench-log [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -158,6 +158,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return seed(ctx, enc, *dsn, *n, *runs)
 	case "seed-analyst":
 		return seedAnalyst(ctx, enc, *dsn, *links)
+	case "seed-cases":
+		return seedCases(ctx, enc, *dsn, *n)
 	case "bulk":
 		return bulkBench(ctx, enc, *url, *key, *dsn, *rounds)
 	case "provider":

@@ -129,6 +129,7 @@ func newFrontDoor(cfg config, st *store.Store, box *secretbox.Box, tc client.Cli
 // writer. Its metrics go to reg.
 func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store, box *secretbox.Box, tc client.Client, fd frontDoor, ln net.Listener, reg prometheus.Registerer) error {
 	reg.MustRegister(metrics.NewQueueCollector(outboxStats{st}, st, metrics.DefaultQueryTimeout, log))
+	reg.MustRegister(metrics.NewCaseCollector(caseStats{st}, metrics.DefaultQueryTimeout, log))
 	authn, limiter := fd.authn, fd.limiter
 	apiCfg, apiDeps := api.Config{
 		Version:            cfg.Version,
@@ -217,7 +218,7 @@ func serveMCP(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		Log: log, Auth: fd.authn, Limiter: fd.limiter, Health: api.HealthHandler(fd.health, cfg.Version, log),
 		Alerts: st, AlertActivity: st, AlertContext: st, Documents: st, Indicators: st, DetectionRules: st, Workflows: st,
 		AlertService: fd.svc.alerts, Executor: fd.svc.responses, Enricher: fd.svc.enricher,
-		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
+		Comments: fd.svc.comments, Timeline: fd.svc.timeline, Cases: fd.svc.cases,
 		Agents: st, Metrics: st, ProviderEnv: cfg.ProviderEnv,
 	})
 	log.Info("mcp listening", "addr", ln.Addr().String())
@@ -357,6 +358,14 @@ type outboxStats struct{ st *store.Store }
 func (o outboxStats) OutboxStats(ctx context.Context) (metrics.OutboxStats, error) {
 	s, err := o.st.OutboxStats(ctx)
 	return metrics.OutboxStats(s), err
+}
+
+// caseStats adapts the store's case figures to the metrics collector's.
+type caseStats struct{ st *store.Store }
+
+func (c caseStats) CaseStats(ctx context.Context, from, to time.Time) (metrics.CaseStats, error) {
+	s, err := c.st.CaseStats(ctx, from, to)
+	return metrics.CaseStats{OpenBySeverity: s.OpenBySeverity, MTTCSeconds: s.MTTCSeconds}, err
 }
 
 // pipelineStore is the pipeline activities' store with the indicator mappings read through

@@ -38,13 +38,16 @@ const (
 	EventRunCompleted      = store.EventWorkflowRunComplete
 	EventApprovalRequested = store.EventApprovalRequested
 	EventApprovalDecided   = store.EventApprovalDecided
+	EventCaseCreated       = store.EventCaseCreatedAgent
+	EventCaseUpdated       = store.EventCaseUpdatedAgent
+	EventCaseAlertAdded    = store.EventCaseAlertAddedAgent
 	EventTest              = "agent.test"
 )
 
 // Events lists the events an agent can subscribe to.
 func Events() []string {
 	return []string{EventAlertEnriched, EventAlertUpdated, EventFindingAdded, EventRunCompleted,
-		EventApprovalRequested, EventApprovalDecided, EventCommentAdded}
+		EventApprovalRequested, EventApprovalDecided, EventCommentAdded, EventCaseCreated, EventCaseUpdated, EventCaseAlertAdded}
 }
 
 // Registration bounds and defaults (API.md §9).

@@ -20,6 +20,8 @@ type PayloadStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
 	ApplicableWorkflows(ctx context.Context, types []string) ([]store.Workflow, error)
+	GetCase(ctx context.Context, id uuid.UUID) (store.Case, error)
+	CaseIndicators(ctx context.Context, id uuid.UUID) ([]store.CaseIndicatorRow, error)
 }
 
 // Payloads builds the data of alert events (API.md §9): what an agent needs to act without a second
@@ -90,12 +92,64 @@ func (p *Payloads) AlertEventData(ctx context.Context, alert uuid.UUID, facts js
 	return data, subject, true, nil
 }
 
+// CaseEventData is the data of an event about case id (case.created, case.updated,
+// case.alert_added): the case as it stands (its severity, malice, alert count and distinct
+// indicators), api_base_url and the event's facts; for case.alert_added (alert set) also the alert
+// that joined, as alert events carry it. subject is what the agents' filters are matched against:
+// the alert's for case.alert_added, else the case's (its severity, title and tags; no source, so an
+// agent filtered on sources hears only of alerts joining cases). found is false when the case (or
+// the alert) is gone.
+func (p *Payloads) CaseEventData(ctx context.Context, id uuid.UUID, alert *uuid.UUID, facts json.RawMessage) (any, targeting.Subject, bool, error) {
+	c, err := p.store.GetCase(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, targeting.Subject{}, false, nil
+	}
+	if err != nil {
+		return nil, targeting.Subject{}, false, fmt.Errorf("case event data: %w", err)
+	}
+	inds, err := p.store.CaseIndicators(ctx, id)
+	if err != nil {
+		return nil, targeting.Subject{}, false, fmt.Errorf("case event data: %w", err)
+	}
+	data := map[string]any{}
+	subject := store.SubjectFor("", c.EffectiveSeverity, c.Title, c.Tags, nil)
+	if alert != nil {
+		ad, as, found, err := p.AlertEventData(ctx, *alert, facts)
+		if err != nil || !found {
+			return nil, targeting.Subject{}, found, err
+		}
+		data, subject = ad.(map[string]any), as
+	} else if len(facts) > 0 {
+		if err := json.Unmarshal(facts, &data); err != nil {
+			return nil, targeting.Subject{}, false, fmt.Errorf("case event facts: %w", err)
+		}
+	}
+	data["case"] = CaseData(c, inds)
+	data["api_base_url"] = p.apiBaseURL
+	return data, subject, true, nil
+}
+
+// CaseData is a case as agents receive it: the fields of GET /v1/cases/{uuid}.
+func CaseData(c store.Case, inds []store.CaseIndicatorRow) map[string]any {
+	if inds == nil {
+		inds = []store.CaseIndicatorRow{}
+	}
+	tags := c.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return map[string]any{"uuid": c.UUID, "case_number": c.Number(), "title": c.Title, "description": c.Description,
+		"severity": c.EffectiveSeverity, "severity_override": c.Severity, "status": c.Status, "assignee": c.Assignee,
+		"close_classification": c.CloseClassification, "tags": tags, "alert_count": c.AlertCount, "malice": c.Malice,
+		"indicators": inds, "created_at": c.CreatedAt.UTC(), "updated_at": c.UpdatedAt.UTC(), "closed_at": utcPtr(c.ClosedAt)}
+}
+
 // alertData is the alert of an event's data: the fields of GET /v1/alerts/{uuid} with the computed
 // malice, plus the enrichment metadata.
 func alertData(a store.Alert, d store.AlertDetail) map[string]any {
 	return map[string]any{"uuid": a.UUID, "title": a.Title, "description": a.Description, "severity": a.Severity,
 		"status": a.Status, "source_name": a.SourceName, "occurred_at": a.OccurredAt.UTC(), "ingested_at": a.IngestedAt.UTC(),
-		"tags": a.Tags, "malice": d.Malice, "malice_override": a.MaliceOverride, "malice_override_source": a.MaliceOverrideSource,
+		"tags": a.Tags, "malice": d.Malice, "case_uuid": a.CaseUUID, "malice_override": a.MaliceOverride, "malice_override_source": a.MaliceOverrideSource,
 		"enrichment_status": a.EnrichmentStatus, "is_enriched": a.IsEnriched, "enriched_at": utcPtr(a.EnrichedAt),
 		"close_classification": a.CloseClassification, "acknowledged_at": utcPtr(a.AcknowledgedAt),
 		"triaged_at": utcPtr(a.TriagedAt), "closed_at": utcPtr(a.ClosedAt), "duplicate_count": a.DuplicateCount,

@@ -56,7 +56,8 @@ func may(a store.Agent, scope string) bool {
 // for run events, the approval's for approval events ("" for agent.test).
 func eventScope(event string) string {
 	switch event {
-	case EventAlertEnriched, EventAlertUpdated, EventFindingAdded, EventCommentAdded:
+	case EventAlertEnriched, EventAlertUpdated, EventFindingAdded, EventCommentAdded,
+		EventCaseCreated, EventCaseUpdated, EventCaseAlertAdded: // cases are read with alerts:read (API.md §14)
 		return auth.ScopeAlertsRead
 	case EventRunCompleted:
 		return auth.ScopeWorkflowsRead
