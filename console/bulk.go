@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/errcode"
@@ -34,24 +33,8 @@ func formMulti(ctx *fiber.Ctx, name string) []string {
 // each refused alert's rule said, with a link back to the queue as it was.
 func (c *Console) bulk(ctx *fiber.Ctx) error {
 	w := whoOf(ctx)
-	back := ctx.FormValue("back")
-	if !strings.HasPrefix(back, "/console/") || strings.HasPrefix(back, "/console//") || strings.ContainsAny(back, "\\\r\n") {
-		back = "/console/"
-	}
-	field := "alert_uuid"
-	if ctx.FormValue("apply_to") == "page" {
-		field = "page_alert_uuid"
-	}
-	var ids []uuid.UUID
-	var bad int
-	for _, v := range formMulti(ctx, field) {
-		id, err := uuid.Parse(v)
-		if err != nil || len(v) != 36 {
-			bad++
-			continue
-		}
-		ids = append(ids, id)
-	}
+	back := consoleBack(ctx.FormValue("back"))
+	ids, bad := picked(ctx)
 	var p alerts.Patch
 	switch ctx.FormValue("action") {
 	case "status":

@@ -46,6 +46,7 @@ type timelineRow struct{ At, Kind, Actor, Summary string }
 // alertNotes is the comments and timeline part of the alert page (templates/alert_notes.html).
 type alertNotes struct {
 	AlertUUID                  uuid.UUID
+	Path, APIPath              string // the subject's console page and REST resource ("/console/alerts/<uuid>", "/v1/alerts/<uuid>")
 	CSRF                       string
 	Enabled                    bool
 	Comments                   []commentRow
@@ -55,6 +56,7 @@ type alertNotes struct {
 	CommentMax                 int
 	CanComment                 bool
 	CommentsMore, TimelineMore int
+	HasTimeline                bool // the timeline was read (a case's needs Deps.CaseTimeline)
 }
 
 // notes reads the alert's comments and timeline for its page (none when the services are not wired).
@@ -62,14 +64,24 @@ func (c *Console) notes(ctx *fiber.Ctx, alert uuid.UUID) (alertNotes, error) {
 	if c.deps.Comments == nil || c.deps.Timeline == nil {
 		return alertNotes{}, nil
 	}
+	n, err := c.notesOf(ctx, store.AlertCommentSubject(alert), "alerts", c.deps.Timeline.Alert)
+	n.AlertUUID = alert
+	return n, err
+}
+
+// notesOf reads the comments and the timeline of one subject (an alert or a case) for its page;
+// kind is its path segment ("alerts", "cases").
+func (c *Console) notesOf(ctx *fiber.Ctx, subj store.CommentSubject, kind string,
+	timelineOf func(context.Context, uuid.UUID, store.Page) ([]timeline.Item, int, error)) (alertNotes, error) {
 	uctx := ctx.UserContext()
 	w := whoOf(ctx)
-	rows, total, err := c.deps.Comments.List(uctx, store.AlertCommentSubject(alert), store.Page{Number: 1, Size: pageItems})
+	rows, total, err := c.deps.Comments.List(uctx, subj, store.Page{Number: 1, Size: pageItems})
 	if err != nil {
 		return alertNotes{}, err
 	}
 	author := comments.AuthorOf(w.p, store.ActorConsole)
-	n := alertNotes{AlertUUID: alert, CSRF: w.csrf, Enabled: true, CommentTotal: total, CommentMax: comments.MaxBodyLength, CanComment: w.p.Has(auth.ScopeAlertsWrite),
+	n := alertNotes{Path: "/console/" + kind + "/" + subj.UUID.String(), APIPath: "/v1/" + kind + "/" + subj.UUID.String(),
+		CSRF: w.csrf, Enabled: true, CommentTotal: total, CommentMax: comments.MaxBodyLength, CanComment: w.p.Has(auth.ScopeAlertsWrite),
 		CommentsMore: total - len(rows)}
 	for _, cm := range rows {
 		r := commentRow{UUID: cm.UUID, Author: cm.AuthorKeyName, Prefix: cm.AuthorKeyPrefix, At: cm.CreatedAt.UTC().Format("2006-01-02 15:04:05"),
@@ -80,7 +92,11 @@ func (c *Console) notes(ctx *fiber.Ctx, alert uuid.UUID) (alertNotes, error) {
 		}
 		n.Comments = append(n.Comments, r)
 	}
-	items, total, err := c.deps.Timeline.Alert(uctx, alert, store.Page{Number: 1, Size: pageItems})
+	if timelineOf == nil {
+		return n, nil
+	}
+	n.HasTimeline = true
+	items, total, err := timelineOf(uctx, subj.UUID, store.Page{Number: 1, Size: pageItems})
 	if err != nil {
 		return alertNotes{}, err
 	}
@@ -103,56 +119,78 @@ func commentID(ctx *fiber.Ctx) (uuid.UUID, bool) {
 	return id, err == nil
 }
 
-// commentAction answers a comment form: the alert page again (at its comments) on success, the page
-// with the rule's refusal otherwise; a comment that is not on the alert is a 404 page.
-func (c *Console) commentAction(ctx *fiber.Ctx, id uuid.UUID, err error) error {
+// noteDoor is one subject's comment forms (alerts, cases): its comment subject, its path segment
+// and how its page answers a form (back to it, or it again with the rule's refusal).
+type noteDoor struct {
+	kind    string // "alerts", "cases"
+	what    string // "alert", "case"
+	subject func(uuid.UUID) store.CommentSubject
+	answer  func(ctx *fiber.Ctx, id uuid.UUID, err error, next string) error
+}
+
+// commentAction answers a comment form: the subject's page again (at its comments) on success, the
+// page with the rule's refusal otherwise; a comment that is not on the subject is a 404 page.
+func (c *Console) commentAction(ctx *fiber.Ctx, d noteDoor, id uuid.UUID, err error) error {
 	if errors.Is(err, comments.ErrCommentNotFound) {
 		return c.notFound(ctx, "comment")
 	}
-	return c.alertAction(ctx, id, err, "/console/alerts/"+id.String()+"#comments")
+	return d.answer(ctx, id, err, "/console/"+d.kind+"/"+id.String()+"#comments")
 }
 
-// addComment writes a comment as the signed-in key (POST /v1/alerts/{uuid}/comments). The body is
-// taken exactly as the form sent it.
-func (c *Console) addComment(ctx *fiber.Ctx) error {
-	id, ok := formUUID(ctx)
-	if !ok {
-		return c.notFound(ctx, "alert")
+// addComment writes a comment as the signed-in key (POST /v1/{alerts|cases}/{uuid}/comments). The
+// body is taken exactly as the form sent it.
+func (c *Console) addComment(d noteDoor) fiber.Handler {
+	return func(ctx *fiber.Ctx) error {
+		id, ok := formUUID(ctx)
+		if !ok {
+			return c.notFound(ctx, d.what)
+		}
+		_, err := c.deps.Comments.Add(ctx.UserContext(), d.subject(id), ctx.FormValue("body"),
+			comments.AuthorOf(whoOf(ctx).p, store.ActorConsole))
+		return c.commentAction(ctx, d, id, err)
 	}
-	_, err := c.deps.Comments.Add(ctx.UserContext(), store.AlertCommentSubject(id), ctx.FormValue("body"),
-		comments.AuthorOf(whoOf(ctx).p, store.ActorConsole))
-	return c.commentAction(ctx, id, err)
 }
 
 // editComment replaces the body of the key's own comment.
-func (c *Console) editComment(ctx *fiber.Ctx) error {
-	id, ok := formUUID(ctx)
-	cid, ok2 := commentID(ctx)
-	if !ok || !ok2 {
-		return c.notFound(ctx, "comment")
+func (c *Console) editComment(d noteDoor) fiber.Handler {
+	return func(ctx *fiber.Ctx) error {
+		id, ok := formUUID(ctx)
+		cid, ok2 := commentID(ctx)
+		if !ok || !ok2 {
+			return c.notFound(ctx, "comment")
+		}
+		_, err := c.deps.Comments.Edit(ctx.UserContext(), d.subject(id), cid, ctx.FormValue("body"),
+			comments.AuthorOf(whoOf(ctx).p, store.ActorConsole))
+		return c.commentAction(ctx, d, id, err)
 	}
-	_, err := c.deps.Comments.Edit(ctx.UserContext(), store.AlertCommentSubject(id), cid, ctx.FormValue("body"),
-		comments.AuthorOf(whoOf(ctx).p, store.ActorConsole))
-	return c.commentAction(ctx, id, err)
 }
 
 // deleteComment removes the key's own comment (any comment for an admin key).
-func (c *Console) deleteComment(ctx *fiber.Ctx) error {
-	id, ok := formUUID(ctx)
-	cid, ok2 := commentID(ctx)
-	if !ok || !ok2 {
-		return c.notFound(ctx, "comment")
+func (c *Console) deleteComment(d noteDoor) fiber.Handler {
+	return func(ctx *fiber.Ctx) error {
+		id, ok := formUUID(ctx)
+		cid, ok2 := commentID(ctx)
+		if !ok || !ok2 {
+			return c.notFound(ctx, "comment")
+		}
+		err := c.deps.Comments.Delete(ctx.UserContext(), d.subject(id), cid, comments.AuthorOf(whoOf(ctx).p, store.ActorConsole))
+		return c.commentAction(ctx, d, id, err)
 	}
-	err := c.deps.Comments.Delete(ctx.UserContext(), store.AlertCommentSubject(id), cid, comments.AuthorOf(whoOf(ctx).p, store.ActorConsole))
-	return c.commentAction(ctx, id, err)
 }
 
-// registerComments mounts the comment forms (when the services are wired).
+// registerComments mounts the comment forms of alerts and, when the case pages are wired, of cases
+// (when the comment services are wired).
 func (c *Console) registerComments(g fiber.Router) {
 	if c.deps.Comments == nil || c.deps.Timeline == nil {
 		return
 	}
-	g.Post("/alerts/:uuid/comments", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addComment)
-	g.Post("/alerts/:uuid/comments/:comment/edit", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.editComment)
-	g.Post("/alerts/:uuid/comments/:comment/delete", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.deleteComment)
+	doors := []noteDoor{{kind: "alerts", what: "alert", subject: store.AlertCommentSubject, answer: c.alertAction}}
+	if c.deps.Cases != nil {
+		doors = append(doors, noteDoor{kind: "cases", what: "case", subject: store.CaseCommentSubject, answer: c.caseAction})
+	}
+	for _, d := range doors {
+		g.Post("/"+d.kind+"/:uuid/comments", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addComment(d))
+		g.Post("/"+d.kind+"/:uuid/comments/:comment/edit", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.editComment(d))
+		g.Post("/"+d.kind+"/:uuid/comments/:comment/delete", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.deleteComment(d))
+	}
 }

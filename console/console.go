@@ -121,8 +121,12 @@ type Deps struct {
 	Runs      RunService
 	Comments  CommentService  // comments on alerts (comments.Service); nil: the alert page shows none
 	Timeline  TimelineService // the alert's timeline (timeline.Service); nil with Comments
-	Temporal  TemporalUI
-	Env       store.Env // provider credentials' environment (the dashboard's "configured" providers)
+	// Cases applies the case rules (cases.Service); nil: no case pages. CaseTimeline reads a case's
+	// merged timeline (timeline.Service); without it the case page shows comments and no timeline.
+	Cases        CaseService
+	CaseTimeline CaseTimelineService
+	Temporal     TemporalUI
+	Env          store.Env // provider credentials' environment (the dashboard's "configured" providers)
 	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
 	LiveRefresh time.Duration
 	Log         *slog.Logger
@@ -155,9 +159,9 @@ func New(deps Deps) *Console {
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
 		"sub": func(a, b int) int { return a - b }, "add": func(a, b int) int { return a + b }}
-	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit", "bulk", "launch"} {
+	for _, name := range []string{"login", "queue", "alert", "approvals", "runs", "run", "dashboard", "audit", "bulk", "launch", "cases", "case", "case_pick"} {
 		files := []string{"templates/layout.html", "templates/" + name + ".html"}
-		if name == "alert" {
+		if name == "alert" || name == "case" {
 			files = append(files, "templates/alert_notes.html") // comments and the timeline
 		}
 		if name == "launch" || name == "approvals" {
@@ -194,6 +198,7 @@ func (c *Console) Register(r fiber.Router) {
 	g.Get("/alerts/:uuid/launch", c.session, c.need(auth.ScopeAlertsRead, auth.ScopeWorkflowsExecute), c.launch)
 	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)
 	c.registerComments(g)
+	c.registerCases(g)
 	g.Get("/dashboard", c.session, c.need(auth.ScopeAlertsRead), c.dashboard)
 	g.Get("/runs", c.session, c.need(auth.ScopeWorkflowsRead), c.runs)
 	g.Get("/runs/:uuid", c.session, c.need(auth.ScopeWorkflowsRead), c.run)
@@ -354,6 +359,7 @@ type page struct {
 	Signed, CanApprove, CanWrite, CanRuns  bool
 	CanAudit                               bool // an admin session: the audit trail
 	Pending                                int  // pending, unexpired approval requests (shown with CanApprove)
+	CanCases                               bool // the case pages are wired and the key reads alerts
 }
 
 func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
@@ -363,7 +369,8 @@ func (c *Console) base(ctx *fiber.Ctx, title, errText string) page {
 	}
 	p := page{Title: title, Error: errText, Signed: true, KeyName: w.p.Name, KeyPrefix: w.p.KeyPrefix, CSRF: w.csrf,
 		CanApprove: w.p.Has(auth.ScopeApprovalsWrite) && w.p.KeyType != auth.KeyTypeAgent, CanWrite: w.p.Has(auth.ScopeAlertsWrite),
-		CanRuns: w.p.Has(auth.ScopeWorkflowsRead), CanAudit: w.p.Has(auth.ScopeAdmin)}
+		CanRuns: w.p.Has(auth.ScopeWorkflowsRead), CanAudit: w.p.Has(auth.ScopeAdmin),
+		CanCases: c.deps.Cases != nil && w.p.Has(auth.ScopeAlertsRead)}
 	if p.CanApprove {
 		n, err := c.deps.Store.PendingApprovals(ctx.UserContext())
 		if err != nil {

@@ -344,6 +344,7 @@ func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, l
 	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log,
 		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
 		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
+		Cases: fd.svc.cases, CaseTimeline: fd.svc.timeline,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box
