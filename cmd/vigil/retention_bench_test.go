@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/pgdriver"
 	"go.temporal.io/sdk/client"
 
 	"github.com/vigil-soc/vigil/devstack/testenv"
@@ -92,8 +97,11 @@ func TestRetentionPass_IngestAckP99(t *testing.T) {
 		time.Minute, 100*time.Millisecond)
 	t.Cleanup(func() { _ = schedule.Delete(context.Background()) })
 
-	before := load(30 * time.Second)
+	t.Logf("load average before: %s", loadAvg())
+	sampler := newWaitSampler(t, vars["DATABASE_URL"])
+	before := sampler.during(func() map[string]any { return load(30 * time.Second) })
 	t.Logf("ingest 202 without a pass: p50 %v ms, p99 %v ms, max %v ms, errors %v", before["p50_ms"], before["p99_ms"], before["max_ms"], before["errors"])
+	sampler.report("without a pass")
 
 	triggered := time.Now()
 	passID := ids.RetentionSchedule(prefix) + "-bench-" + seed.Tag
@@ -106,8 +114,10 @@ func TestRetentionPass_IngestAckP99(t *testing.T) {
 		return err == nil && len(p.Counts) > 0
 	}, 5*time.Minute, 100*time.Millisecond)
 	loadStart := time.Now()
-	during := load(30 * time.Second)
+	during := sampler.during(func() map[string]any { return load(30 * time.Second) })
 	loadEnd := time.Now()
+	sampler.report("during the pass")
+	t.Logf("load average after: %s", loadAvg())
 	var p store.RetentionPass
 	require.Eventually(t, func() bool {
 		var err error
@@ -123,4 +133,111 @@ func TestRetentionPass_IngestAckP99(t *testing.T) {
 		t.Logf("the pass finished %v before the load ended: part of the window ran without it", loadEnd.Sub(*p.FinishedAt).Round(time.Second))
 	}
 	require.EqualValues(t, seed.PerGroup, p.Counts[store.RetentionAlerts])
+}
+
+// loadAvg is /proc/loadavg's first three figures (the machine may be shared: they say how much).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// waitSampler samples, every 5 ms while a measurement runs, what the bench database's active
+// backends wait on (pg_stat_activity: wait_event_type:wait_event, "CPU" when none), by what they
+// run: the ingest statement, a retention batch (payload clear, alert purge), a COMMIT, other. It also
+// diffs pg_stat_wal around the measurement: WAL records, full-page images and bytes, and the WAL
+// writes and syncs (cluster-wide: on a shared server they include other databases' work).
+type waitSampler struct {
+	t       *testing.T
+	db      *sql.DB
+	samples int
+	counts  map[string]int
+	wal     [6]float64
+}
+
+func newWaitSampler(t *testing.T, dsn string) *waitSampler {
+	db := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithTimeout(time.Minute)))
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = db.Close() })
+	return &waitSampler{t: t, db: db}
+}
+
+const waitSampleSQL = `SELECT CASE
+		WHEN query LIKE 'WITH fp AS%' THEN 'ingest'
+		WHEN query LIKE 'WITH cleared AS%' THEN 'payload batch'
+		WHEN query ~ '^(DELETE FROM|SELECT uuid FROM (alerts|indicators)|SELECT DISTINCT indicator_uuid|UPDATE retention_passes)' THEN 'alert batch'
+		WHEN query = 'COMMIT' THEN 'commit'
+		ELSE 'other' END,
+	coalesce(wait_event_type || ':' || wait_event, 'CPU'), count(*)
+	FROM pg_stat_activity
+	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+	GROUP BY 1, 2`
+
+const walStatSQL = `SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full, wal_write, wal_sync FROM pg_stat_wal`
+
+func (w *waitSampler) walStat() (out [6]float64) {
+	require.NoError(w.t, w.db.QueryRow(walStatSQL).Scan(&out[0], &out[1], &out[2], &out[3], &out[4], &out[5]))
+	return out
+}
+
+// during runs measure while sampling.
+func (w *waitSampler) during(measure func() map[string]any) map[string]any {
+	w.samples, w.counts = 0, map[string]int{}
+	startWAL := w.walStat()
+	started := time.Now()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			rows, err := w.db.Query(waitSampleSQL)
+			if err != nil {
+				continue
+			}
+			w.samples++
+			for rows.Next() {
+				var class, wait string
+				var n int
+				if rows.Scan(&class, &wait, &n) == nil {
+					w.counts[class+" "+wait] += n
+				}
+			}
+			rows.Close()
+		}
+	}()
+	res := measure()
+	close(stop)
+	<-done
+	endWAL := w.walStat()
+	secs := time.Since(started).Seconds()
+	for i := range w.wal {
+		w.wal[i] = (endWAL[i] - startWAL[i]) / secs
+	}
+	return res
+}
+
+// report logs the last measurement's samples, most frequent first, as the mean number of backends
+// in that state (samples seen / samples taken), and its WAL rates.
+func (w *waitSampler) report(label string) {
+	keys := make([]string, 0, len(w.counts))
+	for k := range w.counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(w.counts[b], w.counts[a]) })
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %-45s %6.3f", k, float64(w.counts[k])/float64(max(1, w.samples)))
+	}
+	w.t.Logf("%s: backends by activity and wait (mean number active, %d samples):%s", label, w.samples, b.String())
+	w.t.Logf("%s: WAL (cluster-wide) per second: %.0f records, %.0f full-page images, %.2f MB, buffers full %.1f, writes %.1f, syncs %.1f",
+		label, w.wal[0], w.wal[1], w.wal[2]/1e6, w.wal[3], w.wal[4], w.wal[5])
 }
