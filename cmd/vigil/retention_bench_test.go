@@ -65,6 +65,22 @@ func TestRetentionPass_IngestAckP99(t *testing.T) {
 	base := "http://" + apiAddr
 	waitHealthy(t, base)
 
+	codec, err := payloadCodec(config{EncryptionKey: vars["ENCRYPTION_KEY"]}) // the stack's, derived as it derives it
+	require.NoError(t, err)
+	tc, err := temporal.Dial(ctx, temporal.Config{HostPort: vars["TEMPORAL_ADDRESS"], Codec: codec}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer tc.Close()
+	st, err := store.Open(ctx, vars["DATABASE_URL"], store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	// The Schedule would start a pass at the top of the hour, maybe during the seed or inside the
+	// measurement without a pass: paused before the seed, and the pass started by hand on the same
+	// queue.
+	schedule := tc.ScheduleClient().GetHandle(ctx, ids.RetentionSchedule(prefix))
+	require.Eventually(t, func() bool { return schedule.Pause(ctx, client.SchedulePauseOptions{Note: "bench"}) == nil },
+		time.Minute, 100*time.Millisecond)
+	t.Cleanup(func() { _ = schedule.Delete(context.Background()) })
+
 	seed := testenv.RetentionSeed{Tag: "b" + uuid.NewString()[:8], PerGroup: 25_000, Now: time.Now().UTC()}
 	start := time.Now()
 	require.NoError(t, testenv.SeedRetention(t, ctx, testenv.DatabaseURL(t), seed))
@@ -84,21 +100,6 @@ func TestRetentionPass_IngestAckP99(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 		return res["ack"].(map[string]any)
 	}
-
-	codec, err := payloadCodec(config{EncryptionKey: vars["ENCRYPTION_KEY"]}) // the stack's, derived as it derives it
-	require.NoError(t, err)
-	tc, err := temporal.Dial(ctx, temporal.Config{HostPort: vars["TEMPORAL_ADDRESS"], Codec: codec}, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	defer tc.Close()
-	st, err := store.Open(ctx, vars["DATABASE_URL"], store.Options{})
-	require.NoError(t, err)
-	defer st.Close()
-	// The Schedule would start a pass at the top of the hour, maybe inside the measurement without a
-	// pass: paused, and the pass started by hand on the same queue.
-	schedule := tc.ScheduleClient().GetHandle(ctx, ids.RetentionSchedule(prefix))
-	require.Eventually(t, func() bool { return schedule.Pause(ctx, client.SchedulePauseOptions{Note: "bench"}) == nil },
-		time.Minute, 100*time.Millisecond)
-	t.Cleanup(func() { _ = schedule.Delete(context.Background()) })
 
 	// The seed's agent (subscribed to alert.enriched, endpoint outside the machine) would get a
 	// delivery for every alert the windows ingest, planned and retried beside the measurement: off.
