@@ -138,10 +138,12 @@ func addRetentionCounts(ctx context.Context, tx bun.Tx, passID string, counts ma
 // counts them on the pass, and returns the counts (RetentionRawPayloads, RetentionEventPayloads;
 // empty: no alert is left to clear). Alerts another transaction holds are skipped for a later batch.
 // The agent events are found through their alert_uuid index (a join on the cleared alerts read the
-// whole agent_events table each batch); the batch commits asynchronously (retentionBatch).
+// whole agent_events table each batch). The batch commits synchronously, flushing the megabytes of
+// WAL it wrote itself: committed asynchronously (tried), the ingest's commits waited more on WAL
+// flushes (docs/PERFORMANCE.md "Retention").
 func (s *Store) ClearRawPayloadsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (map[string]int64, error) {
 	counts := map[string]int64{}
-	err := s.retentionBatch(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		clear(counts)
 		var alerts, events int64
 		err := tx.NewRaw(`WITH cleared AS (
@@ -175,25 +177,6 @@ func (s *Store) ClearRawPayloadsBefore(ctx context.Context, passID string, cutof
 	return counts, nil
 }
 
-// retentionBatch runs one retention batch in a transaction that commits asynchronously
-// (synchronous_commit off for it alone): its commit returns without waiting for its WAL to reach
-// the disk, and the WAL writer flushes it in the background, so no ingest commit queues behind the
-// flush of a batch's megabytes of WAL (docs/PERFORMANCE.md "Retention"). Safe because a batch is
-// only ever redone, never half done: a crash of Postgres can lose at most the last batches
-// committed in the last few hundred milliseconds, whole (their rows and their counts on the pass
-// commit together, so the counts stay exact); their alerts then still match the pass's cutoffs, and
-// the next batch or the next pass clears or purges them again (a reader may have seen them gone
-// meanwhile; any durable commit after the batch, an ingest's included, flushes the batch's WAL
-// with its own). The pass's finish (its audit event) commits synchronously, after every batch.
-func (s *Store) retentionBatch(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-			return fmt.Errorf("asynchronous commit: %w", err)
-		}
-		return fn(ctx, tx)
-	})
-}
-
 // PurgeClosedAlertsBefore deletes at most limit alerts closed before cutoff, each whole, in one short
 // transaction: the alerts are locked first (FOR UPDATE SKIP LOCKED: one another transaction holds
 // waits for a later batch, and none can reopen or link one meanwhile), then every row of
@@ -203,7 +186,7 @@ func (s *Store) retentionBatch(ctx context.Context, fn func(ctx context.Context,
 // returned; none (an empty map) when no alert is left to purge.
 func (s *Store) PurgeClosedAlertsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (map[string]int64, error) {
 	counts := map[string]int64{}
-	err := s.retentionBatch(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		clear(counts)
 		var batch []uuid.UUID
 		if err := tx.NewRaw(`SELECT uuid FROM alerts WHERE status = 'Closed' AND closed_at < ?
@@ -261,7 +244,7 @@ func (s *Store) PurgeClosedAlertsBefore(ctx context.Context, passID string, cuto
 // counts them on the pass, in one transaction.
 func (s *Store) PurgeAuditEventsForPass(ctx context.Context, passID string, cutoff time.Time, limit int) (int, error) {
 	var n int
-	err := s.retentionBatch(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if n, err = purgeAudit(ctx, tx, cutoff, limit); err != nil || n == 0 {
 			return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +16,9 @@ import (
 	"github.com/vigil-soc/vigil/store"
 )
 
-// clearRawPayloadsBeforeFix is the payload batch as it was before the asynchronous commit and the
-// agent events' index (docs/PERFORMANCE.md "Retention"): a synchronous commit, and the agent events
-// found by a join that read the whole table. Kept here only as the "before" of the A/B below.
+// clearRawPayloadsBeforeFix is the payload batch as it was before the agent events' index
+// (docs/PERFORMANCE.md "Retention"): the agent events found by a join that read the whole table.
+// Kept here only as the "before" of the A/B below.
 const clearRawPayloadsBeforeFix = `WITH cleared AS (
 		UPDATE alerts SET raw_payload = NULL, original_body = NULL WHERE uuid IN (
 			SELECT uuid FROM alerts WHERE ingested_at < ? AND (raw_payload IS NOT NULL OR original_body IS NOT NULL)
@@ -37,11 +36,10 @@ const clearRawPayloadsBeforeFix = `WITH cleared AS (
 // BenchmarkRetentionPayloadBatches_IngestLatency measures the ingest's own statement (store.Ingest,
 // one alert, one durable commit: the database's part of the 202) at 20 a second, open loop, over
 // 100 000 seeded alerts, in windows of 20 s: with no retention batch running, with the payload
-// batches as they were before (clearRawPayloadsBeforeFix), with their agent events found through
-// the index but still a synchronous commit ("index"), and with Store.ClearRawPayloadsBefore
+// batches as they were before (clearRawPayloadsBeforeFix), and with Store.ClearRawPayloadsBefore
 // ("after"), each batch of 200 followed by a rest as long as it took (retention.DefaultRest), in the
-// order none, before, index, after, none, after, index, before, none so that a drift of the
-// machine's load weighs on each alike. It logs each window's p50 / p99 / max, the payloads cleared a second and the WAL
+// order none, before, after, none, after, before, none so that a drift of the machine's load weighs
+// on each alike. It logs each window's p50 / p99 / max, the payloads cleared a second and the WAL
 // written (cluster-wide). A measurement, not a gate:
 //
 //	go test ./store -run '^$' -bench BenchmarkRetentionPayloadBatches_IngestLatency -benchtime 1x -v
@@ -54,22 +52,14 @@ func BenchmarkRetentionPayloadBatches_IngestLatency(b *testing.B) {
 	require.NoError(b, err)
 	cutoff := seed.Now.Add(-30 * 24 * time.Hour)
 
-	// "before" and "index" run their statement in a transaction of their own with a synchronous
-	// commit; "after" is Store.ClearRawPayloadsBefore (the index's statement, committed
-	// asynchronously, counted on the pass).
-	raw := func(query string) func() (int64, error) {
-		return func() (int64, error) {
+	batches := map[string]func() (int64, error){
+		"before": func() (int64, error) {
 			var alerts, events int64
 			err := st.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				return tx.NewRaw(query, cutoff, 200).Scan(ctx, &alerts, &events)
+				return tx.NewRaw(clearRawPayloadsBeforeFix, cutoff, 200).Scan(ctx, &alerts, &events)
 			})
 			return alerts, err
-		}
-	}
-	batches := map[string]func() (int64, error){
-		"before": raw(clearRawPayloadsBeforeFix),
-		"index": raw(strings.Replace(clearRawPayloadsBeforeFix, "alert_uuid IN (SELECT uuid FROM cleared)",
-			"alert_uuid = ANY(ARRAY(SELECT uuid FROM cleared))", 1)),
+		},
 		"after": func() (int64, error) {
 			c, err := st.ClearRawPayloadsBefore(ctx, pass.PassID, cutoff, 200)
 			return c[store.RetentionRawPayloads], err
@@ -137,7 +127,7 @@ func BenchmarkRetentionPayloadBatches_IngestLatency(b *testing.B) {
 			variant, q(0.5), q(0.99), q(1), len(took), float64(cleared)/secs, (walBytes()-wal0)/secs/1e6)
 	}
 	for range b.N {
-		for _, v := range []string{"none", "before", "index", "after", "none", "after", "index", "before", "none"} {
+		for _, v := range []string{"none", "before", "after", "none", "after", "before", "none"} {
 			window(v)
 		}
 	}
