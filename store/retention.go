@@ -137,6 +137,10 @@ func addRetentionCounts(ctx context.Context, tx bun.Tx, passID string, counts ma
 // .raw_payload, built when the event's deliveries were planned), in one short transaction that also
 // counts them on the pass, and returns the counts (RetentionRawPayloads, RetentionEventPayloads;
 // empty: no alert is left to clear). Alerts another transaction holds are skipped for a later batch.
+// The agent events are found through their alert_uuid index (a join on the cleared alerts read the
+// whole agent_events table each batch). The batch commits synchronously, flushing the megabytes of
+// WAL it wrote itself: committed asynchronously (tried), the ingest's commits waited more on WAL
+// flushes (docs/PERFORMANCE.md "Retention").
 func (s *Store) ClearRawPayloadsBefore(ctx context.Context, passID string, cutoff time.Time, limit int) (map[string]int64, error) {
 	counts := map[string]int64{}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -149,7 +153,7 @@ func (s *Store) ClearRawPayloadsBefore(ctx context.Context, passID string, cutof
 				RETURNING uuid
 			), events AS (
 				UPDATE agent_events SET payload = jsonb_set(payload, '{alert,raw_payload}', 'null'::jsonb)
-				WHERE alert_uuid IN (SELECT uuid FROM cleared)
+				WHERE alert_uuid = ANY(ARRAY(SELECT uuid FROM cleared))
 					AND jsonb_typeof(payload #> '{alert,raw_payload}') IS DISTINCT FROM 'null'
 					AND payload #> '{alert,raw_payload}' IS NOT NULL
 				RETURNING 1
