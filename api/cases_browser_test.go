@@ -178,7 +178,7 @@ func TestConsoleCasesInHeadlessChromium(t *testing.T) {
 	page = b.waitFor("#case-alert-table")
 	require.Contains(t, page, "HOSTILE-C")
 	require.Contains(t, page, "DESC-"+tag)
-	lower := strings.ToLower(page[strings.Index(page, "<main>"):])
+	lower := strings.ToLower(page[strings.Index(page, "<main"):])
 	for _, bad := range []string{"<script>document", "<img", "<iframe", `href="javascript`} {
 		require.NotContains(t, lower, bad, "hostile markup %q rendered inert", bad)
 	}

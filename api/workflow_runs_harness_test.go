@@ -27,7 +27,10 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/cases"
+	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/domain/timeline"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/kit/secretbox"
@@ -194,8 +197,10 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 		cfg.SlackSigningSecret = slackTestSecret
 		rs := responses.New(responses.Deps{Store: st, Signaler: d.RunSignaler, StepClient: d.WorkflowStepClient, Secrets: box, Log: d.Log})
 		d.Responses = rs // one service for REST and the console, as cmd/vigil wires it
-		d.Console = console.New(console.Deps{Auth: d.Auth, Box: box, Store: st, Alerts: alerts.New(st, d.Log),
-			Approvals: rs, Runs: rs, Log: d.Log, LiveRefresh: 300 * time.Millisecond})
+		al := alerts.New(st, d.Log)
+		d.Console = console.New(console.Deps{Auth: d.Auth, Box: box, Store: st, Alerts: al,
+			Approvals: rs, Runs: rs, Log: d.Log, LiveRefresh: 300 * time.Millisecond,
+			Comments: comments.New(st), Timeline: timeline.New(st), Cases: cases.New(st, al, d.Log), CaseTimeline: timeline.New(st)})
 	})
 	return h
 }
