@@ -88,8 +88,10 @@ func SeedRetention(tb testing.TB, ctx context.Context, dsn string, s RetentionSe
 			SELECT a, md5(tag || '-ind-' || i)::uuid FROM s
 			UNION ALL SELECT a, md5(tag || '-shared-' || (i % 100))::uuid FROM s WHERE g = 'A'
 			UNION ALL SELECT a, md5(tag || '-shared-' || ((i / 2) % 50))::uuid FROM s WHERE g = 'B' AND i % 2 = 0`,
-		`INSERT INTO agents (uuid, name, endpoint_url, signing_secret) VALUES (md5(? || '-agent')::uuid, ? || ' agent',
-			'https://agent.example/hook', '\x00'::bytea)`,
+		// Inactive, at a loopback port nothing listens on: the seed's deliveries need an agent, and
+		// a test that enriches new alerts beside the seed must not call out (tests leave no traps).
+		`INSERT INTO agents (uuid, name, endpoint_url, signing_secret, is_active) VALUES (md5(? || '-agent')::uuid, ? || ' agent',
+			'http://127.0.0.1:9/hook', '\x00'::bytea, false)`,
 		params + `INSERT INTO agent_events (uuid, event, alert_uuid, payload)
 			SELECT md5(tag || '-event-' || i)::uuid, 'alert.enriched', a,
 				jsonb_build_object('alert', jsonb_build_object('uuid', a, 'raw_payload', jsonb_build_object('user', 'user' || i || '@example.com')))
