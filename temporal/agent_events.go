@@ -60,7 +60,7 @@ func (s *EventStarter) StartAgentEvent(ctx context.Context, event uuid.UUID, ale
 	return nil
 }
 
-// StartAgentEvents starts DeliverEvents for events (id events-<first event uuid>), idempotently: a
+// StartAgentEvents starts DeliverEvents for events (id ids.AgentEventBatch: derived from every event of the batch), idempotently: a
 // batch already started is not started again. It is how the outbox dispatcher delivers the agent
 // events of one claim: one workflow for them all instead of one per event. The workflow task comes
 // back with the start when this process runs a worker on the actions queue (eager start).
@@ -68,7 +68,7 @@ func (s *EventStarter) StartAgentEvents(ctx context.Context, events []uuid.UUID)
 	if len(events) == 0 {
 		return nil
 	}
-	id := ids.AgentEventBatch(events[0])
+	id := ids.AgentEventBatch(events)
 	opts := client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                s.queues.Actions,

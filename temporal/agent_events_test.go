@@ -186,7 +186,7 @@ var (
 )
 
 // A batch of three events to two agents, as the outbox dispatcher starts it (one DeliverEvents
-// workflow, events-<first uuid>), with an event id nobody raised (a deleted event) among them: the
+// workflow, events-<uuid of the batch>), with an event id nobody raised (a deleted event) among them: the
 // agent answering 200 receives the three in the events' order, each under its own delivery id and
 // signed; its second delivery failing once (500) is retried on its own under the same id and body,
 // recorded as attempt 2, after the later events; the agent with retry_count 0 answering 500 gives up
@@ -221,7 +221,7 @@ func TestDeliverEvents_BatchInOrderRetriedOnItsOwn(t *testing.T) {
 	var res workflows.DeliverEventResult
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	require.NoError(t, e.c.GetWorkflow(wctx, ids.AgentEventBatch(batch[0]), "").Get(wctx, &res))
+	require.NoError(t, e.c.GetWorkflow(wctx, ids.AgentEventBatch(batch), "").Get(wctx, &res))
 	require.Equal(t, workflows.DeliverEventResult{Deliveries: 6, Failed: 3}, res)
 
 	require.Equal(t, 4, okHook.count(), "three first attempts and one retry")
@@ -257,7 +257,7 @@ func TestDeliverEvents_BatchInOrderRetriedOnItsOwn(t *testing.T) {
 	require.Zero(t, notSubscribed.count())
 
 	if *recordEventsHistory != "" {
-		testenv.WriteHistory(t, e.c, ids.AgentEventBatch(batch[0]), *recordEventsHistory)
+		testenv.WriteHistory(t, e.c, ids.AgentEventBatch(batch), *recordEventsHistory)
 	}
 }
 

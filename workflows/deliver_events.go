@@ -10,7 +10,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 )
 
-// DeliverEventsInput starts DeliverEvents (workflow id events-<first event uuid>, actions queue):
+// DeliverEventsInput starts DeliverEvents (workflow id events-<uuid of the batch>, actions queue):
 // the agent events one outbox claim found, in the order they were raised.
 type DeliverEventsInput struct {
 	EventUUIDs []uuid.UUID `json:"event_uuids"`

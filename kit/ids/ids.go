@@ -44,9 +44,19 @@ func EnrichIndicator(indicator uuid.UUID) string { return "enrich-indicator-" + 
 // receives it (one activity per delivery).
 func AgentEvent(event uuid.UUID) string { return "event-" + event.String() }
 
-// AgentEventBatch is events-<first event uuid>: the DeliverEvents workflow handing the agent events
-// of one outbox claim to their agents (one activity per agent).
-func AgentEventBatch(first uuid.UUID) string { return "events-" + first.String() }
+// AgentEventBatch is events-<a uuid derived from every event of the batch, in order>: the
+// DeliverEvents workflow handing the agent events of one outbox claim to their agents (one activity
+// per agent). The same batch started twice gets one id (the second start is a no-op); a batch
+// regrouped after a crash (some of the same events, some others) gets another, so none of its
+// events is taken for started by a workflow that does not carry it.
+func AgentEventBatch(events []uuid.UUID) string {
+	b := make([]byte, 0, 32+16*len(events))
+	b = append(b, "vigil agent event batch:"...)
+	for _, e := range events {
+		b = append(b, e[:]...)
+	}
+	return "events-" + uuid.NewSHA1(uuid.NameSpaceURL, b).String()
+}
 
 // RetentionSchedule is <task queue prefix>-retention (vigil-retention with the default prefix): the
 // Temporal Schedule of retention passes and the workflow id its runs start with (Temporal appends
