@@ -13,11 +13,12 @@ import (
 // lost; the same batch started twice gets one id.
 func TestAgentEventBatchIDNamesEveryEvent(t *testing.T) {
 	a, b, c := uuid.New(), uuid.New(), uuid.New()
-	if ids.AgentEventBatch([]uuid.UUID{a, b}) != ids.AgentEventBatch([]uuid.UUID{a, b}) {
-		t.Fatal("the same batch must get the same id")
+	ab := ids.AgentEventBatch([]uuid.UUID{a, b})
+	if again := ids.AgentEventBatch([]uuid.UUID{a, b}); again != ab {
+		t.Fatalf("the same batch got %s, then %s", ab, again)
 	}
 	for _, other := range [][]uuid.UUID{{a}, {a, b, c}, {a, c}, {b, a}} {
-		if ids.AgentEventBatch([]uuid.UUID{a, b}) == ids.AgentEventBatch(other) {
+		if ab == ids.AgentEventBatch(other) {
 			t.Fatalf("batch %v shares the id of [a b]", other)
 		}
 	}
