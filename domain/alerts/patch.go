@@ -159,18 +159,8 @@ func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.Al
 	if p.Status != nil {
 		to = *p.Status
 	}
-	if !CanTransition(from, to) {
-		var errs validate.Errors
-		errs.AddCtx([]any{"status"}, "invalid_transition", "Cannot move an alert from "+from+" to "+to+".", to,
-			map[string]any{"from": from, "to": to, "allowed": Transitions(from)})
-		return ch, errs
-	}
-	if p.CloseClassification != nil && to != store.StatusClosed {
-		var errs validate.Errors
-		errs.AddCtx([]any{"close_classification"}, validate.TypeValue,
-			"close_classification is accepted only when the alert is or becomes Closed.", *p.CloseClassification,
-			map[string]any{"status": to})
-		return ch, errs
+	if err := CheckMove("an", "alert", Transitions, store.StatusClosed, from, to, p.CloseClassification); err != nil {
+		return ch, err
 	}
 	if to != from {
 		a.Status = to

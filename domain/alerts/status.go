@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -41,4 +42,24 @@ func TransitionSummary() string {
 		}
 	}
 	return strings.Join(moves, ", ")
+}
+
+// CheckMove is the status-move rule alerts and cases share (API.md §3, §14), each with its own graph:
+// a move from → to must be one transitions(from) allows (staying put always is), and a
+// close_classification is accepted only when the subject is or becomes closed. noun names the
+// subject in the messages ("alert", "case"), article its indefinite article ("an", "a").
+func CheckMove(article, noun string, transitions func(string) []string, closed, from, to string, classification *string) error {
+	var errs validate.Errors
+	if from != to && !slices.Contains(transitions(from), to) {
+		errs.AddCtx([]any{"status"}, "invalid_transition", "Cannot move "+article+" "+noun+" from "+from+" to "+to+".", to,
+			map[string]any{"from": from, "to": to, "allowed": transitions(from)})
+		return errs
+	}
+	if classification != nil && to != closed {
+		errs.AddCtx([]any{"close_classification"}, validate.TypeValue,
+			"close_classification is accepted only when the "+noun+" is or becomes Closed.", *classification,
+			map[string]any{"status": to})
+		return errs
+	}
+	return nil
 }

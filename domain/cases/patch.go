@@ -138,18 +138,8 @@ func Decide(p Patch, actor store.Actor, c *store.Case, now time.Time) (store.Cas
 	if p.Status != nil {
 		to = *p.Status
 	}
-	if !CanTransition(from, to) {
-		var errs validate.Errors
-		errs.AddCtx([]any{"status"}, "invalid_transition", "Cannot move a case from "+from+" to "+to+".", to,
-			map[string]any{"from": from, "to": to, "allowed": Transitions(from)})
-		return ch, errs
-	}
-	if p.CloseClassification != nil && to != store.CaseClosed {
-		var errs validate.Errors
-		errs.AddCtx([]any{"close_classification"}, validate.TypeValue,
-			"close_classification is accepted only when the case is or becomes Closed.", *p.CloseClassification,
-			map[string]any{"status": to})
-		return ch, errs
+	if err := alerts.CheckMove("a", "case", Transitions, store.CaseClosed, from, to, p.CloseClassification); err != nil {
+		return ch, err
 	}
 	if to != from {
 		c.Status = to
