@@ -82,10 +82,6 @@ func Transitions(from string) []string {
 	return nil
 }
 
-// CanTransition reports whether a case may move from one status to another; staying put is always
-// allowed.
-func CanTransition(from, to string) bool { return from == to || slices.Contains(Transitions(from), to) }
-
 // TransitionSummary is the graph as text for the doors' descriptions:
 // "Open→Investigating, Investigating→Closed, Closed→Open".
 func TransitionSummary() string {
