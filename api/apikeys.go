@@ -112,13 +112,6 @@ func (r createAPIKeyRequest) Validate() validate.Errors {
 	return apikeys.CheckExpiry(r.ExpiresAt, time.Now())
 }
 
-// NewAPIKey builds a key record and its plaintext without storing it (apikeys.Build; kept for test
-// helpers that write keys straight to the store).
-func NewAPIKey(name string, scopes []string, keyType string, allowedSources []string, expiresAt *time.Time, rateLimit *int) (store.APIKey, string, error) {
-	return apikeys.Build(apikeys.Fields{Name: name, Scopes: scopes, KeyType: keyType, AllowedSources: allowedSources,
-		ExpiresAt: expiresAt, RateLimitPerMinute: rateLimit})
-}
-
 func (s *Server) createAPIKey(c *fiber.Ctx) error {
 	var req createAPIKeyRequest
 	if err := bindBody(c, &req); err != nil {

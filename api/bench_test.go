@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -30,7 +31,7 @@ func BenchmarkGetAPIKey(b *testing.B) {
 				d.Auth = auth.NewAuthenticator(testStore(b), d.Log, cache)
 			})
 			key := mustKey(b, ts.Store, auth.ScopeAdmin)
-			k, _, err := NewAPIKey("target", []string{auth.ScopeAlertsRead}, "", nil, nil, nil)
+			k, _, err := apikeys.Build(apikeys.Fields{Name: "target", Scopes: []string{auth.ScopeAlertsRead}})
 			require.NoError(b, err)
 			require.NoError(b, ts.Store.CreateAPIKey(context.Background(), &k))
 			url := ts.URL + "/v1/api-keys/" + k.UUID.String()

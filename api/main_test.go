@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/comments"
@@ -109,7 +110,7 @@ func mustKey(t testing.TB, st *store.Store, scopes ...string) string {
 
 func mustKeyWith(t testing.TB, st *store.Store, edit func(*store.APIKey), scopes ...string) string {
 	t.Helper()
-	k, plain, err := NewAPIKey("test-"+t.Name(), scopes, "", nil, nil, nil)
+	k, plain, err := apikeys.Build(apikeys.Fields{Name: "test-" + t.Name(), Scopes: scopes})
 	require.NoError(t, err)
 	edit(&k)
 	require.NoError(t, st.CreateAPIKey(context.Background(), &k))

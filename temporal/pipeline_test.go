@@ -29,6 +29,7 @@ import (
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
 	"github.com/vigil-soc/vigil/domain/cases"
@@ -150,8 +151,8 @@ func startPipeEnv(dsn, addr, prefix string, codec converter.PayloadCodec) (*pipe
 	}
 	go func() { _ = srv.App().Listener(apiLn) }()
 	e.apiURL = "http://" + apiLn.Addr().String()
-	k, plain, err := api.NewAPIKey("pipeline-tests", []string{auth.ScopeAlertsRead, auth.ScopeAlertsWrite, auth.ScopeEnrichmentsRead,
-		auth.ScopeAgentsWrite}, "", nil, nil, nil)
+	k, plain, err := apikeys.Build(apikeys.Fields{Name: "pipeline-tests", Scopes: []string{auth.ScopeAlertsRead, auth.ScopeAlertsWrite,
+		auth.ScopeEnrichmentsRead, auth.ScopeAgentsWrite}})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/api"
 	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/netguard"
@@ -67,7 +68,7 @@ func TestWorkflowRun_TemporalUnreachableAtExecute(t *testing.T) {
 		Limiter: ratelimit.NewMemory(), APIKeys: st, Audit: st, Secrets: box, Workflows: st, RunSignaler: temporal.NewRunSignaler(lazy),
 		Responses: responses.New(responses.Deps{Store: st, Secrets: box, Signaler: temporal.NewRunSignaler(lazy), Log: slog.New(slog.DiscardHandler)})})
 	newKey := func(scopes ...string) string {
-		k, plain, err := api.NewAPIKey("fault-"+uuid.NewString()[:8], scopes, "", nil, nil, nil)
+		k, plain, err := apikeys.Build(apikeys.Fields{Name: "fault-" + uuid.NewString()[:8], Scopes: scopes})
 		require.NoError(t, err)
 		require.NoError(t, st.CreateAPIKey(ctx, &k))
 		return plain
