@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -221,6 +222,21 @@ func AlertSortFields() []string {
 func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, error) {
 	var out []Alert
 	var total int
+	if f.Query != "" {
+		// A search whose matches are few (most are) is answered whole by one scan of them.
+		found := false
+		err := s.boundedRead(ctx, func(ctx context.Context, db bun.IDB) error {
+			page, n, ok, err := alertSearchFew(ctx, db, f, s.searchCap)
+			if err != nil {
+				return fmt.Errorf("search alerts: %w", mapErr(err))
+			}
+			out, total, found = page, n, ok
+			return nil
+		})
+		if err != nil || found {
+			return out, total, err
+		}
+	}
 	err := s.boundedRead(ctx, func(ctx context.Context, db bun.IDB) error {
 		page, err := alertListPage(ctx, db, f)
 		if err != nil {
@@ -243,6 +259,14 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 	return out, total, nil
 }
 
+// searchMatchCap is how many matches of a `q` search alertSearchFew reads before it hands the search
+// to the other routes (alertListPage and an exact count). Past it, a search is common enough that the
+// walk of queryWindow alerts finds its page (at 100 000 alerts, 2 500 matches spread over them put 50
+// in the window) and the count costs what reading every match whole would; below it the walk comes up
+// short and reading every match whole saves a scan. A common search pays for reading the cap's
+// matches first: a few milliseconds (docs/PERFORMANCE.md).
+const searchMatchCap int64 = 2500
+
 // queryWindow is how many alerts, in the list's order and under its other filters, a `q` search
 // reads before it falls back to finding every match first (alertListPage); at least this many, and
 // queryWindowPerRow per row up to the page's end.
@@ -251,15 +275,90 @@ const (
 	queryWindowPerRow int64 = 40
 )
 
+// searchKeys are a `q` search's building blocks over the list's order: keyed selects uuid and the
+// order's keys (k0, k1, …) of its candidates; pageOf picks the page's uuids (as column) from a relation of them
+// in the list's order; read reads the alerts of those uuids in that order.
+type searchKeys struct {
+	db    bun.IDB
+	f     AlertFilter
+	order []orderTerm
+}
+
+func (k searchKeys) keyed(q *bun.SelectQuery) *bun.SelectQuery {
+	q = q.Column("uuid")
+	for i, t := range k.order {
+		q = q.ColumnExpr(t.expr + " AS k" + strconv.Itoa(i))
+	}
+	return q
+}
+
+func (k searchKeys) pageOf(column, from string, args ...any) *bun.SelectQuery {
+	q := k.db.NewSelect().TableExpr(from, args...).ColumnExpr(column)
+	for i, t := range k.order {
+		q = q.OrderExpr("k" + strconv.Itoa(i) + t.dir)
+	}
+	return q.Limit(k.f.Page.Limit()).Offset(k.f.Page.Offset())
+}
+
+func (k searchKeys) read(ctx context.Context, ids any) ([]Alert, error) {
+	var page []Alert
+	err := alertListQuery(k.db, k.f, &page).Where("alert.uuid IN (?)", ids).Limit(k.f.Page.Limit()).Scan(ctx)
+	return page, err
+}
+
+// alertSearchFew answers a `q` search whose matches (under f's other filters) number at most limit:
+// one scan through the trigram indexes reads at most limit+1 of them, and from those the exact total
+// and the page's uuids; then the page's alerts. ok is false, and nothing else is set, when there are
+// more: then the total costs a count of every match and the page a walk of the order, which
+// alertListPage and ListAlerts' count do. `q=seeded alert 99` (1 111 of 100 000 alerts) cost a walk of
+// 2 000 alerts, then every match through the indexes, beside a count of them: three scans, p99 45 ms;
+// this is one (docs/PERFORMANCE.md). The scan is tried only when Postgres's estimate of the matches
+// (its planner's, from the column statistics: 1 020 for those 1 111, 10 110 for 11 111) is within
+// limit, so a common search does not pay for it.
+func alertSearchFew(ctx context.Context, db bun.IDB, f AlertFilter, limit int64) (page []Alert, total int, ok bool, err error) {
+	k := searchKeys{db: db, f: f, order: alertOrder(f)}
+	matches := alertConditions(k.keyed(db.NewSelect().TableExpr("alerts")), f)
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	var raw []byte
+	if err := db.NewRaw("EXPLAIN (FORMAT JSON) ?", matches).Scan(ctx, &raw); err != nil {
+		return nil, 0, false, fmt.Errorf("estimate matches: %w", err)
+	}
+	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
+		return nil, 0, false, fmt.Errorf("estimate matches: unexpected plan %.200q: %v", raw, err)
+	}
+	if plan[0].Plan.Rows > float64(limit) {
+		return nil, 0, false, nil
+	}
+	var n int64
+	var ids []string
+	err = db.NewSelect().WithQuery(bun.NewWithQuery("matches", matches.Limit(limit+1)).Materialized()).
+		ColumnExpr("(SELECT count(*) FROM matches)").
+		ColumnExpr("ARRAY(?)", k.pageOf("uuid::text", "matches")).
+		Scan(ctx, &n, pgdialectArray(&ids))
+	if err != nil || n > limit {
+		return nil, 0, false, err
+	}
+	if len(ids) > 0 {
+		if page, err = k.read(ctx, bun.List(ids)); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	return page, int(n), true, nil
+}
+
 // alertListPage reads one page of ListAlerts. Without `q` it is alertListQuery with the page's limit
-// and offset: every other filter has an index in the list's order. With `q`, Postgres has two plans
-// and cannot tell which is cheap: walk the order checking each alert's text (cheap when the words are
-// common, thousands of rows when they are rare: `q=seeded alert 99` walked 9 900 alerts for page 1 at
-// 100 000, docs/PERFORMANCE.md), or find every match through the trigram indexes and sort them (cheap
-// when they are rare). Its estimate of a substring's frequency cannot tell them apart, so the page
-// asks both in turn: the first queryWindow alerts in the list's order (a walk that can stop), and only
-// when they hold fewer matches than the page needs, every match through the indexes, then the page's
-// uuids, then those alerts. Both answers are the same rows in the same order.
+// and offset: every other filter has an index in the list's order. With `q` (a search alertSearchFew
+// found too common to read whole), Postgres has two plans and cannot tell which is cheap: walk the
+// order checking each alert's text (cheap when the matches are spread through the order, thousands of
+// rows when they are not), or find every match through the trigram indexes and sort them. Its estimate
+// of a substring's frequency cannot tell them apart, so the page asks both in turn: the first
+// queryWindow alerts in the list's order (a walk that can stop), and only when they hold fewer matches
+// than the page needs, every match through the indexes, then the page's uuids, then those alerts. Both
+// answers are the same rows in the same order.
 func alertListPage(ctx context.Context, db bun.IDB, f AlertFilter) ([]Alert, error) {
 	limit, offset := f.Page.Limit(), f.Page.Offset()
 	var out []Alert
@@ -267,43 +366,20 @@ func alertListPage(ctx context.Context, db bun.IDB, f AlertFilter) ([]Alert, err
 		err := alertListQuery(db, f, &out).Limit(limit).Offset(offset).Scan(ctx)
 		return out, err
 	}
-	// Each route reads (uuid, the order's keys) of its candidates, picks the page's uuids in the
-	// list's order, then the alerts of those uuids are read in that order.
-	order := alertOrder(f)
-	keyed := func(q *bun.SelectQuery) *bun.SelectQuery {
-		q = q.Column("uuid")
-		for i, t := range order {
-			q = q.ColumnExpr(t.expr + " AS k" + strconv.Itoa(i))
-		}
-		return q
-	}
-	pageOf := func(from string, args ...any) *bun.SelectQuery {
-		q := db.NewSelect().TableExpr(from, args...).Column("uuid")
-		for i, t := range order {
-			q = q.OrderExpr("k" + strconv.Itoa(i) + t.dir)
-		}
-		return q.Limit(limit).Offset(offset)
-	}
-	read := func(ids *bun.SelectQuery) ([]Alert, error) {
-		var page []Alert
-		err := alertListQuery(db, f, &page).Where("alert.uuid IN (?)", ids).Limit(limit).Scan(ctx)
-		return page, err
-	}
-
+	k := searchKeys{db: db, f: f, order: alertOrder(f)}
 	rest := f
 	rest.Query = ""
 	window := max(queryWindow, queryWindowPerRow*(offset+limit))
-	walk := orderAlerts(alertConditions(keyed(db.NewSelect().TableExpr("alerts").Column("title", "description")), rest), rest).Limit(window)
+	walk := orderAlerts(alertConditions(k.keyed(db.NewSelect().TableExpr("alerts").Column("title", "description")), rest), rest).Limit(window)
 	// A subquery, not a CTE: its order is the page's, so the scan stops at the page's last match.
-	page, err := read(matchQuery(pageOf("(?) AS walk", walk), f.Query))
+	page, err := k.read(ctx, matchQuery(k.pageOf("uuid", "(?) AS walk", walk), f.Query))
 	if err != nil || int64(len(page)) == limit {
 		return page, err
 	}
-	// Fewer than a page in the window: the matches are rare (or fewer than a page in all, which the
-	// index route answers as cheaply).
-	// Materialized: every match through the indexes, then sorted, never a walk of the order.
-	matches := alertConditions(keyed(db.NewSelect().TableExpr("alerts")), f)
-	return read(pageOf("matches").WithQuery(bun.NewWithQuery("matches", matches).Materialized()))
+	// Fewer than a page in the window: every match through the indexes, then sorted (materialized:
+	// never a walk of the order).
+	matches := alertConditions(k.keyed(db.NewSelect().TableExpr("alerts")), f)
+	return k.read(ctx, k.pageOf("uuid", "matches").WithQuery(bun.NewWithQuery("matches", matches).Materialized()))
 }
 
 // alertListQuery is ListAlerts' statement over f: its conditions and its order, no page.

@@ -14,9 +14,10 @@ import (
 	"github.com/vigil-soc/vigil/store"
 )
 
-// A `q` search answers the same rows in the same order whichever route alertListPage takes: the
-// window walk (common words) or the index route (words rarer than a page in the first 2 000 alerts,
-// or past the window), on every page and in both directions.
+// A `q` search answers the same rows in the same order, and the same total, whichever route ListAlerts
+// takes: every match read whole (alertSearchFew, at most its cap), the window walk (common words) or
+// the index route (words rarer than a page in the first 2 000 alerts, or past the window), on every
+// page and in both directions.
 func TestListAlertsQueryRoutesAgree(t *testing.T) {
 	ctx := context.Background()
 	st := testStore(t)
@@ -57,7 +58,7 @@ func TestListAlertsQueryRoutesAgree(t *testing.T) {
 	for _, tc := range []struct {
 		text string
 		desc bool
-	}{{"needle", true}, {"needle", false}, {"beacon", true}, {"beacon", false}, {"nothing-like-it", true}} {
+	}{{"needle", true}, {"needle", false}, {"beacon", true}, {"beacon", false}, {"nothing-like-it", true}, {`o'brien ?%_\ $1`, false}} {
 		want := matching(tc.text)
 		sort.Slice(want, func(i, j int) bool {
 			a, b := want[i], want[j]
@@ -66,22 +67,27 @@ func TestListAlertsQueryRoutesAgree(t *testing.T) {
 			}
 			return (a.id.String() < b.id.String()) != tc.desc
 		})
-		for page := 1; page <= 3; page++ {
-			got, total, err := st.ListAlerts(ctx, store.AlertFilter{
-				SourceNames: []string{source}, Query: strings.ToUpper(tc.text), SortDesc: tc.desc,
-				Page: store.Page{Number: page, Size: 20},
-			})
-			require.NoError(t, err)
-			require.Equal(t, len(want), total, "%s total", tc.text)
-			lo, hi := min((page-1)*20, len(want)), min(page*20, len(want))
-			wantIDs, gotIDs := make([]uuid.UUID, 0, hi-lo), make([]uuid.UUID, 0, len(got))
-			for _, r := range want[lo:hi] {
-				wantIDs = append(wantIDs, r.id)
+		// A cap past any estimate reads every search here whole (alertSearchFew); a cap of 10 hands
+		// each search with more matches to the window walk and the index route, with an exact count.
+		for _, cap := range []int64{1 << 40, 10} {
+			lister := store.WithSearchCap(st, cap)
+			for page := 1; page <= 3; page++ {
+				got, total, err := lister.ListAlerts(ctx, store.AlertFilter{
+					SourceNames: []string{source}, Query: strings.ToUpper(tc.text), SortDesc: tc.desc,
+					Page: store.Page{Number: page, Size: 20},
+				})
+				require.NoError(t, err)
+				require.Equal(t, len(want), total, "%s total cap %d", tc.text, cap)
+				lo, hi := min((page-1)*20, len(want)), min(page*20, len(want))
+				wantIDs, gotIDs := make([]uuid.UUID, 0, hi-lo), make([]uuid.UUID, 0, len(got))
+				for _, r := range want[lo:hi] {
+					wantIDs = append(wantIDs, r.id)
+				}
+				for _, a := range got {
+					gotIDs = append(gotIDs, a.UUID)
+				}
+				require.Equal(t, wantIDs, gotIDs, "q=%s desc=%v page %d cap %d", tc.text, tc.desc, page, cap)
 			}
-			for _, a := range got {
-				gotIDs = append(gotIDs, a.UUID)
-			}
-			require.Equal(t, wantIDs, gotIDs, "q=%s desc=%v page %d", tc.text, tc.desc, page)
 		}
 	}
 }

@@ -51,6 +51,7 @@ type Store struct {
 	caseTimeline *prepared     // caseTimelineSQL
 	dsn          string        // for Migrate's own connection
 	listTimeout  time.Duration // boundedRead's statement_timeout
+	searchCap    int64         // ListAlerts with `q`: searchMatchCap, smaller in tests
 }
 
 // Open connects to Postgres at dsn and checks the connection.
@@ -73,7 +74,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	return &Store{pool: db, db: db, now: func() time.Time { return time.Now().UTC() }, wake: newOutboxWaker(db, OutboxChannel), startWake: newOutboxWaker(db, StartChannel),
 		freedWake: newOutboxWaker(db, FreedChannel), ingest: &prepared{query: ingestSQL},
-		timeline: &prepared{query: timelineSQL}, caseTimeline: &prepared{query: caseTimelineSQL}, dsn: dsn, listTimeout: listTimeout(opts.ListTimeout)}, nil
+		timeline: &prepared{query: timelineSQL}, caseTimeline: &prepared{query: caseTimelineSQL}, dsn: dsn, listTimeout: listTimeout(opts.ListTimeout),
+		searchCap: searchMatchCap}, nil
 }
 
 // DB exposes the bun handle for packages that compose queries in transactions with the store.
