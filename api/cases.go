@@ -70,6 +70,12 @@ func (s *Server) caseRoutes() {
 	s.add(route{Method: http.MethodGet, Path: "/v1/cases/:uuid/comments", Tag: tag, Summary: "List a case's comments",
 		Description: "Oldest first (the case's own; its alerts' comments are on its timeline).", Scopes: read, Query: PageQuery{},
 		Response: commentResponse{}, List: true}, s.listCaseComments)
+	s.add(route{Method: http.MethodPatch, Path: "/v1/cases/:uuid/comments/:comment_uuid", Tag: tag, Summary: "Edit a case comment",
+		Description: "Only the key that wrote it (403 NOT_COMMENT_AUTHOR); the previous body stays in the case's activity (comment_edited).",
+		Scopes:      write, Body: commentRequest{}, Response: commentResponse{}}, s.editCaseComment)
+	s.add(route{Method: http.MethodDelete, Path: "/v1/cases/:uuid/comments/:comment_uuid", Tag: tag, Summary: "Delete a case comment",
+		Description: "The key that wrote it, or an admin key (403 NOT_COMMENT_AUTHOR otherwise); the body stays in the case's activity (comment_deleted).",
+		Scopes:      write, Status: http.StatusNoContent}, s.deleteCaseComment)
 	s.add(route{Method: http.MethodGet, Path: "/v1/cases/:uuid/timeline", Tag: tag, Summary: "A case's timeline",
 		Description: "One list, oldest first: the case's activity and comments merged with every item of its alerts' timelines. summary holds text people, agents and sources wrote: show it as text.",
 		Scopes:      read, Query: PageQuery{}, Response: timelineItemResponse{}, List: true}, s.caseTimeline)
@@ -375,6 +381,14 @@ func (s *Server) createCaseComment(c *fiber.Ctx) error {
 
 func (s *Server) listCaseComments(c *fiber.Ctx) error {
 	return s.commentsOf(c, store.CaseCommentSubject, "Case")
+}
+
+func (s *Server) editCaseComment(c *fiber.Ctx) error {
+	return s.patchComment(c, store.CaseCommentSubject, "Case")
+}
+
+func (s *Server) deleteCaseComment(c *fiber.Ctx) error {
+	return s.removeComment(c, store.CaseCommentSubject, "Case")
 }
 
 func (s *Server) caseTimeline(c *fiber.Ctx) error {

@@ -302,3 +302,72 @@ func TestCases_BodyLimit(t *testing.T) {
 	big := `{"title": "` + strings.Repeat("a", 2<<20) + `"}`
 	requireError(t, ts.do(t, http.MethodPost, "/v1/cases", key, big), http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
 }
+
+// A case's comments are edited and deleted as an alert's: the author edits (the previous body kept in
+// the case's activity), the author or an admin deletes (the body kept), another writer is 403
+// NOT_COMMENT_AUTHOR, a read-only key is 403 FORBIDDEN, a comment is reached only through its own case,
+// and bad input is the contract's error body with nothing changed.
+func TestCaseComments_EditDelete(t *testing.T) {
+	ts := newAlertServer(t, nil)
+	st := ts.Store
+	ctx := context.Background()
+	maria := namedKey(t, st, "maria.ortiz", false, auth.ScopeAlertsRead, auth.ScopeAlertsWrite)
+	omar := namedKey(t, st, "omar.haddad", false, auth.ScopeAlertsRead, auth.ScopeAlertsWrite)
+	reader := namedKey(t, st, "read-only", false, auth.ScopeAlertsRead)
+	admin := namedKey(t, st, "admin", false, auth.ScopeAdmin)
+	caseID := caseData(t, ts.do(t, http.MethodPost, "/v1/cases", maria, map[string]any{"title": "FIN-WS-07 beaconing"}), http.StatusCreated)["uuid"].(string)
+	cid := uuid.MustParse(caseID)
+	base := "/v1/cases/" + caseID + "/comments"
+	first := caseData(t, ts.do(t, http.MethodPost, base, maria, map[string]any{"body": "Contained; **reimage** pending."}), http.StatusCreated)
+	one := base + "/" + first["uuid"].(string)
+
+	requireError(t, ts.do(t, http.MethodPatch, one, omar, map[string]any{"body": "rewritten"}), http.StatusForbidden, "NOT_COMMENT_AUTHOR")
+	requireError(t, ts.do(t, http.MethodPatch, one, admin, map[string]any{"body": "rewritten"}), http.StatusForbidden, "NOT_COMMENT_AUTHOR")
+	requireError(t, ts.do(t, http.MethodPatch, one, reader, map[string]any{"body": "rewritten"}), http.StatusForbidden, "FORBIDDEN")
+	hostile := `<img src=x onerror=alert(1)> "; DROP TABLE comments; -- {{7*7}} ` + "\u202e"
+	edited := caseData(t, ts.do(t, http.MethodPatch, one, maria, map[string]any{"body": hostile}), http.StatusOK)
+	require.Equal(t, hostile, edited["body"], "stored exactly as sent")
+	require.NotNil(t, edited["edited_at"])
+	acts, _, err := st.ListActivity(ctx, store.ActivityFilter{CaseUUID: &cid, EventTypes: []string{store.EventCommentEdited}, Page: store.Page{Number: 1, Size: 10}})
+	require.NoError(t, err)
+	require.Len(t, acts, 1)
+	require.Equal(t, "Contained; **reimage** pending.", acts[0].References["previous_body"])
+
+	// Bad input: each the contract's error body, the comment unchanged.
+	for name, tc := range map[string]struct{ method, path, body, loc string }{
+		"NUL":            {http.MethodPatch, one, `{"body": "a\u0000"}`, "body.body"},
+		"too long":       {http.MethodPatch, one, `{"body": "` + strings.Repeat("c", 20001) + `"}`, "body.body"},
+		"blank":          {http.MethodPatch, one, `{"body": "  "}`, "body.body"},
+		"number":         {http.MethodPatch, one, `{"body": 7}`, "body.body"},
+		"bad comment id": {http.MethodPatch, base + "/x", `{"body": "x"}`, "path.comment_uuid"},
+		"bad case id":    {http.MethodDelete, "/v1/cases/x/comments/" + first["uuid"].(string), ``, "path.uuid"},
+	} {
+		var b any
+		if tc.body != "" {
+			b = tc.body
+		}
+		require.Contains(t, locs(requireValidation(t, ts.do(t, tc.method, tc.path, maria, b))), tc.loc, name)
+	}
+	requireError(t, ts.do(t, http.MethodPatch, one, maria, `{"body": `), http.StatusBadRequest, "INVALID_JSON")
+	m := requireError(t, ts.do(t, http.MethodPatch, base+"/"+uuid.NewString(), maria, map[string]any{"body": "x"}), http.StatusNotFound, "NOT_FOUND")
+	require.Equal(t, "Comment not found.", m["error"].(map[string]any)["message"])
+	// An alert's comment is not reached through a case's path.
+	alert := newCommentAlert(t, st)
+	r := ts.do(t, http.MethodPost, "/v1/alerts/"+alert.String()+"/comments", maria, map[string]any{"body": "on the alert"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	requireError(t, ts.do(t, http.MethodPatch, base+"/"+commentData(t, r)["uuid"].(string), maria, map[string]any{"body": "moved?"}), http.StatusNotFound, "NOT_FOUND")
+	requireError(t, ts.do(t, http.MethodDelete, base+"/"+commentData(t, r)["uuid"].(string), admin, nil), http.StatusNotFound, "NOT_FOUND")
+
+	// Delete: not another writer, not a reader; the author or an admin.
+	requireError(t, ts.do(t, http.MethodDelete, one, omar, nil), http.StatusForbidden, "NOT_COMMENT_AUTHOR")
+	requireError(t, ts.do(t, http.MethodDelete, one, reader, nil), http.StatusForbidden, "FORBIDDEN")
+	r = ts.do(t, http.MethodDelete, one, admin, nil)
+	require.Equal(t, http.StatusNoContent, r.Status, string(r.Body))
+	requireError(t, ts.do(t, http.MethodDelete, one, maria, nil), http.StatusNotFound, "NOT_FOUND")
+	acts, _, err = st.ListActivity(ctx, store.ActivityFilter{CaseUUID: &cid, EventTypes: []string{store.EventCommentDeleted}, Page: store.Page{Number: 1, Size: 10}})
+	require.NoError(t, err)
+	require.Len(t, acts, 1)
+	require.Equal(t, hostile, acts[0].References["body"])
+	r = ts.do(t, http.MethodGet, base, reader, nil)
+	require.EqualValues(t, 0, r.JSON(t)["meta"].(map[string]any)["total"])
+}

@@ -81,11 +81,12 @@ func toCommentResponse(c store.Comment) commentResponse {
 }
 
 // commentNotFound names what is missing: the comment (on an alert that exists) or the alert.
-func commentNotFound(err error) error {
+// commentNotFound names what is missing: the comment, else the subject (what: "Alert", "Case").
+func commentNotFound(err error, what string) error {
 	if errors.Is(err, comments.ErrCommentNotFound) {
 		return errNotFound("Comment")
 	}
-	return notFoundAs(err, "Alert")
+	return notFoundAs(err, what)
 }
 
 func (s *Server) createComment(c *fiber.Ctx) error {
@@ -151,9 +152,9 @@ func joinRequestErrors(errs ...error) error {
 	return nil
 }
 
-// commentPath reads the alert and comment uuids of a comment's path.
-func commentPath(c *fiber.Ctx) (alert, comment uuid.UUID, err error) {
-	alert, errA := pathUUID(c, "uuid")
+// commentPath reads the subject's and the comment's uuids of a comment's path.
+func commentPath(c *fiber.Ctx) (subject, comment uuid.UUID, err error) {
+	subject, errA := pathUUID(c, "uuid")
 	comment, errC := pathUUID(c, "comment_uuid")
 	var verrs validate.Errors
 	for _, e := range []error{errA, errC} {
@@ -167,30 +168,40 @@ func commentPath(c *fiber.Ctx) (alert, comment uuid.UUID, err error) {
 	if len(verrs) > 0 {
 		return uuid.Nil, uuid.Nil, verrs
 	}
-	return alert, comment, nil
+	return subject, comment, nil
 }
 
 func (s *Server) editComment(c *fiber.Ctx) error {
+	return s.patchComment(c, store.AlertCommentSubject, "Alert")
+}
+
+func (s *Server) deleteComment(c *fiber.Ctx) error {
+	return s.removeComment(c, store.AlertCommentSubject, "Alert")
+}
+
+// patchComment edits a comment on the subject of the path's uuid (an alert's, a case's).
+func (s *Server) patchComment(c *fiber.Ctx, subject func(uuid.UUID) store.CommentSubject, what string) error {
 	id, cid, pathErr := commentPath(c)
 	var req commentRequest
 	bodyErr := bindBody(c, &req)
 	if err := joinRequestErrors(pathErr, bodyErr); err != nil {
 		return err
 	}
-	cm, err := s.deps.Comments.Edit(c.UserContext(), store.AlertCommentSubject(id), cid, req.Body, comments.AuthorOf(principal(c), store.ActorAPI))
+	cm, err := s.deps.Comments.Edit(c.UserContext(), subject(id), cid, req.Body, comments.AuthorOf(principal(c), store.ActorAPI))
 	if err != nil {
-		return commentNotFound(inBody(err))
+		return commentNotFound(inBody(err), what)
 	}
 	return respond(c, http.StatusOK, toCommentResponse(cm))
 }
 
-func (s *Server) deleteComment(c *fiber.Ctx) error {
+// removeComment deletes a comment on the subject of the path's uuid (an alert's, a case's).
+func (s *Server) removeComment(c *fiber.Ctx, subject func(uuid.UUID) store.CommentSubject, what string) error {
 	id, cid, err := commentPath(c)
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Comments.Delete(c.UserContext(), store.AlertCommentSubject(id), cid, comments.AuthorOf(principal(c), store.ActorAPI)); err != nil {
-		return commentNotFound(err)
+	if err := s.deps.Comments.Delete(c.UserContext(), subject(id), cid, comments.AuthorOf(principal(c), store.ActorAPI)); err != nil {
+		return commentNotFound(err, what)
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
