@@ -259,13 +259,14 @@ func (s *Store) ListAlerts(ctx context.Context, f AlertFilter) ([]Alert, int, er
 	return out, total, nil
 }
 
-// searchMatchCap is how many matches of a `q` search alertSearchFew reads before it hands the search
-// to the other routes (alertListPage and an exact count). Past it, a search is common enough that the
-// walk of queryWindow alerts finds its page (at 100 000 alerts, 2 500 matches spread over them put 50
-// in the window) and the count costs what reading every match whole would; below it the walk comes up
-// short and reading every match whole saves a scan. A common search pays for reading the cap's
-// matches first: a few milliseconds (docs/PERFORMANCE.md).
-const searchMatchCap int64 = 2500
+// searchMatchCap is how many matches of a `q` search alertSearchFew reads at most. Past it (by the
+// planner's estimate, or found) the walk of queryWindow alerts finds the page (at 100 000 alerts,
+// 10 000 matches spread over them put 200 in the window) and the exact count costs what reading
+// every match would; below it reading every match once saves the walk, the index route and a second
+// scan for the count. The planner's estimate of a substring's matches is coarse (1 020 to 3 040 for
+// the same 2 002 matches, from one ANALYZE to the next), so the cap stands well above the shapes it
+// is for: a console search in triage order that the walk answers badly (docs/PERFORMANCE.md).
+const searchMatchCap int64 = 10000
 
 // queryWindow is how many alerts, in the list's order and under its other filters, a `q` search
 // reads before it falls back to finding every match first (alertListPage); at least this many, and
