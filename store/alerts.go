@@ -277,8 +277,8 @@ const (
 )
 
 // searchKeys are a `q` search's building blocks over the list's order: keyed selects uuid and the
-// order's keys (k0, k1, …) of its candidates; pageOf picks the page's uuids (as column) from a relation of them
-// in the list's order; read reads the alerts of those uuids in that order.
+// order's keys (k0, k1, …) of its candidates; pageOf picks the page's uuids (as column) from a
+// relation of them in the list's order; read reads the alerts of those uuids in that order.
 type searchKeys struct {
 	db    bun.IDB
 	f     AlertFilter
@@ -312,8 +312,8 @@ func (k searchKeys) read(ctx context.Context, ids any) ([]Alert, error) {
 // and the page's uuids; then the page's alerts. ok is false, and nothing else is set, when there are
 // more: then the total costs a count of every match and the page a walk of the order, which
 // alertListPage and ListAlerts' count do. `q=seeded alert 99` (1 111 of 100 000 alerts) cost a walk of
-// 2 000 alerts, then every match through the indexes, beside a count of them: three scans, p99 45 ms;
-// this is one (docs/PERFORMANCE.md). The scan is tried only when Postgres's estimate of the matches
+// 2 000 alerts, then every match through the indexes, beside a count of them: three scans, p99 51 ms
+// on a quiet machine; this is one, p99 27 ms (docs/PERFORMANCE.md). The scan is tried only when Postgres's estimate of the matches
 // (its planner's, from the column statistics: 1 020 for those 1 111, 10 110 for 11 111) is within
 // limit, so a common search does not pay for it.
 func alertSearchFew(ctx context.Context, db bun.IDB, f AlertFilter, limit int64) (page []Alert, total int, ok bool, err error) {
