@@ -30,6 +30,15 @@ func Unique(in []string) []string {
 	return out
 }
 
+// setValue applies a patch field that is nil when unchanged to dst, adding column to cols when present.
+func setValue[T any](v *T, dst *T, column string, cols []string) []string {
+	if v == nil {
+		return cols
+	}
+	*dst = *v
+	return append(cols, column)
+}
+
 // setNullable applies a nullable patch field to dst, adding column to cols when present.
 func setNullable[T any](v optional.Value[T], dst **T, column string, cols []string) []string {
 	if !v.Set {

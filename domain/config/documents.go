@@ -80,19 +80,11 @@ func (s *Documents) Update(ctx context.Context, actor store.Actor, id uuid.UUID,
 	}
 	before := d
 	var cols []string
-	if p.Title != nil {
-		d.Title, cols = *p.Title, append(cols, "title")
-	}
-	if p.DocumentType != nil {
-		d.DocumentType, cols = *p.DocumentType, append(cols, "document_type")
-	}
-	if p.IsGlobal != nil {
-		d.IsGlobal, cols = *p.IsGlobal, append(cols, "is_global")
-	}
+	cols = setValue(p.Title, &d.Title, "title", cols)
+	cols = setValue(p.DocumentType, &d.DocumentType, "document_type", cols)
+	cols = setValue(p.IsGlobal, &d.IsGlobal, "is_global", cols)
 	cols = setNullable(p.Description, &d.Description, "description", cols)
-	if p.Content != nil {
-		d.Content, cols = *p.Content, append(cols, "content")
-	}
+	cols = setValue(p.Content, &d.Content, "content", cols)
 	if p.Tags != nil {
 		d.Tags, cols = Unique(p.Tags), append(cols, "tags")
 	}

@@ -125,15 +125,9 @@ func (s *Integrations) Update(ctx context.Context, actor store.Actor, id uuid.UU
 	}
 	before := si
 	var cols []string
-	if p.DisplayName != nil {
-		si.DisplayName, cols = *p.DisplayName, append(cols, "display_name")
-	}
-	if p.IsActive != nil {
-		si.IsActive, cols = *p.IsActive, append(cols, "is_active")
-	}
-	if p.AuthType != nil {
-		si.AuthType, cols = *p.AuthType, append(cols, "auth_type")
-	}
+	cols = setValue(p.DisplayName, &si.DisplayName, "display_name", cols)
+	cols = setValue(p.IsActive, &si.IsActive, "is_active", cols)
+	cols = setValue(p.AuthType, &si.AuthType, "auth_type", cols)
 	if p.Secret.Set {
 		si.AuthConfig = nil
 		if !p.Secret.Null {

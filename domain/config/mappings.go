@@ -124,15 +124,9 @@ func (s *Mappings) Update(ctx context.Context, actor store.Actor, id uuid.UUID, 
 	before := m
 	var cols []string
 	cols = setNullable(p.SourceName, &m.SourceName, "source_name", cols)
-	if p.FieldPath != nil {
-		m.FieldPath, cols = *p.FieldPath, append(cols, "field_path")
-	}
-	if p.IndicatorType != nil {
-		m.IndicatorType, cols = *p.IndicatorType, append(cols, "indicator_type")
-	}
-	if p.ExtractionTarget != nil {
-		m.ExtractionTarget, cols = *p.ExtractionTarget, append(cols, "extraction_target")
-	}
+	cols = setValue(p.FieldPath, &m.FieldPath, "field_path", cols)
+	cols = setValue(p.IndicatorType, &m.IndicatorType, "indicator_type", cols)
+	cols = setValue(p.ExtractionTarget, &m.ExtractionTarget, "extraction_target", cols)
 	if err := ingest.CheckMappingChange(m, cols); err != nil {
 		return store.IndicatorMapping{}, err
 	}
@@ -143,9 +137,7 @@ func (s *Mappings) Update(ctx context.Context, actor store.Actor, id uuid.UUID, 
 	if p.Description.Set {
 		desc, cols = p.Description.Ptr(), append(cols, "description")
 	}
-	if p.IsActive != nil {
-		m.IsActive, cols = *p.IsActive, append(cols, "is_active")
-	}
+	cols = setValue(p.IsActive, &m.IsActive, "is_active", cols)
 	if errs := ingest.ValidateMapping(m.FieldPath, m.IndicatorType, m.ExtractionTarget, desc); len(errs) > 0 {
 		return store.IndicatorMapping{}, errs
 	}

@@ -137,18 +137,9 @@ func (s *Providers) Update(ctx context.Context, actor store.Actor, p store.Enric
 	before := p
 	var cols []string
 	set := func(col string) { cols = append(cols, col) }
-	if patch.DisplayName != nil {
-		p.DisplayName = *patch.DisplayName
-		set("display_name")
-	}
-	if patch.Description != nil {
-		p.Description = *patch.Description
-		set("description")
-	}
-	if patch.IsActive != nil {
-		p.IsActive = *patch.IsActive
-		set("is_active")
-	}
+	cols = setValue(patch.DisplayName, &p.DisplayName, "display_name", cols)
+	cols = setValue(patch.Description, &p.Description, "description", cols)
+	cols = setValue(patch.IsActive, &p.IsActive, "is_active", cols)
 	if patch.SupportedIndicatorTypes != nil {
 		p.SupportedIndicatorTypes = Unique(patch.SupportedIndicatorTypes)
 		set("supported_indicator_types")
@@ -157,10 +148,7 @@ func (s *Providers) Update(ctx context.Context, actor store.Actor, p store.Enric
 		p.HTTPConfig = decodeObject(patch.HTTPConfig)
 		set("http_config")
 	}
-	if patch.AuthType != nil {
-		p.AuthType = *patch.AuthType
-		set("auth_type")
-	}
+	cols = setValue(patch.AuthType, &p.AuthType, "auth_type", cols)
 	if patch.AuthConfig.Set {
 		p.AuthConfigSealed = nil
 		if !patch.AuthConfig.Null {
@@ -175,10 +163,7 @@ func (s *Providers) Update(ctx context.Context, actor store.Actor, p store.Enric
 		p.EnvVarMapping = patch.EnvVarMapping
 		set("env_var_mapping")
 	}
-	if patch.DefaultCacheTTLSeconds != nil {
-		p.DefaultCacheTTLSeconds = *patch.DefaultCacheTTLSeconds
-		set("default_cache_ttl_seconds")
-	}
+	cols = setValue(patch.DefaultCacheTTLSeconds, &p.DefaultCacheTTLSeconds, "default_cache_ttl_seconds", cols)
 	if patch.CacheTTLByType != nil {
 		p.CacheTTLByType = patch.CacheTTLByType
 		set("cache_ttl_by_type")
@@ -190,10 +175,7 @@ func (s *Providers) Update(ctx context.Context, actor store.Actor, p store.Enric
 		}
 		set("malice_rules")
 	}
-	if patch.RateLimit.Set {
-		p.RateLimit = patch.RateLimit.Ptr()
-		set("rate_limit")
-	}
+	cols = setNullable(patch.RateLimit, &p.RateLimit, "rate_limit", cols)
 	if len(cols) == 0 {
 		return p, nil
 	}

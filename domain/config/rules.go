@@ -78,17 +78,13 @@ func (s *Rules) Update(ctx context.Context, actor store.Actor, id uuid.UUID, p R
 	}
 	before := r
 	var cols []string
-	if p.Name != nil {
-		r.Name, cols = *p.Name, append(cols, "name")
-	}
+	cols = setValue(p.Name, &r.Name, "name", cols)
 	cols = setNullable(p.SourceRuleID, &r.SourceRuleID, "source_rule_id", cols)
 	cols = setNullable(p.SourceName, &r.SourceName, "source_name", cols)
 	cols = setNullable(p.Severity, &r.Severity, "severity", cols)
 	cols = setNullable(p.RunFrequency, &r.RunFrequency, "run_frequency", cols)
 	cols = setNullable(p.Documentation, &r.Documentation, "documentation", cols)
-	if p.IsActive != nil {
-		r.IsActive, cols = *p.IsActive, append(cols, "is_active")
-	}
+	cols = setValue(p.IsActive, &r.IsActive, "is_active", cols)
 	lists := []struct {
 		in     *[]string
 		dst    *[]string
