@@ -71,6 +71,26 @@ func (s *Store) RecordActivity(ctx context.Context, db bun.IDB, e *ActivityEvent
 	if db == nil {
 		db = s.db
 	}
+	s.completeActivity(e)
+	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
+		return fmt.Errorf("record activity %s: %w", e.EventType, mapErr(err))
+	}
+	return nil
+}
+
+// recordActivities inserts events in one statement using db.
+func (s *Store) recordActivities(ctx context.Context, db bun.IDB, events []ActivityEvent) error {
+	for i := range events {
+		s.completeActivity(&events[i])
+	}
+	if _, err := db.NewInsert().Model(&events).Exec(ctx); err != nil {
+		return fmt.Errorf("record %d activity events (%s first): %w", len(events), events[0].EventType, mapErr(err))
+	}
+	return nil
+}
+
+// completeActivity gives e what it lacks: a uuid, its time (now) and empty references.
+func (s *Store) completeActivity(e *ActivityEvent) {
 	if e.UUID == uuid.Nil {
 		e.UUID = uuid.New()
 	}
@@ -80,10 +100,6 @@ func (s *Store) RecordActivity(ctx context.Context, db bun.IDB, e *ActivityEvent
 	if e.References == nil {
 		e.References = map[string]any{}
 	}
-	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
-		return fmt.Errorf("record activity %s: %w", e.EventType, mapErr(err))
-	}
-	return nil
 }
 
 // ActivityFilter narrows ListActivity.

@@ -51,7 +51,7 @@ type Alert struct {
 	Assignee   *string    `bun:"assignee"`
 	AssignedAt *time.Time `bun:"assigned_at"`
 	// CaseUUID is the case the alert belongs to (API.md §14), at most one; written only by
-	// Store.JoinCase, RemoveAlertFromCase and the case's deletion.
+	// joinCase, the pipeline's finish (grouping), RemoveAlertFromCase and the case's deletion.
 	CaseUUID *uuid.UUID `bun:"case_uuid,type:uuid"`
 	// InputSanitized: hostile characters of the payload were replaced at ingest; OriginalBody holds
 	// the payload as received (nil otherwise).
@@ -717,9 +717,9 @@ func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []In
 // lockAndLinkIndicators takes a share lock on the alert, which keeps it from being deleted under the
 // links (the FK would catch it, as a less readable error), and links keys (linkIndicators).
 // ErrNotFound when the alert does not exist. FOR SHARE rather than KEY SHARE: it also waits for, and
-// holds off, a change of the alert's case (JoinCase locks the alert FOR NO KEY UPDATE), so the new
-// links take the case the alert is in when they commit (alert_indicators.case_uuid, the grouping
-// lookup's copy: migration 20261127020000).
+// holds off, a change of the alert's case (joinCase locks the alert FOR NO KEY UPDATE, the finish
+// FOR UPDATE), so the new links take the case the alert is in when they commit
+// (alert_indicators.case_uuid, the grouping lookup's copy: migration 20261127020000).
 func (s *Store) lockAndLinkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
 	var one int
 	if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("SHARE").Scan(ctx, &one); err != nil {
@@ -824,10 +824,9 @@ type FinishedEnrichment struct {
 // is_enriched, parks it for the providers that failed (circuits.go "Parking"), records event and raises
 // alert.enriched once per runID (a retried activity records nothing twice) and deletes the alert's
 // started outbox entries, in one transaction. With groupWindow above 0 the same transaction groups
-// the alert into an open case (groupIntoCase: cases seen within groupWindow of now), unless the
+// the alert into an open case (startGrouping: cases seen within groupWindow of now), unless the
 // alert is in a case already or this run's finish is recorded already (a retried finish after its
-// commit groups nothing twice; the join itself is a no-op for an alert already in the case). It
-// returns ErrNotFound when the alert is gone.
+// commit groups nothing twice). It returns ErrNotFound when the alert is gone.
 // FinishEvent builds a finish's activity event from the alert's verdict inputs (its malice override
 // and its indicators' malices, ordered by type and value), read in the finish's transaction.
 type FinishEvent func(override *string, malices []string) ActivityEvent
@@ -841,21 +840,20 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := s.Now()
 		fin = FinishedEnrichment{EnrichedAt: now}
-		// One statement: the alert marked (old is the row before the update: enriched_at NULL, never
-		// finished before) and parked for the providers that failed (circuits.go "Parking": a
-		// provider that answered this time unparks it); both park parts read old, so they run under
-		// the alert's row lock as the separate statement did. A finish costs three statements besides
-		// its event (issue 26: five before, and the BEGIN/COMMIT).
-		err := tx.NewRaw(`WITH old AS (SELECT uuid, enriched_at FROM alerts WHERE uuid = ?3 FOR UPDATE),
-			unparked AS (DELETE FROM enrichment_parked WHERE alert_uuid = (SELECT uuid FROM old) AND provider_name <> ALL (?4::text[]) RETURNING 1),
+		// One statement: the alert locked and parked for the providers that failed (circuits.go
+		// "Parking": a provider that answered this time unparks it); both park parts read old, so they
+		// run under the alert's row lock. The alert is marked finished later, in the statement that
+		// frees its outbox entries, once the grouping lookup has told which case (if any) it joins:
+		// one new version of the alert row either way (the alerts table has two dozen indexes, and a
+		// second update would write every one of them again).
+		err := tx.NewRaw(`WITH old AS (SELECT uuid, ingested_at, enriched_at FROM alerts WHERE uuid = ?1 FOR UPDATE),
+			unparked AS (DELETE FROM enrichment_parked WHERE alert_uuid = (SELECT uuid FROM old) AND provider_name <> ALL (?0::text[]) RETURNING 1),
 			parked AS (INSERT INTO enrichment_parked AS p (provider_name, alert_uuid)
-				SELECT f, old.uuid FROM unnest(?4::text[]) AS f, old
+				SELECT f, old.uuid FROM unnest(?0::text[]) AS f, old
 				ON CONFLICT (provider_name, alert_uuid) DO UPDATE SET
 					reruns = p.reruns + (p.rerun_at IS NOT NULL)::int, rerun_at = NULL, parked_at = now() RETURNING 1)
-			UPDATE alerts AS a SET enrichment_status = ?0, is_enriched = ?1, enriched_at = ?2, updated_at = ?2
-			FROM old WHERE a.uuid = old.uuid
-			RETURNING a.ingested_at, old.enriched_at IS NULL`,
-			status, status == EnrichmentEnriched, now, alertID, pgdialectArray(failed)).Scan(ctx, &fin.IngestedAt, &fin.First)
+			SELECT ingested_at, enriched_at IS NULL FROM old`,
+			pgdialectArray(failed), alertID).Scan(ctx, &fin.IngestedAt, &fin.First)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("finish enrichment of alert %s: %w", alertID, ErrNotFound)
 		}
@@ -890,14 +888,28 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
 		}
 		ev := event(override, malices)
-		if locked > 0 {
-			res, err := tx.NewDelete().Table("alert_outbox").
-				Where("alert_uuid = ? AND (started_at IS NOT NULL OR kind = ?)", alertID, OutboxPipeline).Exec(ctx)
-			if err != nil {
-				return fmt.Errorf("delete outbox entries of alert %s: %w", alertID, mapErr(err))
+		var join caseJoin
+		var grouped bool
+		if !exists && groupWindow > 0 && !inCase && mayGroup(malices) {
+			if join, grouped, err = s.startGrouping(ctx, tx, alertID, now.Add(-groupWindow), now); err != nil {
+				return err
 			}
-			freed, _ = res.RowsAffected()
 		}
+		var caseArg *uuid.UUID // nil: the alert's case stays as it is
+		if grouped {
+			caseArg = &join.kase.UUID
+		}
+		// The alert marked finished (and put into the case it joins: the case's aggregates and
+		// updated_at and the links' copy follow by trigger) and, when the alert had entries, those
+		// entries deleted.
+		res, err := tx.NewRaw(`WITH marked AS (UPDATE alerts SET enrichment_status = ?0, is_enriched = ?1, enriched_at = ?2,
+				updated_at = ?2, case_uuid = coalesce(?3::uuid, case_uuid) WHERE uuid = ?4 RETURNING 1)
+			DELETE FROM alert_outbox WHERE ?5 AND alert_uuid = ?4 AND (started_at IS NOT NULL OR kind = ?6)`,
+			status, status == EnrichmentEnriched, now, caseArg, alertID, locked > 0, OutboxPipeline).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("mark alert %s finished: %w", alertID, mapErr(err))
+		}
+		freed, _ = res.RowsAffected()
 		if exists {
 			return nil
 		}
@@ -906,7 +918,13 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		}
 		ev.References["run_id"] = runID
 		ev.AlertUUID = &alertID
-		if err := s.RecordActivity(ctx, tx, &ev); err != nil {
+		events := []ActivityEvent{ev}
+		if grouped {
+			// The rest of the join's record (caseJoin): its alert_grouped event inserted with the
+			// finish's own, case.alert_added after alert.enriched.
+			events = append(events, join.events()...)
+		}
+		if err := s.recordActivities(ctx, tx, events); err != nil {
 			return err
 		}
 		if subscribed {
@@ -915,11 +933,14 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 				return err
 			}
 		}
-		if groupWindow <= 0 || inCase || !mayGroup(malices) {
+		if !grouped {
 			return nil
 		}
-		fin.GroupedInto, err = s.groupIntoCase(ctx, tx, alertID, now.Add(-groupWindow))
-		return err
+		if err := s.raiseJoin(ctx, tx, join); err != nil {
+			return fmt.Errorf("group alert %s into case %s: %w", alertID, join.kase.UUID, err)
+		}
+		fin.GroupedInto = join.kase.UUID
+		return nil
 	})
 	if err != nil {
 		return FinishedEnrichment{}, err

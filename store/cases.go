@@ -148,18 +148,6 @@ func (s *Store) CaseExists(ctx context.Context, id uuid.UUID) error {
 	return nil
 }
 
-// CaseJoin is one alert joining one case (JoinCase).
-type CaseJoin struct {
-	CaseUUID, AlertUUID uuid.UUID
-	// Move lets an alert of another case leave it for this one; without it such an alert is
-	// *AlertInOtherCaseError and nothing is written.
-	Move bool
-	// Indicator, when set, is the indicator the alert shares with the case (the pipeline's
-	// grouping): the alert's event is alert_grouped with it, else alert_added_to_case.
-	Indicator *CaseIndicator
-	Actor     Actor
-}
-
 // CaseIndicator is the indicator a grouped alert shares with its case.
 type CaseIndicator struct {
 	UUID   uuid.UUID `json:"uuid"`
@@ -168,24 +156,13 @@ type CaseIndicator struct {
 	Malice string    `json:"malice"`
 }
 
-// JoinCase puts alert j.AlertUUID into case j.CaseUUID in db, the caller's transaction (the
-// pipeline's finishing transaction), and reports whether it joined: an alert already in that case
-// changes nothing (false, nil), so a retried or replayed caller is a no-op. An alert of another case
-// is *AlertInOtherCaseError unless j.Move; a missing alert or case is ErrNotFound. On a join, in db:
-// the alert row is locked, then the case row (always this order), alerts.case_uuid is written (the
-// case's alert_count, severity and malice follow by trigger), the case's updated_at moves, one
-// activity event is recorded on the alert and the case (alert_grouped with the indicator, or
-// alert_added_to_case), plus alert_removed_from_case on the case it left when moved, and
-// case.alert_added is raised to the agents subscribed (the start outbox, committed with db). Case
-// creation and AddAlertsToCase join through the same code (joinCase), so there is one rule.
-func (s *Store) JoinCase(ctx context.Context, db bun.IDB, j CaseJoin) (bool, error) {
-	joined, err := s.joinCase(ctx, db, j.CaseUUID, []uuid.UUID{j.AlertUUID}, j.Move, j.Indicator, j.Actor)
-	return len(joined) == 1, err
-}
-
-// joinCase joins alerts to case caseID in db (JoinCase's rule, for many alerts at once: all join or
-// the first alert refused is the error) and returns the alerts that joined, in uuid order.
-func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, alerts []uuid.UUID, move bool, ind *CaseIndicator, actor Actor) ([]uuid.UUID, error) {
+// joinCase joins alerts to case caseID in db, the caller's transaction, and returns the alerts that
+// joined, in uuid order: all join or the first alert refused is the error. An alert already in that
+// case changes nothing, so a retried caller is a no-op. An alert of another case is
+// *AlertInOtherCaseError unless move; a missing alert or case is ErrNotFound. The alert rows are
+// locked first, then the case row (always this order, caseJoin). Case creation and AddAlertsToCase
+// join through it.
+func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) ([]uuid.UUID, error) {
 	var current []struct {
 		UUID     uuid.UUID  `bun:"uuid,type:uuid"`
 		CaseUUID *uuid.UUID `bun:"case_uuid,type:uuid"`
@@ -226,67 +203,120 @@ func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, aler
 		}
 		return nil, nil
 	}
-	c, err := getCase(ctx, db, caseID, true)
+	j, err := s.startJoin(ctx, db, caseID, join, left, actor)
 	if err != nil {
 		return nil, err
 	}
-	now := s.Now()
-	if _, err := db.NewUpdate().Table("alerts").Set("case_uuid = ?", caseID).Where("uuid IN (?)", bun.List(join)).Exec(ctx); err != nil {
+	events := j.events()
+	// The alerts' case_uuid and updated_at written (the case's aggregates and updated_at follow by
+	// trigger) and their events recorded in one statement.
+	moved := db.NewUpdate().Table("alerts").Set("case_uuid = ?, updated_at = ?", caseID, j.at).Where("uuid IN (?)", bun.List(join))
+	if _, err := db.NewInsert().With("moved", moved).Model(&events).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("put %d alerts into case %s: %w", len(join), caseID, mapErr(err))
 	}
-	if _, err := db.NewUpdate().Table("cases").Set("updated_at = ?", now).Where("uuid = ?", caseID).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("touch case %s: %w", caseID, mapErr(err))
+	return join, s.raiseJoin(ctx, db, j)
+}
+
+// caseJoin is alerts joining a case: what every join records, by hand (joinCase) or by the pipeline's
+// grouping (FinishEnrichment). Every join writes each alert's case_uuid with its updated_at at the
+// join's time (the pipeline in the finish's own update of the alert); the cases' trigger then adds
+// the alert to the case's aggregates and moves the case's updated_at, in one write of the case row
+// (migration 20261128010000). The rest is the one rule of a join's record: the case row locked
+// first (startJoin, the grouping's startGrouping), the activity events (events) and
+// case.alert_added (raiseJoin).
+type caseJoin struct {
+	kase       Case
+	subscribed bool // an active agent subscribes to case.alert_added
+	at         time.Time
+	join       []uuid.UUID
+	left       map[uuid.UUID]uuid.UUID // a moved alert → the case it left
+	ind        *CaseIndicator          // the indicator a grouped alert shares with the case
+	actor      Actor
+}
+
+// joinedCase is the row a join's first statement reads: the case, locked, and whether an agent
+// subscribes to case.alert_added.
+type joinedCase struct {
+	Case       `bun:",extend"`
+	Subscribed bool `bun:"subscribed"`
+}
+
+// joinedCaseColumns selects a joinedCase; its one argument is EventCaseAlertAddedAgent.
+const joinedCaseColumns = `cases.*, ` + agentsSubscribedSQL + ` AS subscribed`
+
+// startJoin locks case caseID (after the joining alerts' row locks: the order every join takes) and
+// reads it and whether an agent subscribes to case.alert_added, in one statement. ErrNotFound when
+// the case is gone.
+func (s *Store) startJoin(ctx context.Context, db bun.IDB, caseID uuid.UUID, join []uuid.UUID, left map[uuid.UUID]uuid.UUID, actor Actor) (caseJoin, error) {
+	var row joinedCase
+	err := db.NewRaw(`SELECT `+joinedCaseColumns+` FROM cases WHERE uuid = ? FOR UPDATE`, EventCaseAlertAddedAgent, caseID).Scan(ctx, &row)
+	if err != nil {
+		return caseJoin{}, fmt.Errorf("case %s: %w", caseID, mapErr(err))
 	}
+	return caseJoin{kase: row.Case, subscribed: row.Subscribed, at: s.Now(), join: join, left: left, actor: actor}, nil
+}
+
+// indicatorRef is the shared indicator as the join's events name it (nil: none).
+func (j caseJoin) indicatorRef() map[string]any {
+	if j.ind == nil {
+		return nil
+	}
+	return map[string]any{"uuid": j.ind.UUID.String(), "type": j.ind.Type, "value": j.ind.Value, "malice": j.ind.Malice}
+}
+
+// events are the join's activity events, at the join's time: one per alert on the alert
+// and the case (alert_grouped with the shared indicator, or alert_added_to_case), plus
+// alert_removed_from_case on the case a moved alert left.
+func (j caseJoin) events() []ActivityEvent {
+	c, indRef := j.kase, j.indicatorRef()
 	typ := EventAlertAddedToCase
-	var indRef map[string]any
-	if ind != nil {
+	if indRef != nil {
 		typ = EventAlertGrouped
-		indRef = map[string]any{"uuid": ind.UUID.String(), "type": ind.Type, "value": ind.Value, "malice": ind.Malice}
 	}
-	events := make([]ActivityEvent, 0, len(join)+len(left))
-	for _, a := range join {
+	events := make([]ActivityEvent, 0, len(j.join)+len(j.left))
+	for _, a := range j.join {
 		refs := map[string]any{"case_uuid": c.UUID.String(), "case_number": c.Number()}
 		if indRef != nil {
 			refs["indicator"] = indRef
 		}
-		if from, ok := left[a]; ok {
+		if from, ok := j.left[a]; ok {
 			refs["moved_from_case_uuid"] = from.String()
-			e := actor.Event(EventAlertRemovedFromCase, map[string]any{"case_uuid": from.String(), "moved_to_case_uuid": c.UUID.String()})
+			e := j.actor.Event(EventAlertRemovedFromCase, map[string]any{"case_uuid": from.String(), "moved_to_case_uuid": c.UUID.String()})
 			e.AlertUUID, e.CaseUUID = &a, &from
 			events = append(events, e)
 		}
-		e := actor.Event(typ, refs)
+		e := j.actor.Event(typ, refs)
 		e.AlertUUID, e.CaseUUID = &a, &c.UUID
 		events = append(events, e)
 	}
 	for i := range events {
-		events[i].UUID, events[i].CreatedAt = uuid.New(), now
+		events[i].UUID, events[i].CreatedAt = uuid.New(), j.at
 	}
-	if _, err := db.NewInsert().Model(&events).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("record the join of %d alerts to case %s: %w", len(join), caseID, mapErr(err))
+	return events
+}
+
+// raiseJoin raises case.alert_added for each joining alert to the agents subscribed (the start
+// outbox, committed with db).
+func (s *Store) raiseJoin(ctx context.Context, db bun.IDB, j caseJoin) error {
+	if !j.subscribed {
+		return nil
 	}
-	var subscribed bool
-	if err := db.NewRaw(`SELECT `+agentsSubscribedSQL, EventCaseAlertAddedAgent).Scan(ctx, &subscribed); err != nil {
-		return nil, fmt.Errorf("agents subscribed to %s: %w", EventCaseAlertAddedAgent, mapErr(err))
-	}
-	for _, a := range join {
-		if !subscribed {
-			break
-		}
+	c, indRef := j.kase, j.indicatorRef()
+	for _, a := range j.join {
 		facts := map[string]any{"case": caseFacts(c), "alert_uuid": a, "how": "added",
-			"actor": map[string]any{"type": actor.Type, "key_prefix": actor.KeyPrefixPtr(), "agent": actor.Agent}}
+			"actor": map[string]any{"type": j.actor.Type, "key_prefix": j.actor.KeyPrefixPtr(), "agent": j.actor.Agent}}
 		if indRef != nil {
 			facts["how"], facts["indicator"] = "grouped", indRef
 		}
-		if from, ok := left[a]; ok {
+		if from, ok := j.left[a]; ok {
 			facts["moved_from_case_uuid"] = from
 		}
 		alertID := a
 		if _, err := s.raiseSubscribedAgentEvent(ctx, db, &AgentEvent{Event: EventCaseAlertAddedAgent, AlertUUID: &alertID, CaseUUID: &c.UUID}, facts); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return join, nil
+	return nil
 }
 
 func compareUUID(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) }
@@ -301,7 +331,7 @@ type CaseCreate struct {
 }
 
 // CreateCase inserts the case, records case_created, raises case.created, and joins each alert
-// (JoinCase, in uuid order so concurrent requests lock alerts alike), all in one transaction: an
+// (joinCase, in uuid order so concurrent requests lock alerts alike), all in one transaction: an
 // alert of another case without Move (*AlertInOtherCaseError) or a missing one (ErrNotFound) creates
 // nothing. The case is returned as stored after its alerts joined.
 func (s *Store) CreateCase(ctx context.Context, in CaseCreate) error {
@@ -330,7 +360,7 @@ func (s *Store) CreateCase(ctx context.Context, in CaseCreate) error {
 			return err
 		}
 		if len(in.Alerts) > 0 {
-			if _, err := s.joinCase(ctx, tx, c.UUID, in.Alerts, in.Move, nil, in.Actor); err != nil {
+			if _, err := s.joinCase(ctx, tx, c.UUID, in.Alerts, in.Move, in.Actor); err != nil {
 				return err
 			}
 		}
@@ -354,7 +384,7 @@ type CaseAdded struct {
 	Joined []uuid.UUID
 }
 
-// AddAlertsToCase joins each alert to case id (JoinCase) in one transaction: all join or, when one
+// AddAlertsToCase joins each alert to case id (joinCase) in one transaction: all join or, when one
 // is missing or belongs to another case without move, none does.
 func (s *Store) AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) (CaseAdded, error) {
 	var out CaseAdded
@@ -362,7 +392,7 @@ func (s *Store) AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid
 		if _, err := getCase(ctx, tx, id, false); err != nil {
 			return err
 		}
-		joined, err := s.joinCase(ctx, tx, id, alerts, move, nil, actor)
+		joined, err := s.joinCase(ctx, tx, id, alerts, move, actor)
 		if err != nil {
 			return err
 		}
@@ -463,7 +493,7 @@ func (s *Store) PatchCase(ctx context.Context, id uuid.UUID, decide func(c *Case
 
 // DeleteCase removes case id: its alerts stay and leave it (alerts.case_uuid becomes NULL, each with
 // alert_removed_from_case), its comments go with it, and case_deleted keeps its number and title in
-// the activity trail. The case's alerts are locked before the case, the order JoinCase takes.
+// the activity trail. The case's alerts are locked before the case, the order joinCase takes.
 func (s *Store) DeleteCase(ctx context.Context, id uuid.UUID, actor Actor) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var alertIDs []uuid.UUID

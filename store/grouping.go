@@ -28,24 +28,16 @@ func mayGroup(malices []string) bool {
 	return false
 }
 
-// groupingMatch is the case a finishing alert joins and the indicator it shares with it.
-type groupingMatch struct {
-	CaseUUID        uuid.UUID `bun:"m_case,type:uuid"`
-	IndicatorUUID   uuid.UUID `bun:"m_indicator,type:uuid"`
-	IndicatorType   string    `bun:"m_type"`
-	IndicatorValue  string    `bun:"m_value"`
-	IndicatorMalice string    `bun:"m_malice"`
-}
-
-// groupIntoCase is the pipeline's grouping (API.md §14), run inside FinishEnrichment's transaction
-// after the alert's row is locked, for an alert that is in no case yet: the alert joins the oldest
-// open case (Open or Investigating; created_at, then case_number) one of whose alerts, seen (its
+// startGrouping is the pipeline's grouping lookup (API.md §14), run inside FinishEnrichment's
+// transaction after the alert's row is locked, for an alert that is in no case yet: the oldest open
+// case (Open or Investigating; created_at, then case_number) one of whose alerts, seen (its
 // occurred_at or, for a repeated alert, last_seen_at) at or after since, is linked to an indicator
 // the alert is linked to whose verdict is Malicious or Suspicious. The shared indicator named is the
 // worst such indicator of that case (Malicious first), then by type and value, so a retried finish
-// chooses what the first attempt chose. The join itself is JoinCase's (the one path an alert joins a
-// case by: alert_grouped with the indicator, case.alert_added to the agents subscribed). It returns
-// the case joined, or uuid.Nil when none matches.
+// chooses what the first attempt chose. The same statement starts the join (startJoin's: the case
+// read, whether an agent subscribes to case.alert_added); the finish then writes the alert's
+// case_uuid and updated_at (at) in its own update of the alert and records the rest of the join
+// (caseJoin: alert_grouped with the indicator, case.alert_added). ok is false when no case matches.
 //
 // The lookup is the function case_grouping_match (migration 20261127020200; a function keeps its
 // plan for the session, and the statement cost more to plan than to run). For each of the alert's
@@ -55,22 +47,27 @@ type groupingMatch struct {
 // seen within the window (stopping at the first that was). Its cost follows the number of cases
 // sharing the indicator, not the number of alerts linking it outside cases; a large case costs more
 // only when few of its alerts sharing the indicator are recent (the existence check reads them until
-// one is). The chosen case's row is locked (FOR UPDATE, the lock JoinCase takes next, after the
-// alert's: the order every join takes), so a case closed meanwhile is not joined: the statement
-// rechecks the row once the close commits.
-func (s *Store) groupIntoCase(ctx context.Context, tx bun.IDB, alertID uuid.UUID, since time.Time) (uuid.UUID, error) {
-	var m groupingMatch
-	err := tx.NewRaw("SELECT m_case, m_indicator, m_type, m_value, m_malice FROM case_grouping_match(?, ?)", alertID, since).Scan(ctx, &m)
+// one is). The chosen case's row is locked (FOR UPDATE, after the alert's: the order every join
+// takes), so a case closed meanwhile is not joined: the function rechecks the row once the close
+// commits. The statement reads the case under the same lock (FOR UPDATE OF cases: the row as the
+// last commit left it, not as the statement's snapshot saw it before the function waited).
+func (s *Store) startGrouping(ctx context.Context, tx bun.IDB, alertID uuid.UUID, since, at time.Time) (j caseJoin, ok bool, err error) {
+	var row struct {
+		joinedCase    `bun:",extend"`
+		IndicatorUUID uuid.UUID `bun:"m_indicator,type:uuid"`
+		Type          string    `bun:"m_type"`
+		Value         string    `bun:"m_value"`
+		Malice        string    `bun:"m_malice"`
+	}
+	err = tx.NewRaw(`SELECT `+joinedCaseColumns+`, m.m_indicator, m.m_type, m.m_value, m.m_malice
+		FROM case_grouping_match(?, ?) AS m JOIN cases ON cases.uuid = m.m_case FOR UPDATE OF cases`,
+		EventCaseAlertAddedAgent, alertID, since).Scan(ctx, &row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return uuid.Nil, nil
+		return caseJoin{}, false, nil
 	}
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("find the open case of alert %s: %w", alertID, mapErr(err))
+		return caseJoin{}, false, fmt.Errorf("find the open case of alert %s: %w", alertID, mapErr(err))
 	}
-	_, err = s.JoinCase(ctx, tx, CaseJoin{CaseUUID: m.CaseUUID, AlertUUID: alertID, Actor: Actor{Type: ActorWorkflow},
-		Indicator: &CaseIndicator{UUID: m.IndicatorUUID, Type: m.IndicatorType, Value: m.IndicatorValue, Malice: m.IndicatorMalice}})
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("group alert %s into case %s: %w", alertID, m.CaseUUID, err)
-	}
-	return m.CaseUUID, nil
+	return caseJoin{kase: row.Case, subscribed: row.Subscribed, at: at, join: []uuid.UUID{alertID}, actor: Actor{Type: ActorWorkflow},
+		ind: &CaseIndicator{UUID: row.IndicatorUUID, Type: row.Type, Value: row.Value, Malice: row.Malice}}, true, nil
 }

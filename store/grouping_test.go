@@ -85,6 +85,10 @@ func TestFinishEnrichment_Groups(t *testing.T) {
 	fin = finishGrouping(t, st, a, run, 24*time.Hour)
 	require.Equal(t, c.UUID, fin.GroupedInto)
 	require.Equal(t, c.UUID, alertCase(t, st, a))
+	// The join moved the case's updated_at (the cases' trigger, from the alert's) to the finish's time.
+	got, err := st.GetCase(ctx, c.UUID)
+	require.NoError(t, err)
+	require.True(t, got.UpdatedAt.Equal(fin.EnrichedAt), "case updated_at %s, finish %s", got.UpdatedAt, fin.EnrichedAt)
 	// A retried finish (same run) and a re-run's finish (another run) group nothing twice.
 	require.Equal(t, uuid.Nil, finishGrouping(t, st, a, run, 24*time.Hour).GroupedInto)
 	require.Equal(t, uuid.Nil, finishGrouping(t, st, a, "run-"+uuid.NewString(), 24*time.Hour).GroupedInto)
@@ -95,7 +99,7 @@ func TestFinishEnrichment_Groups(t *testing.T) {
 	requireCaseAggregates(t, st, c.UUID)
 
 	// A link added to an alert in a case takes the case; one of an alert outside a case does not.
-	_, _, err := st.LinkIndicators(ctx, a, []store.IndicatorKey{{Type: "ip", Value: benign}}, "api")
+	_, _, err = st.LinkIndicators(ctx, a, []store.IndicatorKey{{Type: "ip", Value: benign}}, "api")
 	require.NoError(t, err)
 	require.Equal(t, 2, countRows(t, st, "SELECT count(*) FROM alert_indicators WHERE alert_uuid = ? AND case_uuid = ?", a, c.UUID))
 	// Only a Benign indicator shared: no grouping.

@@ -2,8 +2,9 @@
 // (Open→Investigating→Closed, Closed→Open), that Closed needs a close classification, closing a
 // case's alerts with it (each through the alert rules, domain/alerts), and that an alert belongs to
 // at most one case (ALERT_IN_OTHER_CASE unless the request moves it). REST, MCP, the console and the
-// pipeline's grouping call Service (the grouping calls store.JoinCase, the one code path an alert
-// joins a case by, inside its own transaction); none of them decides any of this.
+// pipeline's grouping call Service (the grouping, inside the pipeline's finishing transaction, writes
+// the alert's case in the finish's own update and records the join through the store's one join
+// record, store.caseJoin); none of them decides any of this.
 //
 // Inputs are validated here in full (enums, bounds, hostile characters), whatever a front door
 // checked before; validation errors are validate.Errors with locations relative to the input (the

@@ -2,13 +2,11 @@ package cases_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	"github.com/uptrace/bun"
 
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/domain/alerts"
@@ -73,10 +71,17 @@ func TestCaseLifecycle(t *testing.T) {
 	require.ErrorAs(t, err, &oc)
 	require.Equal(t, a1, oc.AlertUUID)
 	require.Equal(t, c.UUID, oc.CaseUUID)
+	before, err := st.GetAlert(ctx, a1)
+	require.NoError(t, err)
 	added, err := svc.AddAlerts(ctx, other.UUID, []uuid.UUID{a1}, true, actor)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{a1}, added.Joined)
 	require.Equal(t, 1, added.Case.AlertCount)
+	// The join moved the alert's updated_at and, with it (the cases' trigger), the case's.
+	moved, err := st.GetAlert(ctx, a1)
+	require.NoError(t, err)
+	require.True(t, moved.UpdatedAt.After(before.UpdatedAt))
+	require.True(t, added.Case.UpdatedAt.Equal(moved.UpdatedAt), "case %s, alert %s", added.Case.UpdatedAt, moved.UpdatedAt)
 	first, err := svc.Get(ctx, c.UUID)
 	require.NoError(t, err)
 	require.Equal(t, 2, first.Case.AlertCount)
@@ -146,55 +151,6 @@ func TestCaseLifecycle(t *testing.T) {
 	al3, err := st.GetAlert(ctx, a3)
 	require.NoError(t, err)
 	require.Nil(t, al3.CaseUUID)
-}
-
-// JoinCase is what the pipeline's grouping calls in its own transaction: idempotent, alert_grouped
-// with the indicator, no move of an alert of another case.
-func TestJoinCaseInCallersTransaction(t *testing.T) {
-	ctx := context.Background()
-	st := testenv.Store(t)
-	svc := service(st)
-	a := newAlert(t, st, "Critical")
-	c, err := svc.Create(ctx, cases.Create{Title: "grouped"}, actor)
-	require.NoError(t, err)
-	ind := &store.CaseIndicator{UUID: uuid.New(), Type: "ip", Value: "203.0.113.7", Malice: "Malicious"}
-	join := store.CaseJoin{CaseUUID: c.UUID, AlertUUID: a, Indicator: ind, Actor: store.Actor{Type: store.ActorWorkflow}}
-	for i, want := range []bool{true, false} {
-		err := st.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			joined, err := st.JoinCase(ctx, tx, join)
-			require.Equal(t, want, joined, "attempt %d", i)
-			return err
-		})
-		require.NoError(t, err)
-	}
-	require.Equal(t, []string{store.EventAlertGrouped}, events(t, st, store.ActivityFilter{AlertUUID: &a, EventTypes: []string{store.EventAlertGrouped}}))
-	got, err := st.GetCase(ctx, c.UUID)
-	require.NoError(t, err)
-	require.Equal(t, 1, got.AlertCount)
-	require.Equal(t, "Critical", got.EffectiveSeverity)
-
-	// A rolled-back caller leaves nothing behind.
-	b := newAlert(t, st, "Low")
-	boom := errors.New("boom")
-	err = st.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := st.JoinCase(ctx, tx, store.CaseJoin{CaseUUID: c.UUID, AlertUUID: b, Indicator: ind, Actor: actor}); err != nil {
-			return err
-		}
-		return boom
-	})
-	require.ErrorIs(t, err, boom)
-	got, err = st.GetCase(ctx, c.UUID)
-	require.NoError(t, err)
-	require.Equal(t, 1, got.AlertCount)
-
-	other, err := svc.Create(ctx, cases.Create{Title: "other"}, actor)
-	require.NoError(t, err)
-	err = st.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := st.JoinCase(ctx, tx, store.CaseJoin{CaseUUID: other.UUID, AlertUUID: a, Indicator: ind, Actor: actor})
-		return err
-	})
-	var oc *store.AlertInOtherCaseError
-	require.ErrorAs(t, err, &oc)
 }
 
 func TestCreateValidation(t *testing.T) {
