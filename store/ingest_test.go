@@ -228,7 +228,15 @@ func TestIngest_WakeUpCarriesItsLatency(t *testing.T) {
 	defer ln.Close()
 	require.NoError(t, ln.Listen(ctx, store.OutboxChannel))
 	ch := ln.Channel()
-	time.Sleep(100 * time.Millisecond)
+	// A wake-up of an earlier test's ingest may still be on its way (a loaded machine delays the
+	// waker's goroutine): wait for the channel to be quiet, so the next one is this ingest's.
+	for quiet := false; !quiet; {
+		select {
+		case <-ch:
+		case <-time.After(200 * time.Millisecond):
+			quiet = true
+		}
+	}
 	began := time.Now()
 	res, err := st.Ingest(ctx, ingestAlert("wake-latency-"+uuid.NewString()), 0)
 	require.NoError(t, err)
