@@ -43,12 +43,14 @@ var ErrOutboxDone = errors.New("outbox entry already done")
 type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
 
 // claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
-// maxInFlight (?0) entries started (counted over every dispatcher). An entry whose alert has a
-// pipeline in flight waits for it to finish, so a re-run asked for meanwhile runs after it.
+// maxInFlight (?0) entries started (counted over every dispatcher): first runs (kind pipeline) before
+// re-runs, each oldest first (alert_outbox_due_idx), so an alert never enriched yet does not wait
+// behind a burst of re-runs. An entry whose alert has a pipeline in flight waits for it to finish, so
+// a re-run asked for meanwhile runs after it.
 const claimDueSQL = `SELECT ` + outboxEntryFrom + `
 	WHERE o.started_at IS NULL AND o.not_before <= now()
 		AND NOT EXISTS (SELECT 1 FROM alert_outbox AS r WHERE r.alert_uuid = o.alert_uuid AND r.started_at IS NOT NULL)
-	ORDER BY o.not_before, o.id
+	ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id
 	LIMIT least(?1, greatest(0, ?0 - (SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL)))
 	FOR UPDATE OF o SKIP LOCKED`
 
@@ -141,9 +143,12 @@ func rescheduleEntry(ctx context.Context, tx bun.Tx, table string, id int64, att
 	return nil
 }
 
-// EnqueueRerun commits an outbox entry that re-runs the alert's pipeline and notifies the dispatcher.
-// ErrNotFound when the alert does not exist.
+// EnqueueRerun commits an outbox entry that re-runs the alert's pipeline and notifies the dispatcher;
+// like an ingest's, the wake-up carries how long the statement took (the re-run's 202: the
+// dispatcher's admission backs pipelines off when it slows). ErrNotFound when the alert does not
+// exist.
 func (s *Store) EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, actorKeyPrefix string) error {
+	began := time.Now()
 	var prefix *string
 	if actorKeyPrefix != "" {
 		prefix = &actorKeyPrefix
@@ -163,7 +168,7 @@ func (s *Store) EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, 
 	if n == 0 {
 		return fmt.Errorf("alert %s: %w", alertID, ErrNotFound)
 	}
-	s.wake.wake()
+	s.wake.wakeAfter(time.Since(began))
 	return nil
 }
 

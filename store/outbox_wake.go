@@ -19,8 +19,9 @@ const outboxWakeGap = 5 * time.Millisecond
 // statement because a transaction that NOTIFYs holds Postgres's global notify lock from before its
 // commit until after its WAL flush, which would serialise every ingest's durable commit.
 //
-// An ingest wake-up's payload is the slowest ingest statement it covers, in microseconds (empty when
-// none was timed): the dispatcher's admission backs pipelines off when the 202 slows (IngestLatency).
+// An ingest's or a re-run's wake-up payload is the slowest such statement it covers, in microseconds
+// (empty when none was timed): the dispatcher's admission backs pipelines off when the 202 slows
+// (IngestLatency).
 const wakeSQL = `SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, ?)`
 
 // IngestLatency reads an OutboxChannel payload: the slowest ingest the wake-up covers; false when it

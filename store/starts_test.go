@@ -265,3 +265,28 @@ func TestAlertOutbox_KindsAndInFlightCap(t *testing.T) {
 	require.Equal(t, a1, got[0].AlertUUID)
 	require.Equal(t, store.OutboxRerun, got[0].Kind)
 }
+
+// The claim takes an alert's first run before any re-run, however much older the re-runs are; each
+// kind oldest first.
+func TestAlertOutbox_FirstRunsBeforeReRuns(t *testing.T) {
+	st := testStore(t)
+	ctx := context.Background()
+	clearOutboxes(t, st)
+	old1, old2 := newAlert(t, st), newAlert(t, st)
+	_, err := st.DB().NewRaw("DELETE FROM alert_outbox WHERE alert_uuid IN (?, ?)", old1, old2).Exec(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.EnqueueRerun(ctx, old1, store.ActorAPI, "cai_test"))
+	require.NoError(t, st.EnqueueRerun(ctx, old2, store.ActorAPI, "cai_test"))
+	fresh1, fresh2 := newAlert(t, st), newAlert(t, st)
+	var order []uuid.UUID
+	for range 4 {
+		_, err := st.DispatchOutbox(ctx, 1, 10, func(_ context.Context, es []store.OutboxEntry) []error {
+			for _, e := range es {
+				order = append(order, e.AlertUUID)
+			}
+			return make([]error, len(es))
+		})
+		require.NoError(t, err)
+	}
+	require.Equal(t, []uuid.UUID{fresh1, fresh2, old1, old2}, order)
+}

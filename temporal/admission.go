@@ -18,8 +18,8 @@ import (
 // burst is absorbed at full 202 speed, a flood trades some 202 latency for enrichment that keeps up.
 //
 // With a latency target (IngestLatencyTarget; PIPELINE_INGEST_LATENCY_TARGET_MS, opt-in) the busy cap is not fixed but
-// follows the 202 itself (AIMD): each ingest wake-up carries the slowest ingest statement it covers
-// (store.IngestLatency); one over the target halves the cap (at most once per cutGap, never below 1),
+// follows the 202 itself (AIMD): each ingest or re-run wake-up carries the slowest such statement it
+// covers (store.IngestLatency); one over the target halves the cap (at most once per cutGap, never below 1),
 // and while none is the cap grows by growRate places a second, up to maxInFlight. So pipelines run
 // beside ingest, and back off only as far as the 202 needs; no alert waits for a burst to end.
 type admission struct {
