@@ -28,7 +28,7 @@ const errTypeAgentAttemptFailed = "AgentAttemptFailed"
 
 // AgentEventStore is what the agent-event activities read and write.
 type AgentEventStore interface {
-	GetAgentEvent(ctx context.Context, id uuid.UUID) (store.AgentEvent, error)
+	GetAgentEvents(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.AgentEvent, error)
 	SetAgentEventPayload(ctx context.Context, id uuid.UUID, payload json.RawMessage) error
 	SubscribedAgents(ctx context.Context, event string) ([]store.Agent, error)
 	GetAgent(ctx context.Context, id uuid.UUID) (store.Agent, error)
@@ -87,19 +87,22 @@ func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput)
 	if deps == nil {
 		return EventPlan{}, errAgentEventsNotConfigured
 	}
-	return planEvent(ctx, deps, in.EventUUID, nil)
+	events, err := deps.Store.GetAgentEvents(ctx, []uuid.UUID{in.EventUUID})
+	if err != nil {
+		return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
+	}
+	e, ok := events[in.EventUUID]
+	if !ok {
+		return EventPlan{}, nil // gone
+	}
+	return planEvent(ctx, deps, e, nil)
 }
 
-// planEvent plans one event (PlanEventDeliveries). subscribed, when not nil, caches the agents
+// planEvent plans event e (PlanEventDeliveries). subscribed, when not nil, caches the agents
 // subscribed to each event name for the plans of one batch.
-func planEvent(ctx context.Context, deps *AgentEventDeps, id uuid.UUID, subscribed map[string][]store.Agent) (EventPlan, error) {
-	e, err := deps.Store.GetAgentEvent(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return EventPlan{}, nil
-	}
-	if err != nil {
-		return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
-	}
+func planEvent(ctx context.Context, deps *AgentEventDeps, e store.AgentEvent, subscribed map[string][]store.Agent) (EventPlan, error) {
+	id := e.UUID
+	var err error
 	plan := EventPlan{Event: e.Event}
 	data, subject := any(e.Facts), targeting.Subject{}
 	if (e.AlertUUID != nil || e.CaseUUID != nil) && deps.Payloads != nil {
@@ -184,8 +187,12 @@ func (a *Activities) DeliverAgentEvent(ctx context.Context, in DeliverEventInput
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", in.DeliveryUUID, err)
 	}
+	events, err := deps.Store.GetAgentEvents(ctx, []uuid.UUID{in.EventUUID})
+	if err != nil {
+		return false, fmt.Errorf("deliver %s: %w", in.DeliveryUUID, err)
+	}
 	attempt := int(activity.GetInfo(ctx).Attempt) + in.AttemptOffset
-	res, err := a.attempt(ctx, ag, in.EventUUID, in.DeliveryUUID, attempt, in.MaxAttempts)
+	res, err := a.attempt(ctx, ag, events, in.EventUUID, in.DeliveryUUID, attempt, in.MaxAttempts)
 	if err != nil || res.State != AttemptRetry {
 		return res.State == AttemptDelivered, err
 	}
@@ -206,17 +213,15 @@ type AttemptResult struct {
 }
 
 // attempt makes attempt number attempt (of maxAttempts) of delivery id of event to agent ag and
-// records it. An error is not the agent's answer: the event could not be read (retryable) or the
-// delivery cannot be made at all (non-retryable, ErrTypeAgentNotDeliverable).
-func (a *Activities) attempt(ctx context.Context, ag store.Agent, event, id uuid.UUID, attempt, maxAttempts int) (AttemptResult, error) {
+// records it; events holds the event as the caller read it (absent: gone, nothing to deliver). An
+// error is not the agent's answer: the attempt could not be recorded (retryable) or the delivery
+// cannot be made at all (non-retryable, ErrTypeAgentNotDeliverable).
+func (a *Activities) attempt(ctx context.Context, ag store.Agent, events map[uuid.UUID]store.AgentEvent, event, id uuid.UUID, attempt, maxAttempts int) (AttemptResult, error) {
 	deps := a.AgentEvents
 	gaveUp := AttemptResult{State: AttemptGaveUp}
-	e, err := deps.Store.GetAgentEvent(ctx, event)
-	if errors.Is(err, store.ErrNotFound) {
-		return gaveUp, nil
-	}
-	if err != nil {
-		return AttemptResult{}, fmt.Errorf("deliver %s: %w", id, err)
+	e, ok := events[event]
+	if !ok {
+		return gaveUp, nil // the event is gone
 	}
 	if !agents.Receives(ag, e.Event, e.AlertUUID != nil || e.CaseUUID != nil) {
 		return gaveUp, nil // its endpoint moved to a key that cannot read this since it was planned
@@ -254,7 +259,7 @@ type PlanEventBatchInput struct {
 
 // PlanEventBatch plans every event of a batch as PlanEventDeliveries plans one (the plans in the
 // events' order; an event gone, or one that cannot be delivered at all, has no deliveries), reading
-// the subscribed agents once per event name.
+// the events in one statement and the subscribed agents once per event name.
 func (a *Activities) PlanEventBatch(ctx context.Context, in PlanEventBatchInput) ([]EventPlan, error) {
 	deps := a.AgentEvents
 	if deps == nil {
@@ -262,8 +267,16 @@ func (a *Activities) PlanEventBatch(ctx context.Context, in PlanEventBatchInput)
 	}
 	subscribed := map[string][]store.Agent{}
 	plans := make([]EventPlan, len(in.EventUUIDs))
+	events, err := deps.Store.GetAgentEvents(ctx, in.EventUUIDs)
+	if err != nil {
+		return nil, fmt.Errorf("plan %d events: %w", len(in.EventUUIDs), err)
+	}
 	for i, id := range in.EventUUIDs {
-		plan, err := planEvent(ctx, deps, id, subscribed)
+		e, ok := events[id]
+		if !ok {
+			continue // gone: no deliveries
+		}
+		plan, err := planEvent(ctx, deps, e, subscribed)
 		var app *sdktemporal.ApplicationError
 		if errors.As(err, &app) && app.NonRetryable() {
 			continue // this event cannot be delivered at all (DeliverEvent gives it up too): not the others
@@ -316,8 +329,16 @@ func (a *Activities) DeliverAgentEvents(ctx context.Context, in DeliverAgentEven
 	if err != nil {
 		return nil, fmt.Errorf("deliver to agent %s: %w", in.AgentUUID, err)
 	}
+	ids := make([]uuid.UUID, 0, len(in.Deliveries)-len(done))
 	for _, d := range in.Deliveries[len(done):] {
-		res, err := a.attempt(ctx, ag, d.EventUUID, d.DeliveryUUID, 1, in.MaxAttempts)
+		ids = append(ids, d.EventUUID)
+	}
+	events, err := deps.Store.GetAgentEvents(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("deliver to agent %s: %w", in.AgentUUID, err)
+	}
+	for _, d := range in.Deliveries[len(done):] {
+		res, err := a.attempt(ctx, ag, events, d.EventUUID, d.DeliveryUUID, 1, in.MaxAttempts)
 		var app *sdktemporal.ApplicationError
 		if errors.As(err, &app) && app.NonRetryable() {
 			res, err = AttemptResult{State: AttemptGaveUp, Error: err.Error()}, nil

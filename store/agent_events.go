@@ -122,6 +122,21 @@ func (s *Store) GetAgentEvent(ctx context.Context, id uuid.UUID) (AgentEvent, er
 	return e, nil
 }
 
+// GetAgentEvents loads the events ids in one statement, by uuid; an event that is gone is absent.
+func (s *Store) GetAgentEvents(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]AgentEvent, error) {
+	var es []AgentEvent
+	if len(ids) > 0 {
+		if err := s.db.NewSelect().Model(&es).Where("uuid IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("get %d agent events: %w", len(ids), mapErr(err))
+		}
+	}
+	out := make(map[uuid.UUID]AgentEvent, len(es))
+	for _, e := range es {
+		out[e.UUID] = e
+	}
+	return out, nil
+}
+
 // SetAgentEventPayload stores the payload data of event id unless one is stored already: the first
 // planner wins, so a retried plan delivers the same data as the first.
 func (s *Store) SetAgentEventPayload(ctx context.Context, id uuid.UUID, payload json.RawMessage) error {
