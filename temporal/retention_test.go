@@ -68,14 +68,29 @@ func TestEnsureRetentionSchedule_IdempotentUnderReplicas(t *testing.T) {
 	}
 	check()
 
-	// An operator's pause stays; an older shape (every 2 h, overlap allowed) is corrected.
+	// An operator's pause stays; an older shape (every 2 h, overlap allowed) is corrected. The schedule
+	// takes an update and a pause asynchronously, and an update replaces the schedule's state with the
+	// one it read: each step waits until the schedule shows it (else the pause, sent right after the
+	// update, could be applied first and then undone by it; or the worker's update below could read
+	// the schedule before the pause).
+	describes := func(ok func(d *client.ScheduleDescription) bool) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			d, err := h.Describe(ctx)
+			return err == nil && ok(d)
+		}, 10*time.Second, 50*time.Millisecond)
+	}
 	require.NoError(t, h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 		s := in.Description.Schedule
 		s.Spec.Intervals = []client.ScheduleIntervalSpec{{Every: 2 * time.Hour}}
 		s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL
 		return &client.ScheduleUpdate{Schedule: &s}, nil
 	}}))
+	describes(func(d *client.ScheduleDescription) bool {
+		return len(d.Schedule.Spec.Intervals) == 1 && d.Schedule.Spec.Intervals[0].Every == 2*time.Hour
+	})
 	require.NoError(t, h.Pause(ctx, client.SchedulePauseOptions{Note: "maintenance"}))
+	describes(func(d *client.ScheduleDescription) bool { return d.Schedule.State.Paused })
 	require.NoError(t, temporal.EnsureRetentionSchedule(ctx, c, prefix))
 	check()
 	d, err := h.Describe(ctx)
