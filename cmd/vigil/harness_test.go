@@ -4,23 +4,50 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// freeAddr returns a loopback address with a port free a moment ago.
+// freeAddr returns a loopback address with a port free a moment ago, chosen below the kernel's
+// ephemeral range (ip_local_port_range): every port-0 listener (vigil dev's own Postgres, a Temporal
+// dev server, the tests' servers) draws from that range, so none of them can take the port between
+// this call and the process under test binding it (a vigil dev once found its API port taken by the
+// Postgres it had just started).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	low := 32768
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const from = 10000
+	for range 100 {
+		port := 0 // the kernel's choice when the ephemeral range leaves no room below it
+		if low > from+1000 {
+			port = from + rand.IntN(low-from)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: another
+		}
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		return addr
+	}
+	t.Fatal("no free loopback port")
+	return ""
 }
 
 // createKey runs `vigil create-api-key args...` and returns the printed key and the whole output.
