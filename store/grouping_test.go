@@ -141,3 +141,39 @@ func requireCaseAggregates(t *testing.T, st *store.Store, id uuid.UUID) {
 	require.Equal(t, 2, kept.Count)
 	require.Equal(t, "Malicious", kept.Malice)
 }
+
+// A finish that fails after its grouping join (here its activity insert: an actor type the table
+// refuses) rolls the join back with the rest: the alert in no case, the case's aggregates and trail
+// as before, so its retry decides again.
+func TestFinishEnrichment_FailedFinishLeavesNoJoin(t *testing.T) {
+	st, ctx := testStore(t), context.Background()
+	n := uuid.New().ID()
+	bad := fmt.Sprintf("185.%d.%d.3", 100+n%50, n%200)
+	groupingVerdict(t, st, bad, "Malicious")
+	now := time.Now()
+	seed := groupingAlert(t, st, now, bad)
+	c := &store.Case{Title: "grouping rollback " + bad}
+	require.NoError(t, st.CreateCase(ctx, store.CaseCreate{Case: c, Alerts: []uuid.UUID{seed}, Actor: store.Actor{Type: store.ActorSystem}}))
+	t.Cleanup(func() { _ = st.DeleteCase(context.Background(), c.UUID, store.Actor{Type: store.ActorSystem}) })
+	before, err := st.GetCase(ctx, c.UUID)
+	require.NoError(t, err)
+
+	a := groupingAlert(t, st, now, bad)
+	_, err = st.FinishEnrichment(ctx, a, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil, func(*string, []string) store.ActivityEvent {
+		return store.ActivityEvent{EventType: "alert_enriched", ActorType: "bogus"}
+	}, 24*time.Hour)
+	require.Error(t, err)
+	require.Equal(t, uuid.Nil, alertCase(t, st, a))
+	after, err := st.GetCase(ctx, c.UUID)
+	require.NoError(t, err)
+	require.Equal(t, before.AlertCount, after.AlertCount)
+	require.True(t, before.UpdatedAt.Equal(after.UpdatedAt))
+	require.Zero(t, countRows(t, st, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_grouped'", a))
+	require.Zero(t, countRows(t, st, "SELECT count(*) FROM alert_indicators WHERE alert_uuid = ? AND case_uuid IS NOT NULL", a))
+	var status string
+	require.NoError(t, st.DB().NewRaw("SELECT enrichment_status FROM alerts WHERE uuid = ?", a).Scan(ctx, &status))
+	require.Equal(t, store.EnrichmentPending, status)
+
+	// Its retry groups it.
+	require.Equal(t, c.UUID, finishGrouping(t, st, a, "run-"+uuid.NewString(), 24*time.Hour).GroupedInto)
+}
