@@ -71,11 +71,10 @@ func (s *Store) RecordActivity(ctx context.Context, db bun.IDB, e *ActivityEvent
 	if db == nil {
 		db = s.db
 	}
-	s.completeActivity(e)
-	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
-		return fmt.Errorf("record activity %s: %w", e.EventType, mapErr(err))
-	}
-	return nil
+	events := []ActivityEvent{*e}
+	err := s.recordActivities(ctx, db, events)
+	*e = events[0] // with what the record gave it (uuid, time)
+	return err
 }
 
 // recordActivities inserts events in one statement using db.
@@ -84,7 +83,7 @@ func (s *Store) recordActivities(ctx context.Context, db bun.IDB, events []Activ
 		s.completeActivity(&events[i])
 	}
 	if _, err := db.NewInsert().Model(&events).Exec(ctx); err != nil {
-		return fmt.Errorf("record %d activity events (%s first): %w", len(events), events[0].EventType, mapErr(err))
+		return fmt.Errorf("record activity %s (%d events): %w", events[0].EventType, len(events), mapErr(err))
 	}
 	return nil
 }

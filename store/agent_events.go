@@ -113,15 +113,6 @@ func (s *Store) raiseSubscribedAgentEvent(ctx context.Context, tx bun.IDB, e *Ag
 	return true, nil
 }
 
-// GetAgentEvent loads one event.
-func (s *Store) GetAgentEvent(ctx context.Context, id uuid.UUID) (AgentEvent, error) {
-	var e AgentEvent
-	if err := s.db.NewSelect().Model(&e).Where("uuid = ?", id).Scan(ctx); err != nil {
-		return AgentEvent{}, fmt.Errorf("get agent event %s: %w", id, mapErr(err))
-	}
-	return e, nil
-}
-
 // GetAgentEvents loads the events ids in one statement, by uuid; an event that is gone is absent.
 func (s *Store) GetAgentEvents(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]AgentEvent, error) {
 	var es []AgentEvent

@@ -313,9 +313,9 @@ func (k searchKeys) read(ctx context.Context, ids any) ([]Alert, error) {
 // more: then the total costs a count of every match and the page a walk of the order, which
 // alertListPage and ListAlerts' count do. `q=seeded alert 99` (1 111 of 100 000 alerts) cost a walk of
 // 2 000 alerts, then every match through the indexes, beside a count of them: three scans, p99 51 ms
-// on a quiet machine; this is one, p99 27 ms (docs/PERFORMANCE.md). The scan is tried only when Postgres's estimate of the matches
-// (its planner's, from the column statistics: 1 020 for those 1 111, 10 110 for 11 111) is within
-// limit, so a common search does not pay for it.
+// on a quiet machine; this is one, p99 27 ms (docs/PERFORMANCE.md). The scan is tried only when
+// Postgres's estimate of the matches (its planner's, from the column statistics: 1 020 for those
+// 1 111, 10 110 for 11 111) is within limit, so a common search does not pay for it.
 func alertSearchFew(ctx context.Context, db bun.IDB, f AlertFilter, limit int64) (page []Alert, total int, ok bool, err error) {
 	k := searchKeys{db: db, f: f, order: alertOrder(f)}
 	matches := alertConditions(k.keyed(db.NewSelect().TableExpr("alerts")), f)
@@ -888,15 +888,14 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
 		}
 		ev := event(override, malices)
-		var join caseJoin
-		var grouped bool
+		var join *caseJoin // the case the alert joins; nil: none
 		if !exists && groupWindow > 0 && !inCase && mayGroup(malices) {
-			if join, grouped, err = s.startGrouping(ctx, tx, alertID, now.Add(-groupWindow), now); err != nil {
+			if join, err = s.startGrouping(ctx, tx, alertID, now.Add(-groupWindow), now); err != nil {
 				return err
 			}
 		}
 		var caseArg *uuid.UUID // nil: the alert's case stays as it is
-		if grouped {
+		if join != nil {
 			caseArg = &join.kase.UUID
 		}
 		// The alert marked finished (and put into the case it joins: the case's aggregates and
@@ -919,7 +918,7 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		ev.References["run_id"] = runID
 		ev.AlertUUID = &alertID
 		events := []ActivityEvent{ev}
-		if grouped {
+		if join != nil {
 			// The rest of the join's record (caseJoin): its alert_grouped event inserted with the
 			// finish's own, case.alert_added after alert.enriched.
 			events = append(events, join.events()...)
@@ -933,10 +932,10 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 				return err
 			}
 		}
-		if !grouped {
+		if join == nil {
 			return nil
 		}
-		if err := s.raiseJoin(ctx, tx, join); err != nil {
+		if err := s.raiseJoin(ctx, tx, *join); err != nil {
 			return fmt.Errorf("group alert %s into case %s: %w", alertID, join.kase.UUID, err)
 		}
 		fin.GroupedInto = join.kase.UUID

@@ -37,7 +37,7 @@ func mayGroup(malices []string) bool {
 // chooses what the first attempt chose. The same statement starts the join (startJoin's: the case
 // read, whether an agent subscribes to case.alert_added); the finish then writes the alert's
 // case_uuid and updated_at (at) in its own update of the alert and records the rest of the join
-// (caseJoin: alert_grouped with the indicator, case.alert_added). ok is false when no case matches.
+// (caseJoin: alert_grouped with the indicator, case.alert_added). It returns nil when no case matches.
 //
 // The lookup is the function case_grouping_match (migration 20261127020200; a function keeps its
 // plan for the session, and the statement cost more to plan than to run). For each of the alert's
@@ -51,7 +51,7 @@ func mayGroup(malices []string) bool {
 // takes), so a case closed meanwhile is not joined: the function rechecks the row once the close
 // commits. The statement reads the case under the same lock (FOR UPDATE OF cases: the row as the
 // last commit left it, not as the statement's snapshot saw it before the function waited).
-func (s *Store) startGrouping(ctx context.Context, tx bun.IDB, alertID uuid.UUID, since, at time.Time) (j caseJoin, ok bool, err error) {
+func (s *Store) startGrouping(ctx context.Context, tx bun.IDB, alertID uuid.UUID, since, at time.Time) (*caseJoin, error) {
 	var row struct {
 		joinedCase    `bun:",extend"`
 		IndicatorUUID uuid.UUID `bun:"m_indicator,type:uuid"`
@@ -59,15 +59,15 @@ func (s *Store) startGrouping(ctx context.Context, tx bun.IDB, alertID uuid.UUID
 		Value         string    `bun:"m_value"`
 		Malice        string    `bun:"m_malice"`
 	}
-	err = tx.NewRaw(`SELECT `+joinedCaseColumns+`, m.m_indicator, m.m_type, m.m_value, m.m_malice
+	err := tx.NewRaw(`SELECT `+joinedCaseColumns+`, m.m_indicator, m.m_type, m.m_value, m.m_malice
 		FROM case_grouping_match(?, ?) AS m JOIN cases ON cases.uuid = m.m_case FOR UPDATE OF cases`,
 		EventCaseAlertAddedAgent, alertID, since).Scan(ctx, &row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return caseJoin{}, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return caseJoin{}, false, fmt.Errorf("find the open case of alert %s: %w", alertID, mapErr(err))
+		return nil, fmt.Errorf("find the open case of alert %s: %w", alertID, mapErr(err))
 	}
-	return caseJoin{kase: row.Case, subscribed: row.Subscribed, at: at, join: []uuid.UUID{alertID}, actor: Actor{Type: ActorWorkflow},
-		ind: &CaseIndicator{UUID: row.IndicatorUUID, Type: row.Type, Value: row.Value, Malice: row.Malice}}, true, nil
+	return &caseJoin{kase: row.Case, subscribed: row.Subscribed, at: at, join: []uuid.UUID{alertID}, actor: Actor{Type: ActorWorkflow},
+		ind: &CaseIndicator{UUID: row.IndicatorUUID, Type: row.Type, Value: row.Value, Malice: row.Malice}}, nil
 }

@@ -23,7 +23,6 @@ type StartStore interface {
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
 	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
-	GetAgentEvent(ctx context.Context, id uuid.UUID) (store.AgentEvent, error)
 }
 
 // DrainStarts starts due start-outbox entries until none is left (entries backed off are left for
