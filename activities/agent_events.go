@@ -12,7 +12,6 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/vigil-soc/vigil/domain/agents"
-	"github.com/vigil-soc/vigil/kit/targeting"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -29,17 +28,15 @@ const errTypeAgentAttemptFailed = "AgentAttemptFailed"
 // AgentEventStore is what the agent-event activities read and write.
 type AgentEventStore interface {
 	GetAgentEvents(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.AgentEvent, error)
-	SetAgentEventPayload(ctx context.Context, id uuid.UUID, payload json.RawMessage) error
+	SetAgentEventPayloads(ctx context.Context, payloads map[uuid.UUID]json.RawMessage) error
 	SubscribedAgents(ctx context.Context, event string) ([]store.Agent, error)
 	GetAgent(ctx context.Context, id uuid.UUID) (store.Agent, error)
 }
 
-// AgentEventPayloads builds the data of an alert event and the alert's targeting subject (what the
-// agents' filters are matched against). found is false when the alert is gone.
+// AgentEventPayloads builds the data of events and their targeting subjects (what the agents'
+// filters are matched against), in the events' order (agents.Payloads).
 type AgentEventPayloads interface {
-	AlertEventData(ctx context.Context, alert uuid.UUID, facts json.RawMessage) (data any, subject targeting.Subject, found bool, err error)
-	// CaseEventData builds the data of a case event (alert set for case.alert_added).
-	CaseEventData(ctx context.Context, id uuid.UUID, alert *uuid.UUID, facts json.RawMessage) (data any, subject targeting.Subject, found bool, err error)
+	EventsData(ctx context.Context, es []agents.EventRef) ([]agents.EventData, error)
 }
 
 // AgentDeliverer makes one recorded delivery attempt (agents.Service).
@@ -83,55 +80,32 @@ func DeliveryID(event, agent uuid.UUID) uuid.UUID { return uuid.NewSHA1(event, a
 // one target of a dispatch-agent event with its filters bypassed, in both cases only agents whose
 // registering key could read the event (agents.Receives). It stores the payload data once.
 func (a *Activities) PlanEventDeliveries(ctx context.Context, in PlanEventInput) (EventPlan, error) {
-	deps := a.AgentEvents
-	if deps == nil {
-		return EventPlan{}, errAgentEventsNotConfigured
-	}
-	events, err := deps.Store.GetAgentEvents(ctx, []uuid.UUID{in.EventUUID})
+	plans, err := a.PlanEventBatch(ctx, PlanEventBatchInput{EventUUIDs: []uuid.UUID{in.EventUUID}})
 	if err != nil {
-		return EventPlan{}, fmt.Errorf("plan event %s: %w", in.EventUUID, err)
+		return EventPlan{}, err
 	}
-	e, ok := events[in.EventUUID]
-	if !ok {
-		return EventPlan{}, nil // gone
-	}
-	return planEvent(ctx, deps, e, nil)
+	return plans[0], nil
 }
 
-// planEvent plans event e (PlanEventDeliveries). subscribed, when not nil, caches the agents
-// subscribed to each event name for the plans of one batch.
-func planEvent(ctx context.Context, deps *AgentEventDeps, e store.AgentEvent, subscribed map[string][]store.Agent) (EventPlan, error) {
+// planEvent plans event e whose data is d (PlanEventDeliveries), and returns the payload to store
+// with it (nil: nothing to tell). subscribed caches the agents subscribed to each event name for the
+// plans of one batch.
+func planEvent(ctx context.Context, deps *AgentEventDeps, e store.AgentEvent, d agents.EventData, subscribed map[string][]store.Agent) (EventPlan, json.RawMessage, error) {
 	id := e.UUID
-	var err error
 	plan := EventPlan{Event: e.Event}
-	data, subject := any(e.Facts), targeting.Subject{}
-	if (e.AlertUUID != nil || e.CaseUUID != nil) && deps.Payloads != nil {
-		var found bool
-		if e.CaseUUID != nil {
-			data, subject, found, err = deps.Payloads.CaseEventData(ctx, *e.CaseUUID, e.AlertUUID, e.Facts)
-		} else {
-			data, subject, found, err = deps.Payloads.AlertEventData(ctx, *e.AlertUUID, e.Facts)
-		}
-		if err != nil {
-			return EventPlan{}, fmt.Errorf("plan event %s: build payload: %w", id, err)
-		}
-		if !found {
-			return plan, nil // the alert or case is gone: nothing to tell
-		}
+	if !d.Found {
+		return plan, nil, nil // the alert or case is gone: nothing to tell
 	}
 	alertBound := e.AlertUUID != nil || e.CaseUUID != nil // a case's data holds its alerts' facts
-	raw, err := json.Marshal(data)
+	raw, err := json.Marshal(d.Data)
 	if err != nil {
-		return EventPlan{}, sdktemporal.NewNonRetryableApplicationError("encode payload", ErrTypeAgentNotDeliverable, err)
-	}
-	if err := deps.Store.SetAgentEventPayload(ctx, e.UUID, raw); err != nil {
-		return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
+		return EventPlan{}, nil, sdktemporal.NewNonRetryableApplicationError("encode payload", ErrTypeAgentNotDeliverable, err)
 	}
 	var receivers []store.Agent
 	if e.TargetAgent != nil {
 		ag, err := deps.Store.GetAgent(ctx, *e.TargetAgent)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
+			return EventPlan{}, nil, fmt.Errorf("plan event %s: %w", id, err)
 		}
 		if err == nil && ag.IsActive && agents.Receives(ag, e.Event, alertBound) {
 			receivers = append(receivers, ag)
@@ -140,14 +114,12 @@ func planEvent(ctx context.Context, deps *AgentEventDeps, e store.AgentEvent, su
 		agentsOf, cached := subscribed[e.Event]
 		if !cached {
 			if agentsOf, err = deps.Store.SubscribedAgents(ctx, e.Event); err != nil {
-				return EventPlan{}, fmt.Errorf("plan event %s: %w", id, err)
+				return EventPlan{}, nil, fmt.Errorf("plan event %s: %w", id, err)
 			}
-			if subscribed != nil {
-				subscribed[e.Event] = agentsOf
-			}
+			subscribed[e.Event] = agentsOf
 		}
 		for _, ag := range agentsOf {
-			if agents.Matches(ag, e.Event, subject) && agents.Receives(ag, e.Event, alertBound) {
+			if agents.Matches(ag, e.Event, d.Subject) && agents.Receives(ag, e.Event, alertBound) {
 				receivers = append(receivers, ag)
 			}
 		}
@@ -156,7 +128,7 @@ func planEvent(ctx context.Context, deps *AgentEventDeps, e store.AgentEvent, su
 		plan.Deliveries = append(plan.Deliveries, PlannedDelivery{DeliveryUUID: DeliveryID(e.UUID, ag.UUID),
 			AgentUUID: ag.UUID, TimeoutSeconds: ag.TimeoutSeconds, RetryCount: ag.RetryCount})
 	}
-	return plan, nil
+	return plan, raw, nil
 }
 
 // DeliverEventInput is one delivery attempt's input; Temporal's attempt number is the attempt.
@@ -258,33 +230,53 @@ type PlanEventBatchInput struct {
 }
 
 // PlanEventBatch plans every event of a batch as PlanEventDeliveries plans one (the plans in the
-// events' order; an event gone, or one that cannot be delivered at all, has no deliveries), reading
-// the events in one statement and the subscribed agents once per event name.
+// events' order; an event gone, or one whose payload cannot be encoded, has no deliveries), reading
+// the events in one statement, their alerts' data in a few (agents.Payloads.EventsData), the
+// subscribed agents once per event name, and storing the payloads in one.
 func (a *Activities) PlanEventBatch(ctx context.Context, in PlanEventBatchInput) ([]EventPlan, error) {
 	deps := a.AgentEvents
 	if deps == nil {
 		return nil, errAgentEventsNotConfigured
 	}
-	subscribed := map[string][]store.Agent{}
-	plans := make([]EventPlan, len(in.EventUUIDs))
 	events, err := deps.Store.GetAgentEvents(ctx, in.EventUUIDs)
 	if err != nil {
 		return nil, fmt.Errorf("plan %d events: %w", len(in.EventUUIDs), err)
 	}
-	for i, id := range in.EventUUIDs {
-		e, ok := events[id]
-		if !ok {
-			continue // gone: no deliveries
+	var found []store.AgentEvent
+	var refs []agents.EventRef
+	for _, id := range in.EventUUIDs {
+		if e, ok := events[id]; ok { // gone: no deliveries
+			found = append(found, e)
+			refs = append(refs, agents.EventRef{Alert: e.AlertUUID, Case: e.CaseUUID, Facts: e.Facts})
 		}
-		plan, err := planEvent(ctx, deps, e, subscribed)
+	}
+	data, err := deps.Payloads.EventsData(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("plan %d events: build payloads: %w", len(in.EventUUIDs), err)
+	}
+	subscribed := map[string][]store.Agent{}
+	planned := make(map[uuid.UUID]EventPlan, len(found))
+	payloads := make(map[uuid.UUID]json.RawMessage, len(found))
+	for i, e := range found {
+		plan, payload, err := planEvent(ctx, deps, e, data[i], subscribed)
 		var app *sdktemporal.ApplicationError
 		if errors.As(err, &app) && app.NonRetryable() {
-			continue // this event cannot be delivered at all (DeliverEvent gives it up too): not the others
+			continue // this event cannot be delivered at all: not the others
 		}
 		if err != nil {
 			return nil, err
 		}
-		plans[i] = plan
+		planned[e.UUID] = plan
+		if payload != nil {
+			payloads[e.UUID] = payload
+		}
+	}
+	if err := deps.Store.SetAgentEventPayloads(ctx, payloads); err != nil {
+		return nil, fmt.Errorf("plan %d events: %w", len(in.EventUUIDs), err)
+	}
+	plans := make([]EventPlan, len(in.EventUUIDs))
+	for i, id := range in.EventUUIDs {
+		plans[i] = planned[id]
 	}
 	return plans, nil
 }

@@ -128,12 +128,22 @@ func (s *Store) GetAgentEvents(ctx context.Context, ids []uuid.UUID) (map[uuid.U
 	return out, nil
 }
 
-// SetAgentEventPayload stores the payload data of event id unless one is stored already: the first
-// planner wins, so a retried plan delivers the same data as the first.
-func (s *Store) SetAgentEventPayload(ctx context.Context, id uuid.UUID, payload json.RawMessage) error {
-	_, err := s.db.NewRaw(`UPDATE agent_events SET payload = coalesce(payload, ?::jsonb) WHERE uuid = ?`, string(payload), id).Exec(ctx)
+// SetAgentEventPayloads stores the payload data of each event of payloads (by uuid) unless one is
+// stored already, in one statement: the first planner wins, so a retried plan delivers the same data
+// as the first.
+func (s *Store) SetAgentEventPayloads(ctx context.Context, payloads map[uuid.UUID]json.RawMessage) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	ids, data := make([]uuid.UUID, 0, len(payloads)), make([]string, 0, len(payloads))
+	for id, p := range payloads {
+		ids, data = append(ids, id), append(data, string(p))
+	}
+	_, err := s.db.NewRaw(`UPDATE agent_events AS e SET payload = coalesce(e.payload, p.payload::jsonb)
+		FROM unnest(?::uuid[], ?::text[]) AS p(uuid, payload) WHERE e.uuid = p.uuid`,
+		pgdialectArray(ids), pgdialectArray(data)).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("set payload of agent event %s: %w", id, mapErr(err))
+		return fmt.Errorf("set payloads of %d agent events: %w", len(payloads), mapErr(err))
 	}
 	return nil
 }

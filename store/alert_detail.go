@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 
+	"github.com/google/uuid"
+
 	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/targeting"
 )
 
 // AlertDetail is an alert with everything its detail view shows (API.md §3 GET /v1/alerts/{uuid}):
@@ -30,44 +32,74 @@ func (d AlertDetail) RuleMatched() bool { return d.DetectionRule != nil && !d.De
 
 // AlertDetail loads what the detail view of a shows beside the alert itself.
 func (s *Store) AlertDetail(ctx context.Context, a Alert) (AlertDetail, error) {
-	inds, err := s.AlertIndicators(ctx, a.UUID)
+	ds, err := s.AlertDetails(ctx, []Alert{a})
 	if err != nil {
 		return AlertDetail{}, err
 	}
-	d := AlertDetail{Alert: a, Indicators: inds}
-	malices := make([]string, len(inds))
-	succeeded, failed := map[string]bool{}, map[string]bool{}
-	for i, ind := range inds {
-		malices[i] = ind.Malice
-		for provider, r := range ind.EnrichmentResults {
-			m, _ := r.(map[string]any)
-			switch status, _ := m["status"].(string); status {
-			case EnrichSuccess:
-				succeeded[provider] = true
-			case EnrichFailed:
-				failed[provider] = true
+	return ds[a.UUID], nil
+}
+
+// AlertDetails loads the detail (AlertDetail) of each alert of as, keyed by its uuid, in six
+// statements whatever their number: what a batch of agent events carries.
+func (s *Store) AlertDetails(ctx context.Context, as []Alert) (map[uuid.UUID]AlertDetail, error) {
+	ids := make([]uuid.UUID, len(as))
+	ruleIDs := map[int64]bool{}
+	for i, a := range as {
+		ids[i] = a.UUID
+		if a.DetectionRuleID != nil {
+			ruleIDs[*a.DetectionRuleID] = true
+		}
+	}
+	inds, err := s.alertsIndicators(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := s.detectionRulesByID(ctx, slices.Collect(maps.Keys(ruleIDs)))
+	if err != nil {
+		return nil, err
+	}
+	findings, err := s.alertsFindings(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]AlertDetail, len(as))
+	subjs := make([]targeting.Subject, len(as))
+	for i, a := range as {
+		d := AlertDetail{Alert: a, Indicators: append([]Indicator{}, inds[a.UUID]...), Findings: append([]Finding{}, findings[a.UUID]...)}
+		if a.DetectionRuleID != nil {
+			if r, ok := rules[*a.DetectionRuleID]; ok { // absent: the rule was deleted
+				d.DetectionRule = &r
 			}
 		}
-	}
-	d.Malice = string(indicators.AlertMalice(a.MaliceOverride, malices))
-	// Never nil: the lists are answered as JSON arrays.
-	d.EnrichmentSucceeded = append([]string{}, slices.Sorted(maps.Keys(succeeded))...)
-	d.EnrichmentFailed = append([]string{}, slices.Sorted(maps.Keys(failed))...)
-	if a.DetectionRuleID != nil {
-		r, err := s.GetDetectionRuleByID(ctx, *a.DetectionRuleID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
-			return AlertDetail{}, err
-		default:
-			d.DetectionRule = &r
+		malices := make([]string, len(d.Indicators))
+		succeeded, failed := map[string]bool{}, map[string]bool{}
+		for i, ind := range d.Indicators {
+			malices[i] = ind.Malice
+			for provider, r := range ind.EnrichmentResults {
+				m, _ := r.(map[string]any)
+				switch status, _ := m["status"].(string); status {
+				case EnrichSuccess:
+					succeeded[provider] = true
+				case EnrichFailed:
+					failed[provider] = true
+				}
+			}
 		}
+		d.Malice = string(indicators.AlertMalice(a.MaliceOverride, malices))
+		// Never nil: the lists are answered as JSON arrays.
+		d.EnrichmentSucceeded = append([]string{}, slices.Sorted(maps.Keys(succeeded))...)
+		d.EnrichmentFailed = append([]string{}, slices.Sorted(maps.Keys(failed))...)
+		subjs[i] = SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, d.DetectionRule)
+		out[a.UUID] = d
 	}
-	if d.ContextDocuments, err = s.ApplicableContextDocuments(ctx, SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, d.DetectionRule)); err != nil {
-		return AlertDetail{}, err
+	docs, err := s.applicableContextDocuments(ctx, subjs)
+	if err != nil {
+		return nil, err
 	}
-	if d.Findings, err = s.ListFindings(ctx, a.UUID); err != nil {
-		return AlertDetail{}, err
+	for i, a := range as {
+		d := out[a.UUID]
+		d.ContextDocuments = docs[i]
+		out[a.UUID] = d
 	}
-	return d, nil
+	return out, nil
 }

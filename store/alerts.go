@@ -143,6 +143,23 @@ func (s *Store) GetAlert(ctx context.Context, id uuid.UUID) (Alert, error) {
 	return a, nil
 }
 
+// GetAlerts loads the alerts ids with their raw payloads in one statement, by uuid; an alert that is
+// gone is absent.
+func (s *Store) GetAlerts(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Alert, error) {
+	out := make(map[uuid.UUID]Alert, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var as []Alert
+	if err := s.db.NewSelect().Model(&as).Where("uuid IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("get %d alerts: %w", len(ids), mapErr(err))
+	}
+	for _, a := range as {
+		out[a.UUID] = a
+	}
+	return out, nil
+}
+
 // AlertExists reports whether the alert exists (ErrNotFound otherwise).
 func (s *Store) AlertExists(ctx context.Context, id uuid.UUID) error {
 	ok, err := s.db.NewSelect().Model((*Alert)(nil)).Where("uuid = ?", id).Exists(ctx)
@@ -627,12 +644,29 @@ func (s *Store) DeleteAlert(ctx context.Context, id uuid.UUID) error {
 
 // AlertIndicators returns the indicators linked to an alert, ordered by type and value.
 func (s *Store) AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]Indicator, error) {
-	var out []Indicator
-	err := s.db.NewSelect().Model(&out).
-		Where("uuid IN (SELECT indicator_uuid FROM alert_indicators WHERE alert_uuid = ?)", alertID).
-		OrderExpr("type, value").Scan(ctx)
+	byAlert, err := s.alertsIndicators(ctx, []uuid.UUID{alertID})
 	if err != nil {
-		return nil, fmt.Errorf("indicators of alert %s: %w", alertID, mapErr(err))
+		return nil, err
+	}
+	return append([]Indicator{}, byAlert[alertID]...), nil
+}
+
+// alertsIndicators returns the indicators linked to each alert of ids (AlertIndicators), in one
+// statement; an alert without indicators is absent.
+func (s *Store) alertsIndicators(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]Indicator, error) {
+	var rows []struct {
+		Indicator `bun:",extend"`
+		AlertUUID uuid.UUID `bun:"alert_uuid,scanonly"`
+	}
+	err := s.db.NewSelect().Model(&rows).ColumnExpr("indicator.*, ai.alert_uuid").
+		Join("JOIN alert_indicators AS ai ON ai.indicator_uuid = indicator.uuid").
+		Where("ai.alert_uuid IN (?)", bun.List(ids)).OrderExpr("indicator.type, indicator.value").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("indicators of %d alerts: %w", len(ids), mapErr(err))
+	}
+	out := make(map[uuid.UUID][]Indicator, len(ids))
+	for _, r := range rows {
+		out[r.AlertUUID] = append(out[r.AlertUUID], r.Indicator)
 	}
 	return out, nil
 }
@@ -991,11 +1025,31 @@ func (s *Store) CreateFinding(ctx context.Context, f *Finding, actorType string)
 	})
 }
 
-// ListFindings returns an alert's findings, oldest first.
+// ListFindings returns an alert's findings, oldest first (at most maxFindings).
 func (s *Store) ListFindings(ctx context.Context, alertID uuid.UUID) ([]Finding, error) {
-	var out []Finding
-	if err := s.db.NewSelect().Model(&out).Where("alert_uuid = ?", alertID).OrderExpr("posted_at ASC, id ASC").Limit(10_000).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("findings of alert %s: %w", alertID, mapErr(err))
+	byAlert, err := s.alertsFindings(ctx, []uuid.UUID{alertID})
+	if err != nil {
+		return nil, err
+	}
+	return append([]Finding{}, byAlert[alertID]...), nil
+}
+
+// maxFindings bounds the findings read of one alert.
+const maxFindings = 10_000
+
+// alertsFindings returns each alert's findings (ListFindings) in one statement; an alert without
+// findings is absent.
+func (s *Store) alertsFindings(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]Finding, error) {
+	var rows []Finding
+	err := s.db.NewRaw(`SELECT f.* FROM unnest(?::uuid[]) AS a(uuid)
+		CROSS JOIN LATERAL (SELECT * FROM alert_findings WHERE alert_uuid = a.uuid ORDER BY posted_at ASC, id ASC LIMIT ?) AS f`,
+		pgdialectArray(ids), maxFindings).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("findings of %d alerts: %w", len(ids), mapErr(err))
+	}
+	out := make(map[uuid.UUID][]Finding, len(ids))
+	for _, f := range rows {
+		out[f.AlertUUID] = append(out[f.AlertUUID], f)
 	}
 	return out, nil
 }

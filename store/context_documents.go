@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -174,6 +175,16 @@ func (s *Store) DeleteContextDocument(ctx context.Context, id uuid.UUID) error {
 // document without rules applies to none). Each group is ordered by title, then uuid. Rules are
 // evaluated on a narrow read (uuid, is_global, rules); the documents that apply are loaded whole.
 func (s *Store) ApplicableContextDocuments(ctx context.Context, subj targeting.Subject) ([]ContextDocument, error) {
+	docs, err := s.applicableContextDocuments(ctx, []targeting.Subject{subj})
+	if err != nil {
+		return nil, err
+	}
+	return docs[0], nil
+}
+
+// applicableContextDocuments returns the documents that apply to each of subjs
+// (ApplicableContextDocuments), in two statements whatever their number.
+func (s *Store) applicableContextDocuments(ctx context.Context, subjs []targeting.Subject) ([][]ContextDocument, error) {
 	var candidates []struct {
 		UUID           uuid.UUID        `bun:"uuid"`
 		IsGlobal       bool             `bun:"is_global"`
@@ -186,25 +197,35 @@ func (s *Store) ApplicableContextDocuments(ctx context.Context, subj targeting.S
 	if err != nil {
 		return nil, fmt.Errorf("load context document candidates: %w", mapErr(err))
 	}
-	rank := make(map[uuid.UUID]int, len(candidates))
-	ids := make([]uuid.UUID, 0, len(candidates))
-	for _, c := range candidates {
-		if targeting.Applies(c.IsGlobal, c.TargetingRules, subj) {
-			rank[c.UUID] = len(ids)
-			ids = append(ids, c.UUID)
+	applying := make([][]uuid.UUID, len(subjs)) // each subject's documents, in the candidates' order
+	wanted := map[uuid.UUID]bool{}
+	for i, subj := range subjs {
+		for _, c := range candidates {
+			if targeting.Applies(c.IsGlobal, c.TargetingRules, subj) {
+				applying[i] = append(applying[i], c.UUID)
+				wanted[c.UUID] = true
+			}
 		}
 	}
-	out := []ContextDocument{}
-	if len(ids) == 0 {
-		return out, nil
+	var loaded []ContextDocument
+	if len(wanted) > 0 {
+		if err := s.db.NewSelect().Model(&loaded).Where("uuid IN (?)", bun.List(slices.Collect(maps.Keys(wanted)))).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("load applicable context documents: %w", mapErr(err))
+		}
 	}
-	if err := s.db.NewSelect().Model(&out).Where("uuid IN (?)", bun.List(ids)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("load applicable context documents: %w", mapErr(err))
+	byUUID := make(map[uuid.UUID]ContextDocument, len(loaded))
+	for _, d := range loaded {
+		d.normalize()
+		byUUID[d.UUID] = d
 	}
-	// A document changed between the two reads keeps the order of the first; one deleted is dropped.
-	slices.SortFunc(out, func(a, b ContextDocument) int { return rank[a.UUID] - rank[b.UUID] })
-	for i := range out {
-		out[i].normalize()
+	out := make([][]ContextDocument, len(subjs))
+	for i, ids := range applying {
+		out[i] = []ContextDocument{}
+		for _, id := range ids {
+			if d, ok := byUUID[id]; ok { // a document changed between the two reads keeps the order of the first; one deleted is dropped
+				out[i] = append(out[i], d)
+			}
+		}
 	}
 	return out, nil
 }

@@ -139,6 +139,24 @@ func (s *Store) GetDetectionRuleByID(ctx context.Context, id int64) (DetectionRu
 	return r, nil
 }
 
+// detectionRulesByID loads the rules of ids (alerts' detection_rule_id) in one statement, by id; a
+// rule that is gone is absent.
+func (s *Store) detectionRulesByID(ctx context.Context, ids []int64) (map[int64]DetectionRule, error) {
+	out := make(map[int64]DetectionRule, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rs []DetectionRule
+	if err := s.db.NewSelect().Model(&rs).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("get %d detection rules: %w", len(ids), mapErr(err))
+	}
+	for _, r := range rs {
+		r.fillLists()
+		out[r.ID] = r
+	}
+	return out, nil
+}
+
 // Sort columns of ListDetectionRules.
 const (
 	RuleSortName       = "name"

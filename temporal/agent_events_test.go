@@ -274,7 +274,7 @@ func TestDeliverAgentEvents_ResumesAfterHeartbeatedProgress(t *testing.T) {
 	for range 2 {
 		ev := &store.AgentEvent{Event: agents.EventAlertUpdated, TargetAgent: &a.UUID, Facts: json.RawMessage(`{}`)}
 		require.NoError(t, e.st.RecordAgentEvent(ctx, nil, ev))
-		require.NoError(t, e.st.SetAgentEventPayload(ctx, ev.UUID, json.RawMessage(`{"n": 1}`)))
+		require.NoError(t, e.st.SetAgentEventPayloads(ctx, map[uuid.UUID]json.RawMessage{ev.UUID: json.RawMessage(`{"n": 1}`)}))
 		batch = append(batch, activities.BatchDelivery{EventUUID: ev.UUID, DeliveryUUID: activities.DeliveryID(ev.UUID, a.UUID)})
 	}
 	run := func(agent uuid.UUID, progress any) []activities.AttemptResult {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,14 +18,14 @@ import (
 
 // PayloadStore is what the data of alert events is read from.
 type PayloadStore interface {
-	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
-	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
+	GetAlerts(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.Alert, error)
+	AlertDetails(ctx context.Context, as []store.Alert) (map[uuid.UUID]store.AlertDetail, error)
 	ApplicableWorkflows(ctx context.Context, types []string) ([]store.Workflow, error)
 	GetCase(ctx context.Context, id uuid.UUID) (store.Case, error)
 	CaseIndicators(ctx context.Context, id uuid.UUID) ([]store.CaseIndicatorRow, error)
 }
 
-// Payloads builds the data of alert events (API.md §9): what an agent needs to act without a second
+// Payloads builds the data of agent events (API.md §9): what an agent needs to act without a second
 // call. It implements the delivery activities' payload builder.
 type Payloads struct {
 	store      PayloadStore
@@ -37,23 +38,84 @@ func NewPayloads(st PayloadStore, apiBaseURL string) *Payloads {
 	return &Payloads{store: st, apiBaseURL: apiBaseURL}
 }
 
-// AlertEventData is the data of an event about alert: the alert as it stands (with its computed
+// EventRef is an agent event whose data is to be built: about alert Alert, or about case Case (with
+// Alert set too for case.alert_added), or about neither (its facts are its data).
+type EventRef struct {
+	Alert *uuid.UUID
+	Case  *uuid.UUID
+	Facts json.RawMessage
+}
+
+// EventData is the data of one event and its targeting subject (what the agents' filters are matched
+// against); Found is false when its alert or case is gone (nothing to tell).
+type EventData struct {
+	Data    any
+	Subject targeting.Subject
+	Found   bool
+}
+
+// EventsData builds the data of each event of es, in order. The alerts of the batch are read once
+// for all (their rows, then their details: a few statements whatever their number), the applicable
+// workflows once per set of indicator types, each case once.
+func (p *Payloads) EventsData(ctx context.Context, es []EventRef) ([]EventData, error) {
+	b := &payloadBatch{Payloads: p, workflows: map[string][]store.Workflow{}, cases: map[uuid.UUID]caseRead{}}
+	var ids []uuid.UUID
+	for _, e := range es {
+		if e.Alert != nil {
+			ids = append(ids, *e.Alert)
+		}
+	}
+	if len(ids) > 0 {
+		alerts, err := p.store.GetAlerts(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("alert events data: %w", err)
+		}
+		if b.details, err = p.store.AlertDetails(ctx, slices.Collect(maps.Values(alerts))); err != nil {
+			return nil, fmt.Errorf("alert events data: %w", err)
+		}
+	}
+	out := make([]EventData, len(es))
+	for i, e := range es {
+		var err error
+		switch {
+		case e.Case != nil:
+			out[i], err = b.caseEventData(ctx, *e.Case, e.Alert, e.Facts)
+		case e.Alert != nil:
+			out[i].Data, out[i].Subject, out[i].Found, err = b.alertEventData(ctx, *e.Alert, e.Facts)
+		default:
+			out[i] = EventData{Data: e.Facts, Found: true}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// payloadBatch is what one EventsData call has read.
+type payloadBatch struct {
+	*Payloads
+	details   map[uuid.UUID]store.AlertDetail // the batch's alerts; one gone is absent
+	workflows map[string][]store.Workflow     // by the indicator types, joined
+	cases     map[uuid.UUID]caseRead
+}
+
+type caseRead struct {
+	c     store.Case
+	inds  []store.CaseIndicatorRow
+	found bool
+}
+
+// alertEventData is the data of an event about alert: the alert as it stands (with its computed
 // malice, enrichment metadata and raw payload), its indicators (providers' raw responses stripped),
 // detection rule, the context documents that apply to it, the active workflows applicable to its
-// indicators' types, api_base_url, and the event's facts (what changed) beside them. subject is what
-// the agents' filters are matched against; found is false when the alert is gone.
-func (p *Payloads) AlertEventData(ctx context.Context, alert uuid.UUID, facts json.RawMessage) (any, targeting.Subject, bool, error) {
-	a, err := p.store.GetAlert(ctx, alert)
-	if errors.Is(err, store.ErrNotFound) {
+// indicators' types, api_base_url, and the event's facts (what changed) beside them.
+func (b *payloadBatch) alertEventData(ctx context.Context, alert uuid.UUID, facts json.RawMessage) (map[string]any, targeting.Subject, bool, error) {
+	d, ok := b.details[alert]
+	if !ok {
 		return nil, targeting.Subject{}, false, nil
 	}
-	if err != nil {
-		return nil, targeting.Subject{}, false, fmt.Errorf("alert event data: %w", err)
-	}
-	d, err := p.store.AlertDetail(ctx, a)
-	if err != nil {
-		return nil, targeting.Subject{}, false, fmt.Errorf("alert event data: %w", err)
-	}
+	a := d.Alert
 	types := map[string]bool{}
 	inds := make([]map[string]any, len(d.Indicators))
 	for i, ind := range d.Indicators {
@@ -62,9 +124,15 @@ func (p *Payloads) AlertEventData(ctx context.Context, alert uuid.UUID, facts js
 			"malice_source": ind.MaliceSource, "is_enriched": ind.IsEnriched, "enrichment_results": ind.ResultsWithoutRaw(),
 			"first_seen": ind.FirstSeen.UTC(), "last_seen": ind.LastSeen.UTC()}
 	}
-	wfs, err := p.store.ApplicableWorkflows(ctx, slices.Sorted(maps.Keys(types)))
-	if err != nil {
-		return nil, targeting.Subject{}, false, fmt.Errorf("alert event data: %w", err)
+	sorted := slices.Sorted(maps.Keys(types))
+	key := strings.Join(sorted, ",")
+	wfs, read := b.workflows[key]
+	if !read {
+		var err error
+		if wfs, err = b.store.ApplicableWorkflows(ctx, sorted); err != nil {
+			return nil, targeting.Subject{}, false, fmt.Errorf("alert event data: %w", err)
+		}
+		b.workflows[key] = wfs
 	}
 	data := map[string]any{}
 	if len(facts) > 0 {
@@ -87,46 +155,51 @@ func (p *Payloads) AlertEventData(ctx context.Context, alert uuid.UUID, facts js
 			"indicator_types": w.IndicatorTypes, "approval_mode": w.ApprovalMode, "risk_level": w.RiskLevel, "version": w.Version}
 	}
 	data["workflows"] = workflows
-	data["api_base_url"] = p.apiBaseURL
-	subject := store.SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, d.DetectionRule)
-	return data, subject, true, nil
+	data["api_base_url"] = b.apiBaseURL
+	return data, store.SubjectFor(a.SourceName, a.Severity, a.Title, a.Tags, d.DetectionRule), true, nil
 }
 
-// CaseEventData is the data of an event about case id (case.created, case.updated,
+// caseEventData is the data of an event about case id (case.created, case.updated,
 // case.alert_added): the case as it stands (its severity, malice, alert count and distinct
 // indicators), api_base_url and the event's facts; for case.alert_added (alert set) also the alert
-// that joined, as alert events carry it. subject is what the agents' filters are matched against:
-// the alert's for case.alert_added, else the case's (its severity, title and tags; no source, so an
-// agent filtered on sources hears only of alerts joining cases). found is false when the case (or
-// the alert) is gone.
-func (p *Payloads) CaseEventData(ctx context.Context, id uuid.UUID, alert *uuid.UUID, facts json.RawMessage) (any, targeting.Subject, bool, error) {
-	c, err := p.store.GetCase(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, targeting.Subject{}, false, nil
+// that joined, as alert events carry it. The subject is the alert's for case.alert_added, else the
+// case's (its severity, title and tags; no source, so an agent filtered on sources hears only of
+// alerts joining cases).
+func (b *payloadBatch) caseEventData(ctx context.Context, id uuid.UUID, alert *uuid.UUID, facts json.RawMessage) (EventData, error) {
+	r, read := b.cases[id]
+	if !read {
+		c, err := b.store.GetCase(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return EventData{}, fmt.Errorf("case event data: %w", err)
+		default:
+			r = caseRead{c: c, found: true}
+			if r.inds, err = b.store.CaseIndicators(ctx, id); err != nil {
+				return EventData{}, fmt.Errorf("case event data: %w", err)
+			}
+		}
+		b.cases[id] = r
 	}
-	if err != nil {
-		return nil, targeting.Subject{}, false, fmt.Errorf("case event data: %w", err)
-	}
-	inds, err := p.store.CaseIndicators(ctx, id)
-	if err != nil {
-		return nil, targeting.Subject{}, false, fmt.Errorf("case event data: %w", err)
+	if !r.found {
+		return EventData{}, nil
 	}
 	data := map[string]any{}
-	subject := store.SubjectFor("", c.EffectiveSeverity, c.Title, c.Tags, nil)
+	subject := store.SubjectFor("", r.c.EffectiveSeverity, r.c.Title, r.c.Tags, nil)
 	if alert != nil {
-		ad, as, found, err := p.AlertEventData(ctx, *alert, facts)
-		if err != nil || !found {
-			return nil, targeting.Subject{}, found, err
+		var found bool
+		var err error
+		if data, subject, found, err = b.alertEventData(ctx, *alert, facts); err != nil || !found {
+			return EventData{}, err
 		}
-		data, subject = ad.(map[string]any), as
 	} else if len(facts) > 0 {
 		if err := json.Unmarshal(facts, &data); err != nil {
-			return nil, targeting.Subject{}, false, fmt.Errorf("case event facts: %w", err)
+			return EventData{}, fmt.Errorf("case event facts: %w", err)
 		}
 	}
-	data["case"] = CaseData(c, inds)
-	data["api_base_url"] = p.apiBaseURL
-	return data, subject, true, nil
+	data["case"] = CaseData(r.c, r.inds)
+	data["api_base_url"] = b.apiBaseURL
+	return EventData{Data: data, Subject: subject, Found: true}, nil
 }
 
 // CaseData is a case as agents receive it: the fields of GET /v1/cases/{uuid}.
