@@ -92,25 +92,35 @@ func (s *Store) raiseAgentEvent(ctx context.Context, tx bun.IDB, e *AgentEvent, 
 const agentsSubscribedSQL = `EXISTS (SELECT 1 FROM agents WHERE is_active AND events @> ARRAY[?]::text[])`
 
 // raiseSubscribedAgentEvent is raiseAgentEvent once the caller knows an agent subscribes (or the
-// event targets one): FinishEnrichment asks agentsSubscribedSQL in a statement it makes anyway.
+// event targets one): recordSubscribedAgentEvent, then a NOTIFY on StartChannel in tx, sent when tx
+// commits.
 func (s *Store) raiseSubscribedAgentEvent(ctx context.Context, tx bun.IDB, e *AgentEvent, facts map[string]any) (bool, error) {
-	if facts != nil {
-		raw, err := json.Marshal(facts)
-		if err != nil {
-			return false, fmt.Errorf("encode facts of %s: %w", e.Event, err)
-		}
-		e.Facts = raw
-	}
-	if err := s.RecordAgentEvent(ctx, tx, e); err != nil {
-		return false, err
-	}
-	if err := insertStart(ctx, tx, StartAgentEvent, e.UUID); err != nil {
+	if err := s.recordSubscribedAgentEvent(ctx, tx, e, facts); err != nil {
 		return false, err
 	}
 	if _, err := tx.NewRaw(`SELECT pg_notify(?, '')`, StartChannel).Exec(ctx); err != nil {
 		return false, fmt.Errorf("notify %s: %w", StartChannel, mapErr(err))
 	}
 	return true, nil
+}
+
+// recordSubscribedAgentEvent records event e with facts and its start outbox row in tx, without a
+// NOTIFY: the caller wakes the start outbox once tx has committed (s.startWake.wake()).
+// FinishEnrichment does, on the pipeline's hot path: a transaction that NOTIFYs holds Postgres's
+// global notify lock from before its commit until after its WAL flush (outbox_wake.go), so every
+// finish that raised alert.enriched would wait for the one before it to reach the disk.
+func (s *Store) recordSubscribedAgentEvent(ctx context.Context, tx bun.IDB, e *AgentEvent, facts map[string]any) error {
+	if facts != nil {
+		raw, err := json.Marshal(facts)
+		if err != nil {
+			return fmt.Errorf("encode facts of %s: %w", e.Event, err)
+		}
+		e.Facts = raw
+	}
+	if err := s.RecordAgentEvent(ctx, tx, e); err != nil {
+		return err
+	}
+	return insertStart(ctx, tx, StartAgentEvent, e.UUID)
 }
 
 // GetAgentEvents loads the events ids in one statement, by uuid; an event that is gone is absent.

@@ -867,6 +867,7 @@ type FinishEvent func(override *string, malices []string) ActivityEvent
 
 func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event FinishEvent, groupWindow time.Duration) (FinishedEnrichment, error) {
 	var freed int64
+	var raised bool // alert.enriched recorded: the start outbox is woken after the commit
 	var fin FinishedEnrichment
 	if failed == nil {
 		failed = []string{}
@@ -961,10 +962,11 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 			return err
 		}
 		if subscribed {
-			if _, err := s.raiseSubscribedAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertEnriched, AlertUUID: &alertID},
+			if err := s.recordSubscribedAgentEvent(ctx, tx, &AgentEvent{Event: EventAlertEnriched, AlertUUID: &alertID},
 				map[string]any{"enrichment_status": status, "temporal_run_id": runID}); err != nil {
 				return err
 			}
+			raised = true
 		}
 		if join == nil {
 			return nil
@@ -980,6 +982,9 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 	}
 	if freed > 0 {
 		s.freedWake.wake() // a place in flight is free: the dispatcher may start a waiting entry
+	}
+	if raised {
+		s.startWake.wake() // alert.enriched's delivery may start (recordSubscribedAgentEvent)
 	}
 	return fin, nil
 }
