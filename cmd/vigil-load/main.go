@@ -89,6 +89,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	rounds := fs.Int("rounds", 10, "bulk requests of 500 alerts, each followed by its undo (bulk)")
 	caseAlert := fs.String("alert", "", "seed-case: the uuid of the alert the new case holds")
 	sharedIP := fs.String("shared-ip", "", "backlog: one more IP every alert carries (the grouping benchmark's case indicator)")
+	slowLog := fs.String("slow-log", "", "ingest: a file to write each answer slower than 50 ms to (its scheduled send time in Unix ms, its latency in ms)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -108,7 +109,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			req.Header.Set("Authorization", "Bearer "+*key)
 			return req, nil
 		}
-		res, err := constantRate(ctx, mk, *rate, *warmup, *duration, http.StatusAccepted)
+		var slow io.Writer
+		if *slowLog != "" {
+			f, err := os.Create(*slowLog)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			slow = f
+		}
+		res, err := constantRate(ctx, mk, *rate, *warmup, *duration, http.StatusAccepted, slow)
 		if err != nil {
 			return err
 		}
@@ -141,7 +151,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			req.Header.Set("Authorization", "Bearer "+*key)
 			return req, nil
 		}
-		res, err := constantRate(ctx, mk, *rate, *warmup, *duration, http.StatusOK)
+		res, err := constantRate(ctx, mk, *rate, *warmup, *duration, http.StatusOK, nil)
 		if err != nil {
 			return err
 		}
@@ -240,8 +250,9 @@ func max0(i int) int {
 }
 
 // constantRate sends mk's requests on a fixed schedule (open loop) and measures each one from its
-// scheduled start to the end of its response.
-func constantRate(ctx context.Context, mk func() (*http.Request, error), rate float64, warmup, duration time.Duration, want int) (Stats, error) {
+// scheduled start to the end of its response; slowLog, when not nil, gets a line per answer slower
+// than 50 ms (its scheduled start in Unix ms, its latency in ms).
+func constantRate(ctx context.Context, mk func() (*http.Request, error), rate float64, warmup, duration time.Duration, want int, slowLog io.Writer) (Stats, error) {
 	tr := &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	interval := time.Duration(float64(time.Second) / rate)
@@ -290,6 +301,9 @@ func constantRate(ctx context.Context, mk func() (*http.Request, error), rate fl
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			if ok && slowLog != nil && d > 50*time.Millisecond {
+				fmt.Fprintf(slowLog, "%d %.1f\n", scheduled.UnixMilli(), float64(d.Microseconds())/1000)
+			}
 			if ok {
 				lat = append(lat, d)
 				if d > 100*time.Millisecond {
