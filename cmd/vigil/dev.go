@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,8 +30,10 @@ import (
 // runDev brings up everything on this machine, keeping its data under .vigil/ between runs.
 //
 // The API runs in this process; the worker runs as a child process (`vigil worker`, this binary) and
-// the Temporal dev server as another, both at a lower CPU priority (devstack.BackgroundNice), so draining pipelines never takes the CPU an ingest's 202 needs
-// (docs/INGEST.md "Protecting the 202"). Their output is copied to stderr with a "worker | " or
+// the Temporal dev server as another, both at a lower CPU priority (devstack.BackgroundNice), and on
+// its own Postgres cluster the worker's database sessions too (devstack.ReniceBackends), so draining
+// pipelines never takes the CPU an ingest's 202 needs and need not be held back (devAdmissionEnv;
+// docs/INGEST.md "Protecting the 202"). Their output is copied to stderr with a "worker | " or
 // "temporal | " prefix. Ctrl-C stops the API, then the worker, then the dev server and Postgres.
 func runDev(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger, stdout, stderr io.Writer) error {
 	cwd, err := os.Getwd()
@@ -163,7 +166,17 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		return pm.run(gctx, log, func(ctx context.Context) error { return serveAPI(ctx, cfg, log, st, box, tc, fd, ln, pm.reg) })
 	})
 	g.Go(func() error { return serveMCP(gctx, cfg, log, st, fd, mcpLn) })
-	g.Go(func() error { return runWorkerProcess(gctx, cfg, dm.worker, log, stderr) })
+	ownCluster := getenv("DATABASE_URL") == ""
+	g.Go(func() error {
+		return runWorkerProcess(gctx, cfg, devAdmissionEnv(cfg, getenv, ownCluster), dm.worker, log, stderr)
+	})
+	if ownCluster {
+		// The cluster is this process's own: the worker's sessions run at the worker's priority.
+		g.Go(func() error {
+			devstack.ReniceBackends(gctx, st.DB().DB, devstack.WorkerApplicationName, devstack.BackgroundNice, time.Second, log)
+			return nil
+		})
+	}
 	g.Go(func() error {
 		probeCtx, cancel := context.WithTimeout(gctx, time.Minute)
 		defer cancel()
@@ -260,15 +273,16 @@ const workerStopLimit = 20 * time.Second
 // process's environment plus the settings `vigil dev` decided (database, Temporal, encryption key;
 // migrations are done already) until ctx ends, then stops it (SIGTERM, SIGKILL after 20 s). A worker
 // that exits by itself is an error: `vigil dev` stops.
-func runWorkerProcess(ctx context.Context, cfg config, metricsAddr string, log *slog.Logger, stderr io.Writer) error {
+func runWorkerProcess(ctx context.Context, cfg config, env []string, metricsAddr string, log *slog.Logger, stderr io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this binary to run the worker: %w", err)
 	}
 	cmd := devstack.BackgroundCommand(devstack.BackgroundNice, self, "worker")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "TEMPORAL_ADDRESS="+cfg.TemporalAddress,
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+withApplicationName(cfg.DatabaseURL, devstack.WorkerApplicationName), "TEMPORAL_ADDRESS="+cfg.TemporalAddress,
 		"ENCRYPTION_KEY="+cfg.EncryptionKey, "VIGIL_AUTO_MIGRATE=false",
 		"METRICS_ADDR="+metricsAddr) // its own listener: the dev process serves METRICS_ADDR itself
+	cmd.Env = append(cmd.Env, env...)
 	out := devstack.NewPrefixWriter(stderr, "worker | ")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -295,6 +309,36 @@ func runWorkerProcess(ctx context.Context, cfg config, metricsAddr string, log *
 		<-done
 	}
 	return nil
+}
+
+// devAdmissionEnv is the worker's admission under `vigil dev` (docs/INGEST.md "Protecting the 202"):
+// on its own cluster, unless PIPELINE_INGEST_LATENCY_TARGET_MS or PIPELINE_BUSY_IN_FLIGHT is set,
+// none (pacing off): the worker, its database sessions (devstack.ReniceBackends) and the Temporal
+// dev server all run at a lower CPU priority than the API and the ingest's sessions, so the kernel
+// gives the 202 the CPU first and the pipelines use the rest, with nothing held back. On another
+// database (DATABASE_URL) its sessions cannot be ranked, and the configured admission (AIMD by
+// default) stays.
+func devAdmissionEnv(cfg config, getenv func(string) string, ownCluster bool) []string {
+	if !ownCluster || getenv("PIPELINE_INGEST_LATENCY_TARGET_MS") != "" || getenv("PIPELINE_BUSY_IN_FLIGHT") != "" {
+		return nil
+	}
+	return []string{"PIPELINE_INGEST_LATENCY_TARGET_MS=0", "PIPELINE_BUSY_IN_FLIGHT=" + strconv.Itoa(cfg.PipelineMaxFlight)}
+}
+
+// withApplicationName returns the Postgres URL dsn with application_name name unless it names one
+// already (or is not a URL): the worker's sessions are then told apart in pg_stat_activity.
+func withApplicationName(dsn, name string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return dsn
+	}
+	q := u.Query()
+	if q.Get("application_name") != "" {
+		return dsn
+	}
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // ensureAdminKey creates and returns a first admin key when no active admin key exists.

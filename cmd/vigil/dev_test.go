@@ -537,3 +537,36 @@ func TestDecideDevMetrics(t *testing.T) {
 		})
 	}
 }
+
+// The worker's sessions are named, so that vigil dev finds their backends; a name the URL gives
+// already, and a DSN that is not a URL, are kept as they are.
+func TestWithApplicationName(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:p@127.0.0.1:5432/vigil?sslmode=disable":                "postgres://u:p@127.0.0.1:5432/vigil?application_name=vigil-worker&sslmode=disable",
+		"postgres://u@127.0.0.1/vigil":                                       "postgres://u@127.0.0.1/vigil?application_name=vigil-worker",
+		"postgres://u@127.0.0.1/vigil?application_name=mine&sslmode=disable": "postgres://u@127.0.0.1/vigil?application_name=mine&sslmode=disable",
+		"host=/tmp dbname=vigil":                                             "host=/tmp dbname=vigil",
+	} {
+		require.Equal(t, want, withApplicationName(in, devstack.WorkerApplicationName), in)
+	}
+}
+
+// On its own cluster vigil dev turns the admission off for its worker (priority protects the 202),
+// unless the admission is configured; on another database the configured one (AIMD by default) stays.
+func TestDevAdmissionEnv(t *testing.T) {
+	cfg := config{PipelineMaxFlight: 256}
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	require.Equal(t, []string{"PIPELINE_INGEST_LATENCY_TARGET_MS=0", "PIPELINE_BUSY_IN_FLIGHT=256"}, devAdmissionEnv(cfg, env(), true))
+	require.Nil(t, devAdmissionEnv(cfg, env(), false), "another database: its sessions cannot be ranked")
+	require.Nil(t, devAdmissionEnv(cfg, env("PIPELINE_INGEST_LATENCY_TARGET_MS", "25"), true))
+	require.Nil(t, devAdmissionEnv(cfg, env("PIPELINE_BUSY_IN_FLIGHT", "0"), true))
+}
