@@ -12,17 +12,20 @@ import (
 // API's requests need: the worker and the Temporal dev server (docs/INGEST.md "Operating it").
 const BackgroundNice = 10
 
-// BackgroundCommand returns a command running name with args as a background process: in a process
-// group of its own (the terminal's Ctrl-C reaches only the parent, which stops it in order), killed when
-// this process dies, at nice `nice` for every thread it will have (through nice(1) when it is
-// installed, so the value is set before the program starts any thread).
-//
-// It stays in this process's session, and so in its scheduler autogroup: the nice value ranks its
-// threads below the API's within the group, and the group as a whole competes with Postgres and
-// other programs as before. A session (autogroup) of its own with a low autogroup weight, as
-// cmd/vigil-load/stack.sh BACKGROUND_PRIORITY=low does, also ranks it below every other program on
-// the machine: on a shared machine busy with compiles, the pipeline then made almost no progress
-// (pipeline starts took over a minute; docs/INGEST.md).
+// BackgroundGroupNice is the nice value of a background process's session (its scheduler autogroup,
+// LowerAutogroup): with autogroups on, the kernel shares the CPU between sessions first, so a process's
+// own nice value ranks it only against its own session — the Temporal dev server at nice 10 beside the
+// API still took the CPU from Postgres's session, whose backends run the ingest's statements (docs/
+// INGEST.md "Protecting the 202", session 15). At 5 a background session weighs a third of a normal
+// one: below the API and Postgres, never starved (session 8's autogroup nice 19 weighed 1/70th and
+// starved the pipeline on a machine busy with compiles).
+const BackgroundGroupNice = 5
+
+// BackgroundCommand returns a command running name with args as a background process: in a session
+// (and process group) of its own (the terminal's Ctrl-C reaches only the parent, which stops it in
+// order, and LowerAutogroup can rank the session once started), killed when this process dies, at nice
+// `nice` for every thread it will have (through nice(1) when it is installed, so the value is set
+// before the program starts any thread; it ranks the process where the kernel has no autogroups).
 func BackgroundCommand(nice int, name string, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if path, err := exec.LookPath("nice"); err == nil && nice > 0 {
@@ -30,7 +33,7 @@ func BackgroundCommand(nice int, name string, args ...string) *exec.Cmd {
 	} else {
 		cmd = exec.Command(name, args...)
 	}
-	cmd.SysProcAttr = childProcAttr()
+	cmd.SysProcAttr = backgroundProcAttr()
 	return cmd
 }
 

@@ -8,3 +8,9 @@ import "syscall"
 func childProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// backgroundProcAttr is childProcAttr: no autogroups to rank here.
+func backgroundProcAttr() *syscall.SysProcAttr { return childProcAttr() }
+
+// LowerAutogroup does nothing where the kernel has no autogroups: the process's nice value ranks it.
+func LowerAutogroup(pid, nice int) error { return nil }

@@ -208,16 +208,13 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 	}
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--log-level", "warn",
-		// Not synced (docs/INGEST.md "Operating it"): the server writes about 1 MB of SQLite log per
-		// pipeline, and with synchronous=normal each checkpoint flushed its last 40 MB in one fsync,
-		// which held the disk for 100-150 ms: every Postgres commit (each 202 among them) waited
-		// behind it. A crashed process loses nothing (the data is in the OS's cache); an OS crash or
-		// power loss may lose or corrupt temporal.db, whose pipelines Postgres still holds.
-		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=off",
-		// The server runs every statement through one SQLite connection, a checkpoint of the
-		// write-ahead log included: checkpoint every 10 000 pages (40 MB) instead of every 1 000, so a
-		// page written many times in between (the indexes of busy tables) is copied back once.
-		"--sqlite-pragma", "wal_autocheckpoint=10000",
+		// Synced at each checkpoint (synchronous=normal), every 1 000 pages (4 MB) of log, SQLite's
+		// default: the server writes about 1 MB of log per pipeline, and a checkpoint's fsync holds the
+		// disk while it flushes, with every Postgres commit (each 202 among them) waiting behind it. At
+		// 40 MB a checkpoint held it 100-150 ms; unsynced, the kernel's writeback of the same data held
+		// it over a second every half minute (docs/INGEST.md "Operating it", session 15).
+		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+		"--sqlite-pragma", "wal_autocheckpoint=1000",
 		// The CLI reads the namespace's search attributes from SQLite on every start, upsert and
 		// visibility record (8 reads per pipeline) so that new ones work at once; with the cache a
 		// new one works after a refresh, which temporal.RegisterSearchAttributes waits for.
@@ -259,6 +256,9 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 	cmd.Stderr = io.MultiWriter(opts.Log, stderr)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", opts.Binary, err)
+	}
+	if opts.Nice > 0 {
+		_ = LowerAutogroup(cmd.Process.Pid, BackgroundGroupNice) // without autogroups its nice ranks it
 	}
 	srv := &TemporalServer{PID: cmd.Process.Pid, port: port, uiPort: uiPort, cmd: cmd, exited: make(chan struct{}), stderr: stderr}
 	go func() {

@@ -288,6 +288,7 @@ func runWorkerProcess(ctx context.Context, cfg config, env []string, metricsAddr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the worker: %w", err)
 	}
+	_ = devstack.LowerAutogroup(cmd.Process.Pid, devstack.BackgroundGroupNice) // without autogroups its nice ranks it
 	log.Info("worker process started", "pid", cmd.Process.Pid, "nice", devstack.BackgroundNice)
 	done := make(chan error, 1)
 	go func() {
