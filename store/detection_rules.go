@@ -131,11 +131,14 @@ func (s *Store) GetDetectionRule(ctx context.Context, id uuid.UUID) (DetectionRu
 
 // GetDetectionRuleByID loads one rule by its internal id (an alert's detection_rule_id).
 func (s *Store) GetDetectionRuleByID(ctx context.Context, id int64) (DetectionRule, error) {
-	var r DetectionRule
-	if err := s.db.NewSelect().Model(&r).Where("id = ?", id).Scan(ctx); err != nil {
-		return DetectionRule{}, fmt.Errorf("get detection rule #%d: %w", id, mapErr(err))
+	rules, err := s.detectionRulesByID(ctx, []int64{id})
+	if err != nil {
+		return DetectionRule{}, err
 	}
-	r.fillLists()
+	r, ok := rules[id]
+	if !ok {
+		return DetectionRule{}, fmt.Errorf("get detection rule #%d: %w", id, ErrNotFound)
+	}
 	return r, nil
 }
 
