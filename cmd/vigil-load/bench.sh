@@ -38,11 +38,13 @@ for rate in $RATES; do
     loaded=$(floor "$rate")
     drain
   fi
-  load=$("$LOAD" ingest -url "$URL" -key "$KEY" -rate "$rate" -duration "${DURATION}s")
+  from_ms=$(date +%s%3N)
+  load=$("$LOAD" ingest -url "$URL" -key "$KEY" -rate "$rate" -duration "${DURATION}s" ${SLOW_DIR:+-slow-log "$SLOW_DIR/slow-$(date +%s).log"})
+  to_ms=$(date +%s%3N)
   after=$(floor "$rate")
   run=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["run"])' "$load")
   e2e=$("$LOAD" enriched -dsn "$DSN" -run "$run" -wait "$WAIT")
-  python3 - "$rate" "$idle" "$loaded" "$after" "$load" "$e2e" <<'PY'
+  python3 - "$rate" "$idle" "$loaded" "$after" "$load" "$e2e" "$from_ms" "$to_ms" <<'PY'
 import json, sys
 rate = sys.argv[1]
 idle, loaded, after = (json.loads(a)["floor"] for a in sys.argv[2:5])
@@ -55,6 +57,7 @@ print(json.dumps({"rate": float(rate), "achieved": round(a["achieved_rate"], 1),
   "over_100ms_by_second": a.get("over_100ms_by_second", {}),
   "e2e_p50": round(e.get("p50_ms", 0), 1), "e2e_p99": round(e.get("p99_ms", 0), 1), "e2e_max": round(e.get("max_ms", 0), 1),
   "enriched_per_s": round(e.get("enriched_per_second", 0), 1), "pending": e.get("pending"),
-  "during_ingest_per_s": round(e.get("during_ingest_per_second", 0), 1), "drain_after_per_s": round(e.get("drain_per_second", 0), 1)}))
+  "during_ingest_per_s": round(e.get("during_ingest_per_second", 0), 1), "drain_after_per_s": round(e.get("drain_per_second", 0), 1),
+  "ingest_from_ms": int(sys.argv[7]), "ingest_to_ms": int(sys.argv[8])}))
 PY
 done

@@ -11,6 +11,8 @@
 //	vigil-load provider -addr 127.0.0.1:9900                                                a local enrichment provider
 //	vigil-load pgbench-log -prefix-log pgb                                                   percentiles of pgbench --log files (floor.sql)
 //	vigil-load seed-case -dsn DSN -alert UUID                                               an open case holding the alert (grouping.sh)
+//	vigil-load diskstall -dev vda                                                           until interrupted, a line per span ≥ 100 ms in which the
+//	                    device completed no I/O with some in flight (start Unix ms, length ms; issue26.sh)
 //
 // Every command prints one JSON object.
 package main
@@ -63,7 +65,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|enriched|list|backlog|reruns|probe|seed|seed-analyst|seed-cases|bulk|provider|agent-latency|pgbench-log [flags]")
+		return errors.New("usage: vigil-load ingest|enriched|list|backlog|reruns|probe|seed|seed-analyst|seed-cases|bulk|provider|agent-latency|pgbench-log|diskstall [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -89,6 +91,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	rounds := fs.Int("rounds", 10, "bulk requests of 500 alerts, each followed by its undo (bulk)")
 	caseAlert := fs.String("alert", "", "seed-case: the uuid of the alert the new case holds")
 	sharedIP := fs.String("shared-ip", "", "backlog: one more IP every alert carries (the grouping benchmark's case indicator)")
+	dev := fs.String("dev", "", "diskstall: the block device as /proc/diskstats names it (vda, nvme0n1)")
 	slowLog := fs.String("slow-log", "", "ingest: a file to write each answer slower than 50 ms to (its scheduled send time in Unix ms, its latency in ms)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -189,6 +192,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return seedCase(ctx, enc, *dsn, *caseAlert)
 	case "pgbench-log":
 		return pgbenchLog(enc, *logPrefix)
+	case "diskstall":
+		if *dev == "" {
+			return errors.New("diskstall: -dev is required")
+		}
+		return diskStalls(ctx, *dev, 10*time.Millisecond, 100*time.Millisecond, out)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
