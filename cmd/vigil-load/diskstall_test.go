@@ -37,13 +37,13 @@ func TestStallMeter(t *testing.T) {
 		want      time.Duration // a span reported at this sample; 0: none
 	}{
 		{0, 10, 1, 0},
-		{10, 12, 1, 0},   // progress
-		{20, 12, 0, 0},   // idle: nothing in flight is no stall
-		{30, 12, 2, 0},   // stalled from here
-		{90, 12, 2, 0},   //
-		{100, 13, 0, 0},  // 70 ms: shorter than min, not reported
-		{110, 13, 1, 0},  // stalled again
-		{400, 13, 1, 0},  //
+		{10, 12, 1, 0},  // progress
+		{20, 12, 0, 0},  // idle: nothing in flight is no stall
+		{30, 12, 2, 0},  // stalled from here
+		{90, 12, 2, 0},  //
+		{100, 13, 0, 0}, // 70 ms: shorter than min, not reported
+		{110, 13, 1, 0}, // stalled again
+		{400, 13, 1, 0}, //
 		{410, 20, 1, 300 * time.Millisecond},
 		{420, 25, 1, 0},
 	}
