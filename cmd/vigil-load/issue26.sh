@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every figure of issue 26's "What it must show", in one run on one stack started the way `make dev`
-# does (devstack.sh), each printed beside its bound (`make bench-issue26`):
+# does (devstack.sh; STACK=compose: docker-compose.yml's layout), each printed beside its bound
+# (`make bench-issue26`):
 #   A. no provider active, RATE_A (50) req/s for DURATION (120) s: 202 p99 / max / errors against the
 #      pgbench floor, 202 → Enriched p50 / p99 / max over every alert of the run (bound 2 s);
 #   B. two loopback providers per alert (loadprov, loadprov2: 2 IPs × 2 calls), RATE_B (25) req/s:
@@ -18,6 +19,7 @@
 # Raw JSON lines stay in $BENCH_DIR/issue26.jsonl, the table in $BENCH_DIR/issue26.md.
 #   DURATION=120 cmd/vigil-load/issue26.sh        (DURATION=20 OUTAGE_RUN=60 OUTAGE=20 RERUNS=200 for a smoke run)
 #   PHASES=C cmd/vigil-load/issue26.sh            (only the phases named, e.g. "A B C"; E needs A)
+#   STACK=compose cmd/vigil-load/issue26.sh       (docker-compose.yml's layout: composestack.sh)
 #   SLOW_DIR=/tmp/slow cmd/vigil-load/issue26.sh   (each ingest answer over 50 ms to a file there: vigil-load ingest -slow-log)
 # Beside each phase's 202 it prints the longest span in which the disk under $BENCH_DIR (the cluster's
 # WAL) completed no I/O with some in flight (`vigil-load diskstall`): every commit, each 202's among
@@ -37,7 +39,11 @@ WAIT=${WAIT:-10m}
 PHASES=${PHASES:-A B C D E F}
 want() { [[ " $PHASES " == *" $1 "* ]]; }
 if want E && ! want A; then echo "phase E re-runs phase A's alerts: PHASES must name A too" >&2; exit 2; fi
-./devstack.sh >/dev/null
+case ${STACK:-dev} in
+  dev) ./devstack.sh >/dev/null ;;
+  compose) ./composestack.sh >/dev/null ;;
+  *) echo "STACK: dev (make dev's, the default) or compose (docker-compose.yml's layout, composestack.sh)" >&2; exit 2 ;;
+esac
 source "$BENCH_DIR/env"
 PROV=$PROVPID
 STALLS=$BENCH_DIR/stalls.txt
