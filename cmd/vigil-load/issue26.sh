@@ -19,7 +19,7 @@
 # Raw JSON lines stay in $BENCH_DIR/issue26.jsonl, the table in $BENCH_DIR/issue26.md.
 #   DURATION=120 cmd/vigil-load/issue26.sh        (DURATION=20 OUTAGE_RUN=60 OUTAGE=20 RERUNS=200 for a smoke run)
 #   PHASES=C cmd/vigil-load/issue26.sh            (only the phases named, e.g. "A B C"; E needs A)
-#   STACK=compose cmd/vigil-load/issue26.sh       (docker-compose.yml's layout: composestack.sh)
+#   STACK=compose cmd/vigil-load/issue26.sh       (docker-compose.yml's layout: stack.sh TEMPORAL_SERVER=postgres)
 #   SLOW_DIR=/tmp/slow cmd/vigil-load/issue26.sh   (each ingest answer over 50 ms to a file there: vigil-load ingest -slow-log)
 # Beside each phase's 202 it prints the longest span in which the disk under $BENCH_DIR (the cluster's
 # WAL) completed no I/O with some in flight (`vigil-load diskstall`): every commit, each 202's among
@@ -41,8 +41,8 @@ want() { [[ " $PHASES " == *" $1 "* ]]; }
 if want E && ! want A; then echo "phase E re-runs phase A's alerts: PHASES must name A too" >&2; exit 2; fi
 case ${STACK:-dev} in
   dev) ./devstack.sh >/dev/null ;;
-  compose) ./composestack.sh >/dev/null ;;
-  *) echo "STACK: dev (make dev's, the default) or compose (docker-compose.yml's layout, composestack.sh)" >&2; exit 2 ;;
+  compose) TEMPORAL_SERVER=postgres BACKGROUND_PRIORITY=compose RATE_LIMIT_STORE=postgres ./stack.sh >/dev/null ;;
+  *) echo "STACK: dev (make dev's, the default) or compose (docker-compose.yml's layout: stack.sh TEMPORAL_SERVER=postgres)" >&2; exit 2 ;;
 esac
 source "$BENCH_DIR/env"
 PROV=$PROVPID

@@ -7,8 +7,16 @@
 #   they get the CPU the API and Postgres leave; with autogroups on, a plain `nice` only ranks a process
 #   within its own session and Postgres, in another session, would still get no more than an equal
 #   share); =normal does not. WORKER_DB_CONNS sets the worker's pool (DATABASE_MAX_CONNS, default 20).
+#   =compose ranks them as docker-compose.yml's `cpu_shares: 256` does (a quarter of the others' CPU
+#   weight): each in a session of its own whose autogroup has nice 6 (weight 272 against 1 024).
 # TEMPORAL_EXTRA adds flags to the dev server (e.g. --dynamic-config-value system.enableEagerWorkflowStart=false).
-# It writes $BENCH_DIR/env (source it: URL, KEY, DSN, PIDS) and prints it. Stop with: kill $PIDS
+# TEMPORAL_SERVER=postgres runs, instead of the dev server, the Temporal server of docker-compose.yml's
+#   image on the same Postgres (temporal-postgres.sh; built into bin/ from the module proxy on first
+#   use). With BACKGROUND_PRIORITY=compose and RATE_LIMIT_STORE=postgres this is docker-compose.yml's
+#   layout without Docker (issue26.sh STACK=compose).
+# VIGIL_BIN=/path/to/other/vigil uses that build instead of this checkout's.
+# It writes $BENCH_DIR/env (source it: URL, KEY, DSN, LOAD, PIDS, PROVPID, PROVIDER_ADDR, APID, WPID,
+# TPID) and prints it. Stop with: kill $PIDS
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench}
@@ -17,9 +25,11 @@ DB=${BENCH_DB:-vigilbench}
 # background CMD...: replaces the calling (&) subshell with CMD at the chosen priority.
 case ${BACKGROUND_PRIORITY:-normal} in
   low) background() { exec setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' low "$@"; } ;;
+  compose) background() { exec setsid sh -c 'echo 6 >/proc/self/autogroup 2>/dev/null; exec "$@"' compose "$@"; } ;;
   normal) background() { exec "$@"; } ;;
-  *) echo "BACKGROUND_PRIORITY: low or normal" >&2; exit 2 ;;
+  *) echo "BACKGROUND_PRIORITY: low, compose or normal" >&2; exit 2 ;;
 esac
+case ${TEMPORAL_SERVER:=dev} in dev | postgres) ;; *) echo "TEMPORAL_SERVER: dev or postgres" >&2; exit 2 ;; esac
 
 TEMPORAL_PORT=${TEMPORAL_PORT:-7300}
 API_PORT=${API_PORT:-8100}
@@ -27,9 +37,13 @@ PROVIDER_ADDR=${PROVIDER_ADDR:-127.0.0.1:9900}
 mkdir -p "$BENCH_DIR"
 export GOTOOLCHAIN=local
 
-go build -o "$BENCH_DIR/vigil" ./cmd/vigil
+if [ -n "${VIGIL_BIN:-}" ]; then cp "$VIGIL_BIN" "$BENCH_DIR/vigil"; else go build -o "$BENCH_DIR/vigil" ./cmd/vigil; fi
 go build -o "$BENCH_DIR/vigil-load" ./cmd/vigil-load
 [ -x bin/temporal ] || make temporal-cli
+if [ "$TEMPORAL_SERVER" = postgres ] && ! { [ -x bin/temporal-server ] && [ -x bin/temporal-sql-tool ]; }; then
+  GOBIN=$PWD/bin go install go.temporal.io/server/cmd/server@v1.29.1 go.temporal.io/server/cmd/tools/sql@v1.29.1
+  mv bin/server bin/temporal-server && mv bin/sql bin/temporal-sql-tool
+fi
 
 psql -q "$DATABASE_ROOT/postgres" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
 export DATABASE_URL="$DATABASE_ROOT/$DB?sslmode=disable"
@@ -40,13 +54,23 @@ export SSRF_ALLOWED_HOSTS="$PROVIDER_ADDR"
 export RATE_LIMIT_DEFAULT_PER_MINUTE=10000000
 export LOG_LEVEL=warn
 
-background bin/temporal server start-dev --headless --port "$TEMPORAL_PORT" \
-  --http-port $((TEMPORAL_PORT + 1)) --metrics-port $((TEMPORAL_PORT + 2)) --log-level error \
-  --dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false \
-  --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
-  --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
-  --dynamic-config-value system.enableEagerWorkflowStart=true ${TEMPORAL_EXTRA:-} >"$BENCH_DIR/temporal.log" 2>&1 &
-TPID=$!
+if [ "$TEMPORAL_SERVER" = dev ]; then
+  background bin/temporal server start-dev --headless --port "$TEMPORAL_PORT" \
+    --http-port $((TEMPORAL_PORT + 1)) --metrics-port $((TEMPORAL_PORT + 2)) --log-level error \
+    --dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false \
+    --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
+    --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
+    --dynamic-config-value system.enableEagerWorkflowStart=true ${TEMPORAL_EXTRA:-} >"$BENCH_DIR/temporal.log" 2>&1 &
+  TPID=$!
+else
+  background cmd/vigil-load/temporal-postgres.sh "$BENCH_DIR/temporal" "$DATABASE_ROOT" "$DB" "$TEMPORAL_PORT" >"$BENCH_DIR/temporal.log" 2>&1 &
+  TPID=$!
+  # auto-setup registers the default namespace (retention 24 h).
+  until bin/temporal operator namespace create -n default --retention 24h --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; do
+    kill -0 "$TPID" 2>/dev/null || { tail -n 20 "$BENCH_DIR/temporal.log"; exit 1; }
+    sleep 0.5
+  done
+fi
 until bin/temporal operator namespace describe -n default --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; do sleep 0.3; done
 
 "$BENCH_DIR/vigil" migrate
@@ -69,6 +93,8 @@ DSN=$DATABASE_URL
 TEMPORAL=$TEMPORAL_ADDRESS
 LOAD=$BENCH_DIR/vigil-load
 PIDS="$TPID $APID $WPID $PPID_"
+PROVPID=$PPID_
+PROVIDER_ADDR=$PROVIDER_ADDR
 APID=$APID
 WPID=$WPID
 TPID=$TPID
