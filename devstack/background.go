@@ -13,7 +13,7 @@ import (
 const BackgroundNice = 10
 
 // BackgroundGroupNice is the nice value of a background process's session (its scheduler autogroup,
-// LowerAutogroup): with autogroups on, the kernel shares the CPU between sessions first, so a process's
+// StartBackground): with autogroups on, the kernel shares the CPU between sessions first, so a process's
 // own nice value ranks it only against its own session — the Temporal dev server at nice 10 beside the
 // API still took the CPU from Postgres's session, whose backends run the ingest's statements (docs/
 // INGEST.md "Protecting the 202", session 15). At 5 a background session weighs a third of a normal
@@ -23,7 +23,7 @@ const BackgroundGroupNice = 5
 
 // BackgroundCommand returns a command running name with args as a background process: in a session
 // (and process group) of its own (the terminal's Ctrl-C reaches only the parent, which stops it in
-// order, and LowerAutogroup can rank the session once started), killed when this process dies, at nice
+// order, and StartBackground ranks the session once started), killed when this process dies, at nice
 // `nice` for every thread it will have (through nice(1) when it is installed, so the value is set
 // before the program starts any thread; it ranks the process where the kernel has no autogroups).
 func BackgroundCommand(nice int, name string, args ...string) *exec.Cmd {
@@ -35,6 +35,16 @@ func BackgroundCommand(nice int, name string, args ...string) *exec.Cmd {
 	}
 	cmd.SysProcAttr = backgroundProcAttr()
 	return cmd
+}
+
+// StartBackground starts a BackgroundCommand and gives its session's autogroup BackgroundGroupNice;
+// where the kernel has no autogroups the command's own nice value ranks it.
+func StartBackground(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	_ = lowerAutogroup(cmd.Process.Pid, BackgroundGroupNice)
+	return nil
 }
 
 // PrefixWriter writes each complete line written to it to w with prefix in front; a partial line

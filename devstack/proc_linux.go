@@ -14,15 +14,15 @@ func childProcAttr() *syscall.SysProcAttr {
 }
 
 // backgroundProcAttr is childProcAttr in a session of its own (and so a process group of its own),
-// whose scheduler autogroup LowerAutogroup can rank (BackgroundCommand).
+// whose scheduler autogroup StartBackground ranks (lowerAutogroup).
 func backgroundProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// LowerAutogroup gives the scheduler autogroup of pid's session the nice value nice (Linux with
+// lowerAutogroup gives the scheduler autogroup of pid's session the nice value nice (Linux with
 // autogroups on: the kernel first shares the CPU between sessions by their autogroup's weight, and only
 // inside a session by each process's nice). An error means the kernel has no autogroups (or pid is
 // gone): the process's own nice value then ranks it.
-func LowerAutogroup(pid, nice int) error {
+func lowerAutogroup(pid, nice int) error {
 	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/autogroup", []byte(strconv.Itoa(nice)), 0)
 }

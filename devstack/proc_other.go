@@ -12,5 +12,5 @@ func childProcAttr() *syscall.SysProcAttr {
 // backgroundProcAttr is childProcAttr: no autogroups to rank here.
 func backgroundProcAttr() *syscall.SysProcAttr { return childProcAttr() }
 
-// LowerAutogroup does nothing where the kernel has no autogroups: the process's nice value ranks it.
-func LowerAutogroup(pid, nice int) error { return nil }
+// lowerAutogroup does nothing where the kernel has no autogroups: the process's nice value ranks it.
+func lowerAutogroup(pid, nice int) error { return nil }

@@ -212,7 +212,7 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 		// default: the server writes about 1 MB of log per pipeline, and a checkpoint's fsync holds the
 		// disk while it flushes, with every Postgres commit (each 202 among them) waiting behind it. At
 		// 40 MB a checkpoint held it 100-150 ms; unsynced, the kernel's writeback of the same data held
-		// it over a second every half minute (docs/INGEST.md "Operating it", session 15).
+		// it over a second every half minute (docs/INGEST.md "Protecting the 202", session 15).
 		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
 		"--sqlite-pragma", "wal_autocheckpoint=1000",
 		// The CLI reads the namespace's search attributes from SQLite on every start, upsert and
@@ -254,11 +254,13 @@ func startTemporalOnce(ctx context.Context, opts TemporalOptions) (*TemporalServ
 	}
 	cmd.Stdout = io.MultiWriter(opts.Log, stderr)
 	cmd.Stderr = io.MultiWriter(opts.Log, stderr)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", opts.Binary, err)
-	}
 	if opts.Nice > 0 {
-		_ = LowerAutogroup(cmd.Process.Pid, BackgroundGroupNice) // without autogroups its nice ranks it
+		err = StartBackground(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", opts.Binary, err)
 	}
 	srv := &TemporalServer{PID: cmd.Process.Pid, port: port, uiPort: uiPort, cmd: cmd, exited: make(chan struct{}), stderr: stderr}
 	go func() {

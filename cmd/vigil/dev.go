@@ -285,10 +285,9 @@ func runWorkerProcess(ctx context.Context, cfg config, env []string, metricsAddr
 	cmd.Env = append(cmd.Env, env...)
 	out := devstack.NewPrefixWriter(stderr, "worker | ")
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	if err := devstack.StartBackground(cmd); err != nil {
 		return fmt.Errorf("start the worker: %w", err)
 	}
-	_ = devstack.LowerAutogroup(cmd.Process.Pid, devstack.BackgroundGroupNice) // without autogroups its nice ranks it
 	log.Info("worker process started", "pid", cmd.Process.Pid, "nice", devstack.BackgroundNice)
 	done := make(chan error, 1)
 	go func() {
