@@ -21,8 +21,8 @@
 #   PHASES=C cmd/vigil-load/issue26.sh            (only the phases named, e.g. "A B C"; E needs A)
 #   STACK=compose cmd/vigil-load/issue26.sh       (docker-compose.yml's layout: stack.sh TEMPORAL_SERVER=postgres)
 #   SLOW_DIR=/tmp/slow cmd/vigil-load/issue26.sh   (each ingest answer over 50 ms to a file there: vigil-load ingest -slow-log)
-# Beside each phase's 202 it prints the longest span in which the disk under $BENCH_DIR (the cluster's
-# WAL) completed no I/O with some in flight (`vigil-load diskstall`): every commit, each 202's among
+# Beside each phase's 202 it prints the longest span in which the disk under $BENCH_DIR (where `make dev`'s
+# cluster keeps its WAL) completed no I/O with some in flight (`vigil-load diskstall`): every commit, each 202's among
 # them, waits out such a span whoever caused it, and the floor measured before and after cannot see it.
 set -euo pipefail
 cd "$(dirname "$0")"

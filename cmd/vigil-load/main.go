@@ -14,7 +14,7 @@
 //	vigil-load diskstall -dev vda                                                           until interrupted, a line per span ≥ 100 ms in which the
 //	                    device completed no I/O with some in flight (start Unix ms, length ms; issue26.sh)
 //
-// Every command prints one JSON object.
+// Every command but diskstall (a line per stall) prints one JSON object.
 package main
 
 import (

@@ -11,8 +11,8 @@
 #   weight): each in a session of its own whose autogroup has nice 6 (weight 272 against 1 024).
 # TEMPORAL_EXTRA adds flags to the dev server (e.g. --dynamic-config-value system.enableEagerWorkflowStart=false).
 # TEMPORAL_SERVER=postgres runs, instead of the dev server, the Temporal server of docker-compose.yml's
-#   image on the same Postgres (temporal-postgres.sh; built into bin/ from the module proxy on first
-#   use). With BACKGROUND_PRIORITY=compose and RATE_LIMIT_STORE=postgres this is docker-compose.yml's
+#   image on the same Postgres (temporal-postgres.sh, which builds it into bin/ from the module proxy
+#   on first use: about 2.5 minutes). With BACKGROUND_PRIORITY=compose and RATE_LIMIT_STORE=postgres this is docker-compose.yml's
 #   layout without Docker (issue26.sh STACK=compose).
 # VIGIL_BIN=/path/to/other/vigil uses that build instead of this checkout's.
 # It writes $BENCH_DIR/env (source it: URL, KEY, DSN, LOAD, PIDS, PROVPID, PROVIDER_ADDR, APID, WPID,
@@ -40,10 +40,6 @@ export GOTOOLCHAIN=local
 if [ -n "${VIGIL_BIN:-}" ]; then cp "$VIGIL_BIN" "$BENCH_DIR/vigil"; else go build -o "$BENCH_DIR/vigil" ./cmd/vigil; fi
 go build -o "$BENCH_DIR/vigil-load" ./cmd/vigil-load
 [ -x bin/temporal ] || make temporal-cli
-if [ "$TEMPORAL_SERVER" = postgres ] && ! { [ -x bin/temporal-server ] && [ -x bin/temporal-sql-tool ]; }; then
-  GOBIN=$PWD/bin go install go.temporal.io/server/cmd/server@v1.29.1 go.temporal.io/server/cmd/tools/sql@v1.29.1
-  mv bin/server bin/temporal-server && mv bin/sql bin/temporal-sql-tool
-fi
 
 psql -q "$DATABASE_ROOT/postgres" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
 export DATABASE_URL="$DATABASE_ROOT/$DB?sslmode=disable"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs, in place of this shell, the Temporal server of docker-compose.yml's image
-# (temporalio/auto-setup:1.29.1 = server v1.29.1, which stack.sh builds into bin/temporal-server with
-# its SQL tool) on Postgres, as auto-setup sets it up: fresh databases <DB>_temporal and
+# (temporalio/auto-setup:1.29.1 = server v1.29.1, built on first use into bin/temporal-server with its
+# SQL tool) on Postgres, as auto-setup sets it up: fresh databases <DB>_temporal and
 # <DB>_visibility (setup-schema 0.0, then every versioned step), 4 history shards, 20 connections per
 # store, temporal/dynamicconfig.yaml. The default namespace is left to the caller (stack.sh).
 #   temporal-postgres.sh DIR DATABASE_ROOT DB PORT   (DIR: its config; PORT: the frontend, PORT+1..3 the
@@ -10,6 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=$1 DATABASE_ROOT=$2 DB=$3 TEMPORAL_PORT=$4
 SERVER_VERSION=v1.29.1
+
+if ! [ -x bin/temporal-server ] || ! [ -x bin/temporal-sql-tool ]; then
+  GOBIN=$PWD/bin go install "go.temporal.io/server/cmd/server@$SERVER_VERSION" "go.temporal.io/server/cmd/tools/sql@$SERVER_VERSION"
+  mv bin/server bin/temporal-server && mv bin/sql bin/temporal-sql-tool
+fi
 
 SCHEMA=$(go env GOMODCACHE)/go.temporal.io/server@$SERVER_VERSION/schema/postgresql/v12
 [ -d "$SCHEMA" ] || go mod download "go.temporal.io/server@$SERVER_VERSION"
