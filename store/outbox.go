@@ -45,14 +45,34 @@ type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
 // claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
 // maxInFlight (?0) entries started (counted over every dispatcher): first runs (kind pipeline) before
 // re-runs, each oldest first (alert_outbox_due_idx), so an alert never enriched yet does not wait
-// behind a burst of re-runs. An entry whose alert has a pipeline in flight waits for it to finish, so
-// a re-run asked for meanwhile runs after it.
-const claimDueSQL = `SELECT ` + outboxEntryFrom + `
-	WHERE o.started_at IS NULL AND o.not_before <= now()
-		AND NOT EXISTS (SELECT 1 FROM alert_outbox AS r WHERE r.alert_uuid = o.alert_uuid AND r.started_at IS NOT NULL)
-	ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id
-	LIMIT least(?1, greatest(0, ?0 - (SELECT count(*) FROM alert_outbox WHERE started_at IS NOT NULL)))
-	FOR UPDATE OF o SKIP LOCKED`
+// behind a burst of re-runs; and re-runs only while fewer than maxReruns (?2) of them are started, so
+// the places in flight a new alert's first run shares are never all re-runs (a run started behind
+// 256 re-runs waits for them in Temporal's queue and the worker's slots, whatever the claim order).
+// An entry whose alert has a pipeline in flight waits for it to finish, so a re-run asked for
+// meanwhile runs after it.
+const claimDueSQL = `WITH started AS (
+		SELECT count(*) AS n, count(*) FILTER (WHERE kind <> 'pipeline') AS reruns FROM alert_outbox WHERE started_at IS NOT NULL
+	), firsts AS (
+		SELECT o.id FROM alert_outbox AS o
+		WHERE NOT (o.kind <> 'pipeline') AND ` + claimDueWhere + `
+		ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id
+		LIMIT least(?1, greatest(0, ?0 - (SELECT n FROM started)))
+		FOR UPDATE OF o SKIP LOCKED
+	), reruns AS (
+		SELECT o.id FROM alert_outbox AS o
+		WHERE (o.kind <> 'pipeline') AND ` + claimDueWhere + `
+		ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id
+		LIMIT greatest(0, least(?1 - (SELECT count(*) FROM firsts), ?0 - (SELECT n FROM started) - (SELECT count(*) FROM firsts),
+			?2 - (SELECT reruns FROM started)))
+		FOR UPDATE OF o SKIP LOCKED
+	)
+	SELECT ` + outboxEntryFrom + `
+	WHERE o.id IN (SELECT id FROM firsts UNION ALL SELECT id FROM reruns)
+	ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id`
+
+// claimDueWhere: due, not started, and no entry of the same alert started.
+const claimDueWhere = `o.started_at IS NULL AND o.not_before <= now()
+		AND NOT EXISTS (SELECT 1 FROM alert_outbox AS r WHERE r.alert_uuid = o.alert_uuid AND r.started_at IS NOT NULL)`
 
 // outboxEntryFrom is the select list and FROM clause of an OutboxEntry: the outbox row and its
 // alert's source and severity (the pipeline's search attributes), locked FOR UPDATE OF o only.
@@ -69,11 +89,12 @@ const claimStaleSQL = `SELECT ` + outboxEntryFrom + `
 	FOR UPDATE OF o SKIP LOCKED`
 
 // DispatchOutbox claims up to limit due entries not yet started — fewer when maxInFlight entries
-// are already started, so a backlog waits in this table instead of in Temporal — with FOR UPDATE
+// are already started, so a backlog waits in this table instead of in Temporal, and re-runs only while
+// fewer than maxReruns are started — with FOR UPDATE
 // SKIP LOCKED (dispatchers in several workers never take the same row), hands them to start and
 // records the outcomes in the same transaction. It returns how many entries were claimed.
-func (s *Store) DispatchOutbox(ctx context.Context, limit, maxInFlight int, start OutboxStart) (int, error) {
-	return s.claimOutbox(ctx, claimDueSQL, maxInFlight, limit, start)
+func (s *Store) DispatchOutbox(ctx context.Context, limit, maxInFlight, maxReruns int, start OutboxStart) (int, error) {
+	return s.claimOutbox(ctx, claimDueSQL, start, maxInFlight, limit, maxReruns)
 }
 
 // RecheckOutbox hands start the entries started more than olderThan ago that are still here: work
@@ -81,14 +102,16 @@ func (s *Store) DispatchOutbox(ctx context.Context, limit, maxInFlight int, star
 // running. start answers ErrOutboxDone for the first (deleted) and nil for the second (kept, its
 // clock reset), so dead entries never hold a place in flight for long.
 func (s *Store) RecheckOutbox(ctx context.Context, limit int, olderThan time.Duration, start OutboxStart) (int, error) {
-	return s.claimOutbox(ctx, claimStaleSQL, olderThan.Seconds(), limit, start)
+	return s.claimOutbox(ctx, claimStaleSQL, start, olderThan.Seconds(), limit)
 }
 
-func (s *Store) claimOutbox(ctx context.Context, claimSQL string, arg any, limit int, start OutboxStart) (int, error) {
+// claimOutbox claims the entries claimSQL selects (with args), hands them to start and records the
+// outcomes, in one transaction.
+func (s *Store) claimOutbox(ctx context.Context, claimSQL string, start OutboxStart, args ...any) (int, error) {
 	claimed := 0
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var entries []OutboxEntry
-		if err := tx.NewRaw(claimSQL, arg, limit).Scan(ctx, &entries); err != nil {
+		if err := tx.NewRaw(claimSQL, args...).Scan(ctx, &entries); err != nil {
 			return fmt.Errorf("claim outbox: %w", mapErr(err))
 		}
 		claimed = len(entries)

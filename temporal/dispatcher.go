@@ -21,7 +21,7 @@ import (
 
 // OutboxStore is what the dispatcher needs from the store.
 type OutboxStore interface {
-	DispatchOutbox(ctx context.Context, limit, maxInFlight int, start store.OutboxStart) (int, error)
+	DispatchOutbox(ctx context.Context, limit, maxInFlight, maxReruns int, start store.OutboxStart) (int, error)
 	RecheckOutbox(ctx context.Context, limit int, olderThan time.Duration, start store.OutboxStart) (int, error)
 	DB() *bun.DB
 	StartStore
@@ -52,6 +52,12 @@ type DispatcherOptions struct {
 	// Past it, new alerts wait in the outbox, so a burst never floods Temporal with runs it cannot
 	// drain yet.
 	MaxInFlight int
+	// RerunMaxInFlight caps the re-runs among them (POST /v1/alerts/{uuid}/enrich, the healer's after a
+	// provider outage); default 32. A first run is claimed before any re-run but then waits in
+	// Temporal's queue and the worker's slots behind every pipeline already running: so that a burst
+	// of re-runs never fills them, they get at most this many places and the rest stay free for new
+	// alerts.
+	RerunMaxInFlight int
 	// Pace turns on admission (admission.go): while the API is busy taking alerts (at least BusyRate
 	// arrivals per second, the last one less than Quiet ago) at most BusyInFlight pipelines run — 0
 	// pauses new starts — so the 202s keep the machine, and the backlog drains once ingest pauses.
@@ -109,6 +115,9 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 256
+	}
+	if opts.RerunMaxInFlight <= 0 {
+		opts.RerunMaxInFlight = 32
 	}
 	if opts.RecheckAfter <= 0 {
 		opts.RecheckAfter = 10 * time.Minute
@@ -265,7 +274,7 @@ func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 		return 0, nil // paused while the API is busy: no claim transaction beside the ingests
 	}
 	for {
-		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, limit, d.startAll)
+		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, limit, d.opts.RerunMaxInFlight, d.startAll)
 		total += n
 		if err != nil {
 			return total, err
