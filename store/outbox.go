@@ -45,9 +45,9 @@ type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
 // claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
 // maxInFlight (?0) entries started (counted over every dispatcher): first runs (kind pipeline) before
 // re-runs, each oldest first (alert_outbox_due_idx), so an alert never enriched yet does not wait
-// behind a burst of re-runs; and re-runs only while fewer than maxReruns (?2) of them are started, so
-// the places in flight a new alert's first run shares are never all re-runs (a run started behind
-// 256 re-runs waits for them in Temporal's queue and the worker's slots, whatever the claim order).
+// behind a burst of re-runs; and re-runs only while fewer than maxReruns (?2) of them are started: a
+// first run, once started, shares the machine with every pipeline in flight, so the fewer re-runs
+// among them the sooner it ends.
 // An entry whose alert has a pipeline in flight waits for it to finish, so a re-run asked for
 // meanwhile runs after it.
 const claimDueSQL = `WITH started AS (

@@ -53,10 +53,9 @@ type DispatcherOptions struct {
 	// drain yet.
 	MaxInFlight int
 	// RerunMaxInFlight caps the re-runs among them (POST /v1/alerts/{uuid}/enrich, the healer's after a
-	// provider outage); default 32. A first run is claimed before any re-run but then waits in
-	// Temporal's queue and the worker's slots behind every pipeline already running: so that a burst
-	// of re-runs never fills them, they get at most this many places and the rest stay free for new
-	// alerts.
+	// provider outage); default 8. A first run is claimed before any re-run, but once started it
+	// shares the machine with every pipeline in flight: the fewer re-runs beside it, the sooner it
+	// ends (docs/INGEST.md "Fresh alerts before re-runs").
 	RerunMaxInFlight int
 	// Pace turns on admission (admission.go): while the API is busy taking alerts (at least BusyRate
 	// arrivals per second, the last one less than Quiet ago) at most BusyInFlight pipelines run — 0
@@ -117,7 +116,7 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 		opts.MaxInFlight = 256
 	}
 	if opts.RerunMaxInFlight <= 0 {
-		opts.RerunMaxInFlight = 32
+		opts.RerunMaxInFlight = 8
 	}
 	if opts.RecheckAfter <= 0 {
 		opts.RecheckAfter = 10 * time.Minute
