@@ -45,13 +45,14 @@ type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
 // claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
 // maxInFlight (?0) entries started (counted over every dispatcher): first runs (kind pipeline) before
 // re-runs, each oldest first (alert_outbox_due_idx), so an alert never enriched yet does not wait
-// behind a burst of re-runs; and re-runs only while fewer than maxReruns (?2) of them are started: a
-// first run, once started, shares the machine with every pipeline in flight, so the fewer re-runs
-// among them the sooner it ends.
-// An entry whose alert has a pipeline in flight waits for it to finish, so a re-run asked for
-// meanwhile runs after it.
+// behind a burst of re-runs; and, while alerts arrive (one created in the last ?3 seconds), re-runs
+// only while fewer than ?2 of them are started: a first run, once started, shares the machine with
+// every pipeline in flight, so the fewer re-runs among them the sooner it ends. An entry whose alert
+// has a pipeline in flight waits for it to finish, so a re-run asked for meanwhile runs after it.
 const claimDueSQL = `WITH started AS (
-		SELECT count(*) AS n, count(*) FILTER (WHERE kind <> 'pipeline') AS reruns FROM alert_outbox WHERE started_at IS NOT NULL
+		SELECT count(*) AS n, count(*) FILTER (WHERE kind <> 'pipeline') AS reruns,
+			CASE WHEN (SELECT max(created_at) FROM alerts) > now() - make_interval(secs => ?3) THEN ?2 ELSE ?0 END AS rerun_cap
+		FROM alert_outbox WHERE started_at IS NOT NULL
 	), firsts AS (
 		SELECT o.id FROM alert_outbox AS o
 		WHERE NOT (o.kind <> 'pipeline') AND ` + claimDueWhere + `
@@ -63,7 +64,7 @@ const claimDueSQL = `WITH started AS (
 		WHERE (o.kind <> 'pipeline') AND ` + claimDueWhere + `
 		ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id
 		LIMIT greatest(0, least(?1 - (SELECT count(*) FROM firsts), ?0 - (SELECT n FROM started) - (SELECT count(*) FROM firsts),
-			?2 - (SELECT reruns FROM started)))
+			(SELECT rerun_cap - reruns FROM started)))
 		FOR UPDATE OF o SKIP LOCKED
 	)
 	SELECT ` + outboxEntryFrom + `
@@ -88,13 +89,22 @@ const claimStaleSQL = `SELECT ` + outboxEntryFrom + `
 	LIMIT ?1
 	FOR UPDATE OF o SKIP LOCKED`
 
-// DispatchOutbox claims up to limit due entries not yet started — fewer when maxInFlight entries
-// are already started, so a backlog waits in this table instead of in Temporal, and re-runs only while
-// fewer than maxReruns are started — with FOR UPDATE
-// SKIP LOCKED (dispatchers in several workers never take the same row), hands them to start and
-// records the outcomes in the same transaction. It returns how many entries were claimed.
-func (s *Store) DispatchOutbox(ctx context.Context, limit, maxInFlight, maxReruns int, start OutboxStart) (int, error) {
-	return s.claimOutbox(ctx, claimDueSQL, start, maxInFlight, limit, maxReruns)
+// OutboxCaps bound the alert outbox's started entries, counted over every dispatcher.
+type OutboxCaps struct {
+	InFlight int // entries started at once
+	// Reruns caps the re-runs among them while alerts arrive: while an alert was created within
+	// RerunsWhile. Otherwise re-runs may take every place.
+	Reruns      int
+	RerunsWhile time.Duration
+}
+
+// DispatchOutbox claims up to limit due entries not yet started — fewer when caps.InFlight entries
+// are already started, so a backlog waits in this table instead of in Temporal, and re-runs within
+// caps.Reruns while alerts arrive — with FOR UPDATE SKIP LOCKED (dispatchers in several workers never
+// take the same row), hands them to start and records the outcomes in the same transaction. It
+// returns how many entries were claimed.
+func (s *Store) DispatchOutbox(ctx context.Context, limit int, caps OutboxCaps, start OutboxStart) (int, error) {
+	return s.claimOutbox(ctx, claimDueSQL, start, caps.InFlight, limit, caps.Reruns, caps.RerunsWhile.Seconds())
 }
 
 // RecheckOutbox hands start the entries started more than olderThan ago that are still here: work

@@ -106,7 +106,7 @@ func TestStartOutbox_RunAndEnrichmentCommitWithTheirRows(t *testing.T) {
 	// The start outbox is not the alert outbox: the pipeline claim does not see these rows, and the
 	// start claim does not see the alert's pipeline row.
 	var pipeline []store.OutboxEntry
-	_, err = st.DispatchOutbox(ctx, 100, 100, 100, func(_ context.Context, es []store.OutboxEntry) []error {
+	_, err = st.DispatchOutbox(ctx, 100, store.OutboxCaps{InFlight: 100}, func(_ context.Context, es []store.OutboxEntry) []error {
 		pipeline = es
 		return make([]error, len(es))
 	})
@@ -240,7 +240,7 @@ func TestAlertOutbox_KindsAndInFlightCap(t *testing.T) {
 	a1, a2 := newAlert(t, st), newAlert(t, st)
 	claim := func(limit, maxInFlight int) []store.OutboxEntry {
 		var got []store.OutboxEntry
-		_, err := st.DispatchOutbox(ctx, limit, maxInFlight, maxInFlight, func(_ context.Context, es []store.OutboxEntry) []error {
+		_, err := st.DispatchOutbox(ctx, limit, store.OutboxCaps{InFlight: maxInFlight}, func(_ context.Context, es []store.OutboxEntry) []error {
 			got = es
 			return make([]error, len(es))
 		})
@@ -280,7 +280,7 @@ func TestAlertOutbox_FirstRunsBeforeReRuns(t *testing.T) {
 	fresh1, fresh2 := newAlert(t, st), newAlert(t, st)
 	var order []uuid.UUID
 	for range 4 {
-		_, err := st.DispatchOutbox(ctx, 1, 10, 10, func(_ context.Context, es []store.OutboxEntry) []error {
+		_, err := st.DispatchOutbox(ctx, 1, store.OutboxCaps{InFlight: 10}, func(_ context.Context, es []store.OutboxEntry) []error {
 			for _, e := range es {
 				order = append(order, e.AlertUUID)
 			}
@@ -291,21 +291,25 @@ func TestAlertOutbox_FirstRunsBeforeReRuns(t *testing.T) {
 	require.Equal(t, []uuid.UUID{fresh1, fresh2, old1, old2}, order)
 }
 
-// Re-runs take at most maxReruns places in flight, however many are due and however many places are
-// free; first runs take the rest, up to maxInFlight, re-runs started or not.
+// While alerts arrive, re-runs take at most caps.Reruns places in flight, however many are due and
+// however many places are free; first runs take the rest, up to caps.InFlight. With no alert created
+// within caps.RerunsWhile, re-runs may take every place.
 func TestAlertOutbox_ReRunsCapped(t *testing.T) {
 	st := testStore(t)
 	ctx := context.Background()
 	clearOutboxes(t, st)
-	for range 6 {
+	for range 8 {
 		a := newAlert(t, st)
 		_, err := st.DB().NewRaw("DELETE FROM alert_outbox WHERE alert_uuid = ?", a).Exec(ctx)
 		require.NoError(t, err)
 		require.NoError(t, st.EnqueueRerun(ctx, a, store.ActorAPI, "cai_test"))
 	}
-	claim := func(limit, maxInFlight, maxReruns int) (kinds map[string]int) {
+	arriving := func(inFlight, reruns int) store.OutboxCaps {
+		return store.OutboxCaps{InFlight: inFlight, Reruns: reruns, RerunsWhile: time.Hour}
+	}
+	claim := func(limit int, caps store.OutboxCaps) (kinds map[string]int) {
 		kinds = map[string]int{}
-		_, err := st.DispatchOutbox(ctx, limit, maxInFlight, maxReruns, func(_ context.Context, es []store.OutboxEntry) []error {
+		_, err := st.DispatchOutbox(ctx, limit, caps, func(_ context.Context, es []store.OutboxEntry) []error {
 			for _, e := range es {
 				kinds[e.Kind]++
 			}
@@ -314,19 +318,25 @@ func TestAlertOutbox_ReRunsCapped(t *testing.T) {
 		require.NoError(t, err)
 		return kinds
 	}
-	require.Equal(t, map[string]int{store.OutboxRerun: 2}, claim(10, 10, 2), "two re-runs of six, with places to spare")
-	require.Empty(t, claim(10, 10, 2), "two re-runs started: the rest wait")
+	require.Equal(t, map[string]int{store.OutboxRerun: 2}, claim(10, arriving(10, 2)), "two re-runs of eight, with places to spare")
+	require.Empty(t, claim(10, arriving(10, 2)), "two re-runs started: the rest wait")
 	for range 3 {
 		newAlert(t, st)
 	}
-	require.Equal(t, map[string]int{store.OutboxPipeline: 3}, claim(10, 10, 2), "first runs take the places re-runs may not")
-	require.Equal(t, map[string]int{store.OutboxRerun: 1}, claim(10, 10, 3), "a third re-run place")
-	require.Equal(t, map[string]int{store.OutboxRerun: 2}, claim(10, 8, 10), "the cap over both kinds still holds: 8 started")
-	require.Empty(t, claim(10, 8, 10))
+	require.Equal(t, map[string]int{store.OutboxPipeline: 3}, claim(10, arriving(10, 2)), "first runs take the places re-runs may not")
+	require.Equal(t, map[string]int{store.OutboxRerun: 1}, claim(10, arriving(10, 3)), "a third re-run place")
+	require.Equal(t, map[string]int{store.OutboxRerun: 2}, claim(10, arriving(8, 10)), "the cap over both kinds still holds: 8 started")
+	require.Empty(t, claim(10, arriving(8, 10)))
 
-	// Re-runs finished free their places for the last one.
+	// Re-runs finished free their places for the next.
 	_, err := st.DB().NewRaw("DELETE FROM alert_outbox WHERE kind = ? AND started_at IS NOT NULL", store.OutboxRerun).Exec(ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{store.OutboxRerun: 1}, claim(10, 10, 1))
-	require.Empty(t, claim(10, 10, 1))
+	require.Equal(t, map[string]int{store.OutboxRerun: 1}, claim(10, arriving(10, 1)))
+	require.Empty(t, claim(10, arriving(10, 1)))
+
+	// No alert created within RerunsWhile (0 here: none since this transaction began): the re-run cap
+	// is off, the cap over both kinds still holds.
+	quiet := store.OutboxCaps{InFlight: 6, Reruns: 1}
+	require.Equal(t, map[string]int{store.OutboxRerun: 2}, claim(10, quiet), "4 started, 2 more places, both re-runs")
+	require.Empty(t, claim(10, quiet))
 }

@@ -21,7 +21,7 @@ import (
 
 // OutboxStore is what the dispatcher needs from the store.
 type OutboxStore interface {
-	DispatchOutbox(ctx context.Context, limit, maxInFlight, maxReruns int, start store.OutboxStart) (int, error)
+	DispatchOutbox(ctx context.Context, limit int, caps store.OutboxCaps, start store.OutboxStart) (int, error)
 	RecheckOutbox(ctx context.Context, limit int, olderThan time.Duration, start store.OutboxStart) (int, error)
 	DB() *bun.DB
 	StartStore
@@ -42,6 +42,11 @@ const busyClaimGap = 100 * time.Millisecond
 // a batch instead of one or two) at the cost of at most this much delay before a start.
 const startClaimGap = 200 * time.Millisecond
 
+// RerunsCappedFor is how long after the newest alert was created re-runs stay within
+// DispatcherOptions.RerunMaxInFlight: alerts still arriving keep places free for their first runs;
+// with none for this long, a re-run backlog (the healer's after an outage) may use every place.
+const RerunsCappedFor = 10 * time.Second
+
 // DispatcherOptions tune the dispatcher; zero values take the defaults.
 type DispatcherOptions struct {
 	Poll        time.Duration // also the retry tick for entries backed off; default 1 s
@@ -53,9 +58,9 @@ type DispatcherOptions struct {
 	// drain yet.
 	MaxInFlight int
 	// RerunMaxInFlight caps the re-runs among them (POST /v1/alerts/{uuid}/enrich, the healer's after a
-	// provider outage); default 8. A first run is claimed before any re-run, but once started it
-	// shares the machine with every pipeline in flight: the fewer re-runs beside it, the sooner it
-	// ends (docs/INGEST.md "Fresh alerts before re-runs").
+	// provider outage) while alerts arrive (one created in the last RerunsCappedFor); default 8. A first
+	// run is claimed before any re-run, but once started it shares the machine with every pipeline in
+	// flight: the fewer re-runs beside it, the sooner it ends (docs/INGEST.md "Re-runs hold at most …").
 	RerunMaxInFlight int
 	// Pace turns on admission (admission.go): while the API is busy taking alerts (at least BusyRate
 	// arrivals per second, the last one less than Quiet ago) at most BusyInFlight pipelines run — 0
@@ -273,7 +278,8 @@ func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 		return 0, nil // paused while the API is busy: no claim transaction beside the ingests
 	}
 	for {
-		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, limit, d.opts.RerunMaxInFlight, d.startAll)
+		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, store.OutboxCaps{InFlight: limit, Reruns: d.opts.RerunMaxInFlight,
+			RerunsWhile: RerunsCappedFor}, d.startAll)
 		total += n
 		if err != nil {
 			return total, err

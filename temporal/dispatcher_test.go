@@ -301,8 +301,8 @@ type finishFirstStore struct {
 	events map[uuid.UUID]int // alert_enriched events of each alert before the start
 }
 
-func (s *finishFirstStore) DispatchOutbox(ctx context.Context, limit, maxInFlight, maxReruns int, start store.OutboxStart) (int, error) {
-	return s.Store.DispatchOutbox(ctx, limit, maxInFlight, maxReruns, func(ctx context.Context, entries []store.OutboxEntry) []error {
+func (s *finishFirstStore) DispatchOutbox(ctx context.Context, limit int, caps store.OutboxCaps, start store.OutboxStart) (int, error) {
+	return s.Store.DispatchOutbox(ctx, limit, caps, func(ctx context.Context, entries []store.OutboxEntry) []error {
 		errs := start(ctx, entries)
 		deadline := time.Now().Add(30 * time.Second)
 		for _, en := range entries {

@@ -264,7 +264,7 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	// The outbox dispatcher runs beside the workers: ingested alerts reach their pipeline from here.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight, RerunMaxInFlight: cfg.PipelineRerunFlight,
+		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight, RerunMaxInFlight: cfg.PipelineRerunMax,
 			Pace: true, BusyInFlight: cfg.PipelineBusyFlight, IngestLatencyTarget: time.Duration(cfg.PipelineLatencyMS) * time.Millisecond,
 			Metrics: wm}).Run(gctx)
 	})
