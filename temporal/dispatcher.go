@@ -42,10 +42,10 @@ const busyClaimGap = 100 * time.Millisecond
 // a batch instead of one or two) at the cost of at most this much delay before a start.
 const startClaimGap = 200 * time.Millisecond
 
-// RerunsCappedFor is how long after the newest alert was created re-runs stay within
+// rerunsCappedFor is how long after the newest alert was created re-runs stay within
 // DispatcherOptions.RerunMaxInFlight: alerts still arriving keep places free for their first runs;
 // with none for this long, a re-run backlog (the healer's after an outage) may use every place.
-const RerunsCappedFor = 10 * time.Second
+const rerunsCappedFor = 10 * time.Second
 
 // DispatcherOptions tune the dispatcher; zero values take the defaults.
 type DispatcherOptions struct {
@@ -58,7 +58,7 @@ type DispatcherOptions struct {
 	// drain yet.
 	MaxInFlight int
 	// RerunMaxInFlight caps the re-runs among them (POST /v1/alerts/{uuid}/enrich, the healer's after a
-	// provider outage) while alerts arrive (one created in the last RerunsCappedFor); default 8. A first
+	// provider outage) while alerts arrive (one created in the last rerunsCappedFor); default 8. A first
 	// run is claimed before any re-run, but once started it shares the machine with every pipeline in
 	// flight: the fewer re-runs beside it, the sooner it ends (docs/INGEST.md "Re-runs hold at most …").
 	RerunMaxInFlight int
@@ -279,7 +279,7 @@ func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 	}
 	for {
 		n, err := d.st.DispatchOutbox(ctx, d.opts.Batch, store.OutboxCaps{InFlight: limit, Reruns: d.opts.RerunMaxInFlight,
-			RerunsWhile: RerunsCappedFor}, d.startAll)
+			RerunsWhile: rerunsCappedFor}, d.startAll)
 		total += n
 		if err != nil {
 			return total, err
