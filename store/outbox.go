@@ -44,32 +44,33 @@ type OutboxStart func(ctx context.Context, entries []OutboxEntry) []error
 
 // claimDueSQL claims due entries not yet started, at most ?1 of them and no more than keep
 // maxInFlight (?0) entries started (counted over every dispatcher): first runs (kind pipeline) before
-// re-runs, each oldest first (alert_outbox_due_idx), so an alert never enriched yet does not wait
-// behind a burst of re-runs; and, while alerts arrive (one created in the last ?3 seconds), re-runs
-// only while fewer than ?2 of them are started: a first run, once started, shares the machine with
-// every pipeline in flight, so the fewer re-runs among them the sooner it ends. An entry whose alert
-// has a pipeline in flight waits for it to finish, so a re-run asked for meanwhile runs after it.
+// re-runs (kind rerun), each oldest first and each through alert_outbox_due_idx, so an alert never
+// enriched yet does not wait behind a burst of re-runs; and, while alerts arrive (one created in the
+// last ?3 seconds), re-runs only while fewer than ?2 of them are started: a first run, once started,
+// shares the machine with every pipeline in flight, so the fewer re-runs among them the sooner it ends.
+// An entry whose alert has a pipeline in flight waits for it to finish, so a re-run asked for
+// meanwhile runs after it.
 const claimDueSQL = `WITH started AS (
-		SELECT count(*) AS n, count(*) FILTER (WHERE kind <> 'pipeline') AS reruns,
+		SELECT count(*) AS n, count(*) FILTER (WHERE kind = 'rerun') AS reruns,
 			CASE WHEN (SELECT max(created_at) FROM alerts) > now() - make_interval(secs => ?3) THEN ?2 ELSE ?0 END AS rerun_cap
 		FROM alert_outbox WHERE started_at IS NOT NULL
 	), firsts AS (
 		SELECT o.id FROM alert_outbox AS o
-		WHERE NOT (o.kind <> 'pipeline') AND ` + claimDueWhere + `
-		ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id
+		WHERE o.kind = 'pipeline' AND ` + claimDueWhere + `
+		ORDER BY o.not_before, o.id
 		LIMIT least(?1, greatest(0, ?0 - (SELECT n FROM started)))
 		FOR UPDATE OF o SKIP LOCKED
 	), reruns AS (
 		SELECT o.id FROM alert_outbox AS o
-		WHERE (o.kind <> 'pipeline') AND ` + claimDueWhere + `
-		ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id
+		WHERE o.kind = 'rerun' AND ` + claimDueWhere + `
+		ORDER BY o.not_before, o.id
 		LIMIT greatest(0, least(?1 - (SELECT count(*) FROM firsts), ?0 - (SELECT n FROM started) - (SELECT count(*) FROM firsts),
 			(SELECT rerun_cap - reruns FROM started)))
 		FOR UPDATE OF o SKIP LOCKED
 	)
 	SELECT ` + outboxEntryFrom + `
 	WHERE o.id IN (SELECT id FROM firsts UNION ALL SELECT id FROM reruns)
-	ORDER BY (o.kind <> 'pipeline'), o.not_before, o.id`
+	ORDER BY o.kind = 'rerun', o.not_before, o.id`
 
 // claimDueWhere: due, not started, and no entry of the same alert started.
 const claimDueWhere = `o.started_at IS NULL AND o.not_before <= now()

@@ -334,9 +334,9 @@ func TestAlertOutbox_ReRunsCapped(t *testing.T) {
 	require.Equal(t, map[string]int{store.OutboxRerun: 1}, claim(10, arriving(10, 1)))
 	require.Empty(t, claim(10, arriving(10, 1)))
 
-	// No alert created within RerunsWhile (0 here: none since this transaction began): the re-run cap
-	// is off, the cap over both kinds still holds.
-	quiet := store.OutboxCaps{InFlight: 6, Reruns: 1}
+	// No alert created within RerunsWhile (-1 h here: none later than an hour from now, whatever other
+	// tests insert meanwhile): the re-run cap is off, the cap over both kinds still holds.
+	quiet := store.OutboxCaps{InFlight: 6, Reruns: 1, RerunsWhile: -time.Hour}
 	require.Equal(t, map[string]int{store.OutboxRerun: 2}, claim(10, quiet), "4 started, 2 more places, both re-runs")
 	require.Empty(t, claim(10, quiet))
 }

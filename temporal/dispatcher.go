@@ -44,7 +44,9 @@ const startClaimGap = 200 * time.Millisecond
 
 // rerunsCappedFor is how long after the newest alert was created re-runs stay within
 // DispatcherOptions.RerunMaxInFlight: alerts still arriving keep places free for their first runs;
-// with none for this long, a re-run backlog (the healer's after an outage) may use every place.
+// with none for this long, a re-run backlog (the healer's after an outage) may use every place. The
+// claim reads it from the newest alerts.created_at, not from the admission's busy test: re-run requests
+// wake that too, and it is each worker's own, where the newest alert is the same for every worker.
 const rerunsCappedFor = 10 * time.Second
 
 // DispatcherOptions tune the dispatcher; zero values take the defaults.

@@ -11,4 +11,4 @@ WITH a AS (
     '{"fields":{},"indicators":[{"type":"ip","value":"45.1.2.3"},{"type":"ip","value":"45.1.2.4"}]}'::jsonb)
   RETURNING uuid
 )
-INSERT INTO floor_outbox (alert_uuid, kind) SELECT uuid, 'floor' FROM a;
+INSERT INTO floor_outbox (alert_uuid, kind) SELECT uuid, 'pipeline' FROM a;

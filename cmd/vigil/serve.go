@@ -264,8 +264,8 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	// The outbox dispatcher runs beside the workers: ingested alerts reach their pipeline from here.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight, RerunMaxInFlight: cfg.PipelineRerunMax,
-			Pace: true, BusyInFlight: cfg.PipelineBusyFlight, IngestLatencyTarget: time.Duration(cfg.PipelineLatencyMS) * time.Millisecond,
+		return temporal.NewDispatcher(st, tc, queues, log, temporal.DispatcherOptions{MaxInFlight: cfg.PipelineMaxFlight,
+			RerunMaxInFlight: cfg.PipelineRerunMax, Pace: true, BusyInFlight: cfg.PipelineBusyFlight, IngestLatencyTarget: time.Duration(cfg.PipelineLatencyMS) * time.Millisecond,
 			Metrics: wm}).Run(gctx)
 	})
 	g.Go(func() error { return temporal.RunWorkersTuned(gctx, tc, queues, acts, log, cfg.WorkerTuning) })
