@@ -165,12 +165,23 @@ func (c *cdp) tabTo(selector string, max int) int {
 	return 0
 }
 
-// waitJS polls until expression is true on the page.
+// waitJS polls until expression is true on the page. It waits across navigations: an evaluation the
+// page's navigation cut off ("Inspected target navigated or closed", "Execution context was
+// destroyed") is one more "not yet".
 func (c *cdp) waitJS(expression string) {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if c.evalString("!!("+expression+")") == "true" {
+		var out struct {
+			Result struct {
+				Value any `json:"value"`
+			} `json:"result"`
+		}
+		err := c.try("Runtime.evaluate", map[string]any{"expression": "!!(" + expression + ")", "returnByValue": true}, &out)
+		if err != nil && !strings.Contains(err.Error(), "navigated or closed") && !strings.Contains(err.Error(), "context was destroyed") {
+			require.NoError(c.t, err, "Runtime.evaluate")
+		}
+		if err == nil && out.Result.Value == true {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
