@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,36 +74,64 @@ func TestAdmission(t *testing.T) {
 }
 
 // Only ingest wake-ups are arrivals; a finished pipeline's wake-up drains the alert outbox uncounted.
-func TestDrainWakes(t *testing.T) {
+func TestWakes(t *testing.T) {
 	note := func(ch string) pgdriver.Notification { return pgdriver.Notification{Channel: ch} }
-	queued := func(ns ...pgdriver.Notification) chan pgdriver.Notification {
-		c := make(chan pgdriver.Notification, len(ns))
+	w := newWakes()
+	take := func(ns ...pgdriver.Notification) wakeSummary {
 		for _, n := range ns {
-			c <- n
+			w.add(n)
 		}
-		return c
+		return w.take()
 	}
-	alerts, starts, arrivals, _ := drainWakes(note(store.FreedChannel), queued(note(store.FreedChannel), note(store.FreedChannel)))
-	require.Equal(t, []any{true, false, 0}, []any{alerts, starts, arrivals}, "finishes: a claim, no arrival")
-	alerts, starts, arrivals, _ = drainWakes(note(store.StartChannel), queued(note(store.OutboxChannel), note(store.FreedChannel), note(store.OutboxChannel)))
-	require.Equal(t, []any{true, true, 2}, []any{alerts, starts, arrivals})
-	alerts, starts, arrivals, _ = drainWakes(note(store.StartChannel), queued())
-	require.Equal(t, []any{false, true, 0}, []any{alerts, starts, arrivals})
-	closed := queued(note(store.OutboxChannel))
-	close(closed)
-	alerts, starts, arrivals, _ = drainWakes(note(store.OutboxChannel), closed)
-	require.Equal(t, []any{true, true, 2}, []any{alerts, starts, arrivals}, "a closed listener: drain both")
+	require.Equal(t, wakeSummary{alerts: true}, take(note(store.FreedChannel), note(store.FreedChannel)), "finishes: a claim, no arrival")
+	require.Equal(t, wakeSummary{alerts: true, starts: true, arrivals: 2},
+		take(note(store.StartChannel), note(store.OutboxChannel), note(store.FreedChannel), note(store.OutboxChannel)))
+	require.Equal(t, wakeSummary{starts: true}, take(note(store.StartChannel)))
+	require.Equal(t, wakeSummary{}, take(), "a take starts afresh")
+
+	ch := make(chan pgdriver.Notification, 1)
+	ch <- note(store.OutboxChannel)
+	close(ch)
+	w.fold(ch)
+	<-w.ready
+	require.Equal(t, wakeSummary{alerts: true, starts: true, arrivals: 1}, w.take(), "a closed listener: drain both")
 }
 
-// Ingest wake-ups carry the slowest ingest they cover; drainWakes reports the slowest of all.
-func TestDrainWakes_SlowestIngest(t *testing.T) {
-	wake := make(chan pgdriver.Notification, 4)
-	wake <- pgdriver.Notification{Channel: store.OutboxChannel, Payload: "41000"}
-	wake <- pgdriver.Notification{Channel: store.FreedChannel, Payload: "900000"} // not an ingest
-	wake <- pgdriver.Notification{Channel: store.OutboxChannel, Payload: ""}      // a re-run: not timed
-	_, _, arrivals, slowest := drainWakes(pgdriver.Notification{Channel: store.OutboxChannel, Payload: "3000"}, wake)
-	require.Equal(t, 3, arrivals)
-	require.Equal(t, 41*time.Millisecond, slowest)
+// Ingest wake-ups carry the slowest ingest they cover; a summary reports the slowest of all.
+func TestWakes_SlowestIngest(t *testing.T) {
+	w := newWakes()
+	w.add(pgdriver.Notification{Channel: store.OutboxChannel, Payload: "3000"})
+	w.add(pgdriver.Notification{Channel: store.OutboxChannel, Payload: "41000"})
+	w.add(pgdriver.Notification{Channel: store.FreedChannel, Payload: "900000"}) // not an ingest
+	w.add(pgdriver.Notification{Channel: store.OutboxChannel, Payload: ""})      // a re-run: not timed
+	got := w.take()
+	require.Equal(t, 3, got.arrivals)
+	require.Equal(t, 41*time.Millisecond, got.slowest)
+}
+
+// The listener's channel is read while nobody takes: a loop busy in a claim for as long as a burst
+// sends thousands of notifications leaves none in the channel (the driver drops what its buffer
+// cannot hold), and one token tells the loop there is something to take. The channel here holds one
+// notification and every send waits for room: it deadlocks unless fold reads on its own.
+func TestWakes_FoldsWhileTheLoopIsBusy(t *testing.T) {
+	w := newWakes()
+	ch := make(chan pgdriver.Notification, 1)
+	done := make(chan struct{})
+	go func() { w.fold(ch); close(done) }()
+	for i := range 5000 {
+		select {
+		case ch <- pgdriver.Notification{Channel: store.OutboxChannel, Payload: strconv.Itoa(i + 1)}:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("notification %d waited 10 s: nothing reads the channel while the loop is away", i)
+		}
+	}
+	close(ch)
+	<-done
+	<-w.ready
+	got := w.take()
+	require.Equal(t, wakeSummary{alerts: true, starts: true, arrivals: 5000, slowest: 5 * time.Millisecond}, got,
+		"every notification folded in; the closed channel asks for both claims")
+	require.Empty(t, w.ready, "one token covered them all")
 }
 
 // With a latency target the busy cap follows the 202: ingests within the target leave every place

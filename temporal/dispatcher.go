@@ -146,11 +146,11 @@ func NewDispatcher(st OutboxStore, c client.Client, queues Queues, log *slog.Log
 func (d *Dispatcher) Run(ctx context.Context) error {
 	ln := pgdriver.NewListener(d.st.DB())
 	defer ln.Close()
-	var wake <-chan pgdriver.Notification
+	wake := newWakes()
 	if err := ln.Listen(ctx, store.OutboxChannel, store.FreedChannel, store.StartChannel); err != nil {
 		d.log.Warn("listen for outbox notifications failed; polling only", "err", err)
 	} else {
-		wake = ln.Channel(pgdriver.WithChannelSize(1024))
+		go wake.fold(ln.Channel(pgdriver.WithChannelSize(1024)))
 	}
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
@@ -196,21 +196,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		case <-resume.C:
 			alerts = true
-		case n, ok := <-wake:
-			if !ok {
-				wake = nil
-				alerts, starts = true, true
-				continue
-			}
+		case <-wake.ready:
 			// One pass covers every notification received so far.
-			var arrivals int
-			var slowest time.Duration
-			alerts, starts, arrivals, slowest = drainWakes(n, wake)
-			d.adm.arrived(time.Now(), arrivals)
-			if arrivals > 0 {
-				d.adm.ingestTook(time.Now(), slowest)
+			w := wake.take()
+			alerts, starts = w.alerts, w.starts
+			d.adm.arrived(time.Now(), w.arrivals)
+			if w.arrivals > 0 {
+				d.adm.ingestTook(time.Now(), w.slowest)
 			}
-			if arrivals > 0 && d.adm.busy(time.Now()) {
+			if w.arrivals > 0 && d.adm.busy(time.Now()) {
 				resume.Reset(time.Until(d.adm.quietAt()) + 10*time.Millisecond)
 			}
 		}
@@ -241,33 +235,74 @@ func (d *Dispatcher) runStarts(ctx context.Context, kick <-chan struct{}) {
 	}
 }
 
-// drainWakes empties the notification channel without blocking and reports which outboxes were
-// notified (alerts, starts), starting with first, how many of the notifications were alerts
-// arriving (OutboxChannel: the arrivals admission counts; a finished pipeline's FreedChannel is not one)
-// and the slowest ingest they report (store.IngestLatency).
-func drainWakes(first pgdriver.Notification, wake <-chan pgdriver.Notification) (alerts, starts bool, arrivals int, slowest time.Duration) {
-	n, ok := first, true
-	for {
-		switch {
-		case !ok:
-			return true, true, arrivals, slowest
-		case n.Channel == store.StartChannel:
-			starts = true
-		case n.Channel == store.OutboxChannel:
-			arrivals++
-			alerts = true
-			if took, ok := store.IngestLatency(n.Payload); ok {
-				slowest = max(slowest, took)
-			}
-		default:
-			alerts = true
-		}
-		select {
-		case n, ok = <-wake:
-		default:
-			return alerts, starts, arrivals, slowest
-		}
+// wakeSummary is what the notifications received since the last look ask for: a claim of the alert
+// outbox (alerts), of the start outbox (starts), how many of them were alerts arriving (OutboxChannel:
+// the arrivals admission counts; a finished pipeline's FreedChannel is not one) and the slowest ingest
+// they report (store.IngestLatency).
+type wakeSummary struct {
+	alerts, starts bool
+	arrivals       int
+	slowest        time.Duration
+}
+
+// wakes folds the listener's notifications into one wakeSummary as they arrive, on a goroutine of
+// its own. The dispatcher's loop can spend seconds in a claim (starting up to MaxInFlight pipelines
+// on a loaded Temporal server); a listener channel left unread meanwhile overflows, and the driver
+// drops each notification past its buffer with a log line: 5 064 of them in a 200 req/s burst
+// (docs/PERFORMANCE.md "Session 18"), the ingests' latencies that admission follows among them.
+type wakes struct {
+	mu      sync.Mutex
+	pending wakeSummary
+	ready   chan struct{} // holds a token while pending has something to say
+}
+
+func newWakes() *wakes { return &wakes{ready: make(chan struct{}, 1)} }
+
+// fold reads ch until it closes (the listener closed); a closed listener asks for a claim of both
+// outboxes, and from then on the poll alone wakes the loop.
+func (w *wakes) fold(ch <-chan pgdriver.Notification) {
+	for n := range ch {
+		w.add(n)
 	}
+	w.mu.Lock()
+	w.pending.alerts, w.pending.starts = true, true
+	w.mu.Unlock()
+	w.signal()
+}
+
+// add folds one notification in.
+func (w *wakes) add(n pgdriver.Notification) {
+	w.mu.Lock()
+	switch n.Channel {
+	case store.StartChannel:
+		w.pending.starts = true
+	case store.OutboxChannel:
+		w.pending.arrivals++
+		w.pending.alerts = true
+		if took, ok := store.IngestLatency(n.Payload); ok {
+			w.pending.slowest = max(w.pending.slowest, took)
+		}
+	default:
+		w.pending.alerts = true
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *wakes) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default: // a token is already waiting: it covers this notification too
+	}
+}
+
+// take returns what was folded in since the last take and starts afresh.
+func (w *wakes) take() wakeSummary {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.pending
+	w.pending = wakeSummary{}
+	return s
 }
 
 // Drain dispatches due rows until none is left or the admitted number of pipelines run (MaxInFlight,

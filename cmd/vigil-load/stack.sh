@@ -34,6 +34,11 @@ case ${TEMPORAL_SERVER:=dev} in dev | postgres) ;; *) echo "TEMPORAL_SERVER: dev
 TEMPORAL_PORT=${TEMPORAL_PORT:-7300}
 API_PORT=${API_PORT:-8100}
 PROVIDER_ADDR=${PROVIDER_ADDR:-127.0.0.1:9900}
+# A load provider left running by an earlier stack would answer in place of this one (and a phase that
+# stops "the provider" would stop nothing): refuse to start beside it.
+if (exec 3<>"/dev/tcp/${PROVIDER_ADDR%:*}/${PROVIDER_ADDR##*:}") 2>/dev/null; then
+  echo "something already listens on $PROVIDER_ADDR (a load provider left running? kill \$PIDS of its env)" >&2; exit 1
+fi
 mkdir -p "$BENCH_DIR"
 export GOTOOLCHAIN=local
 
@@ -41,6 +46,13 @@ if [ -n "${VIGIL_BIN:-}" ]; then cp "$VIGIL_BIN" "$BENCH_DIR/vigil"; else go bui
 go build -o "$BENCH_DIR/vigil-load" ./cmd/vigil-load
 [ -x bin/temporal ] || make temporal-cli
 
+# docker-compose.yml runs its Postgres with max_connections 200 (docs/OPERATIONS.md "Postgres sizing"):
+# the Temporal server's pools, the api's and the worker's, and the pgbench floor's 16 need more than
+# the default 100 at 200 req/s.
+if [ "$TEMPORAL_SERVER" = postgres ] && [ "$(psql -qAt "$DATABASE_ROOT/postgres" -c 'SHOW max_connections')" -lt 200 ]; then
+  echo "the Postgres at $DATABASE_ROOT allows fewer than the 200 connections docker-compose.yml's does:" >&2
+  echo "  psql -c 'ALTER SYSTEM SET max_connections = 200' and restart it" >&2; exit 1
+fi
 psql -q "$DATABASE_ROOT/postgres" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
 export DATABASE_URL="$DATABASE_ROOT/$DB?sslmode=disable"
 export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"

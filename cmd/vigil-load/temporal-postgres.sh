@@ -2,8 +2,8 @@
 # Runs, in place of this shell, the Temporal server of docker-compose.yml's image
 # (temporalio/auto-setup:1.29.1 = server v1.29.1, built on first use into bin/temporal-server with its
 # SQL tool) on Postgres, as auto-setup sets it up: fresh databases <DB>_temporal and
-# <DB>_visibility (setup-schema 0.0, then every versioned step), 4 history shards, 20 connections per
-# store, temporal/dynamicconfig.yaml. The default namespace is left to the caller (stack.sh).
+# <DB>_visibility (setup-schema 0.0, then every versioned step), 4 history shards, the image's
+# connections per store (SQL_MAX_CONNS 20, SQL_VIS_MAX_CONNS 10 unless set), temporal/dynamicconfig.yaml. The default namespace is left to the caller (stack.sh).
 #   temporal-postgres.sh DIR DATABASE_ROOT DB PORT   (DIR: its config; PORT: the frontend, PORT+1..3 the
 #   other services, PORT+10..13 membership, PORT+50 metrics)
 set -euo pipefail
@@ -33,6 +33,8 @@ done
 # The server's config: the shape of the server's config/development-postgres12.yaml.
 mkdir -p "$DIR/config/dynamicconfig"
 cp temporal/dynamicconfig.yaml "$DIR/config/dynamicconfig/vigil.yaml"
+# store NAME DATABASE CONNS: auto-setup's docker/config_template.yaml gives the default store 20
+# connections (SQL_MAX_CONNS) and visibility 10 (SQL_VIS_MAX_CONNS), per service.
 store() {
   cat <<YAML
     $1:
@@ -42,8 +44,8 @@ store() {
         connectAddr: "$PGHOSTPORT"
         connectProtocol: tcp
         user: "$PGUSER_"
-        maxConns: 20
-        maxIdleConns: 20
+        maxConns: $3
+        maxIdleConns: $3
         maxConnLifetime: 1h
 YAML
 }
@@ -65,8 +67,8 @@ persistence:
   visibilityStore: visibility
   numHistoryShards: 4
   datastores:
-$(store default "${DB}_temporal")
-$(store visibility "${DB}_visibility")
+$(store default "${DB}_temporal" "${SQL_MAX_CONNS:-20}")
+$(store visibility "${DB}_visibility" "${SQL_VIS_MAX_CONNS:-10}")
 global:
   membership:
     maxJoinDuration: 30s
