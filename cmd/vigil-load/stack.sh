@@ -34,11 +34,8 @@ case ${TEMPORAL_SERVER:=dev} in dev | postgres) ;; *) echo "TEMPORAL_SERVER: dev
 TEMPORAL_PORT=${TEMPORAL_PORT:-7300}
 API_PORT=${API_PORT:-8100}
 PROVIDER_ADDR=${PROVIDER_ADDR:-127.0.0.1:9900}
-# A load provider left running by an earlier stack would answer in place of this one (and a phase that
-# stops "the provider" would stop nothing): refuse to start beside it.
-if (exec 3<>"/dev/tcp/${PROVIDER_ADDR%:*}/${PROVIDER_ADDR##*:}") 2>/dev/null; then
-  echo "something already listens on $PROVIDER_ADDR (a load provider left running? kill \$PIDS of its env)" >&2; exit 1
-fi
+source cmd/vigil-load/lib.sh
+refuse_taken "$PROVIDER_ADDR"
 mkdir -p "$BENCH_DIR"
 export GOTOOLCHAIN=local
 

@@ -3,7 +3,8 @@
 # (temporalio/auto-setup:1.29.1 = server v1.29.1, built on first use into bin/temporal-server with its
 # SQL tool) on Postgres, as auto-setup sets it up: fresh databases <DB>_temporal and
 # <DB>_visibility (setup-schema 0.0, then every versioned step), 4 history shards, the image's
-# connections per store (SQL_MAX_CONNS 20, SQL_VIS_MAX_CONNS 10 unless set), temporal/dynamicconfig.yaml. The default namespace is left to the caller (stack.sh).
+# connections per store (SQL_MAX_CONNS 20, SQL_VIS_MAX_CONNS 10 unless set),
+# temporal/dynamicconfig.yaml. The default namespace is left to the caller (stack.sh).
 #   temporal-postgres.sh DIR DATABASE_ROOT DB PORT   (DIR: its config; PORT: the frontend, PORT+1..3 the
 #   other services, PORT+10..13 membership, PORT+50 metrics)
 set -euo pipefail
