@@ -9,13 +9,30 @@ STATICCHECK_VERSION := v0.8.2
 WORKFLOWCHECK := bin/workflowcheck
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: dev test lint build bench bench-ingest bench-issue26 temporal-cli tools clean
+.PHONY: dev test test-deps lint build bench bench-ingest bench-issue26 temporal-cli tools clean
 
 dev: $(TEMPORAL)
 	$(GO) run ./cmd/vigil dev
 
-test: lint $(TEMPORAL)
+test: test-deps lint $(TEMPORAL)
 	$(GO) test -count=1 -timeout 20m ./...
+
+# What the tests need besides Go, installed with apt-get when missing (as root; otherwise it says what to
+# install and stops): PostgreSQL's initdb/pg_ctl (a throw-away cluster per test binary when DATABASE_URL is
+# unset), Debian's chromium (the console and decide-page browser tests) and Node.js with npm (the official
+# TypeScript MCP client and axe-core, installed by npm ci from the npm registry). Tests fail, never skip,
+# without them.
+test-deps:
+	@missing=""; \
+	command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "make test needs:$$missing (apt-get install -y$$missing as root)" >&2; exit 1; fi; \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 # go vet, staticcheck (default checks) and workflowcheck (determinism of every function taking a
 # workflow.Context, and of what it calls); each fails the build on any finding. workflowcheck runs as a

@@ -45,7 +45,7 @@ type cdpMsg struct {
 func startChromium(t *testing.T) *cdp {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
-	require.NoError(t, err, "the decide-page test needs Debian's chromium (apt-get install -y chromium); .ci/run installs it")
+	require.NoError(t, err, "the decide-page test needs Debian's chromium (apt-get install -y chromium); make test installs it (make test-deps)")
 	cmdIn, toChrome, err := os.Pipe()
 	require.NoError(t, err)
 	fromChrome, cmdOut, err := os.Pipe()
