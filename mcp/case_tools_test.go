@@ -52,6 +52,17 @@ func TestCaseTools(t *testing.T) {
 	require.False(t, res.IsError, "%v", out)
 	require.Equal(t, []any{ids[2]}, out["data"].(map[string]any)["joined"])
 
+	// search_alerts narrows to a case's alerts (API.md §3 case_uuid, as REST).
+	res, out = call(t, reader, "search_alerts", map[string]any{"case_uuid": caseID})
+	require.False(t, res.IsError, "%v", out)
+	require.EqualValues(t, 2, out["meta"].(map[string]any)["total"])
+	for _, al := range out["data"].([]any) {
+		require.Contains(t, ids[:2], al.(map[string]any)["uuid"])
+	}
+	res, out = call(t, reader, "search_alerts", map[string]any{"case_uuid": second})
+	require.False(t, res.IsError, "%v", out)
+	require.Equal(t, ids[2], out["data"].([]any)[0].(map[string]any)["uuid"])
+
 	// Close with its alerts.
 	res, out = call(t, agent, "update_case", map[string]any{"case_uuid": caseID, "status": "Investigating", "assignee": "maria.ortiz"})
 	require.False(t, res.IsError, "%v", out)
@@ -119,6 +130,8 @@ func TestCaseTools(t *testing.T) {
 		{"update_case", map[string]any{"case_uuid": second, "status": "Done"}},
 		{"update_case", map[string]any{"case_uuid": second, "close_alerts": "yes"}},
 		{"search_cases", map[string]any{"sort_by": "<script>"}},
+		{"search_alerts", map[string]any{"case_uuid": "not-a-uuid"}},
+		{"search_alerts", map[string]any{"case_uuid": 7}},
 		{"search_cases", map[string]any{"page_size": 501}},
 	} {
 		res, out := call(t, agent, tc.tool, tc.args)

@@ -33,7 +33,7 @@ func (s *Server) registerTools(srv *sdk.Server, who principalSource) {
 	alertsRead := []string{auth.ScopeAlertsRead}
 	s.addTool(srv, who, tool{name: "search_alerts", title: "Search alerts", scopes: alertsRead,
 		description: "Find security alerts. Use it first to see what is open, to find alerts by severity, status, source, " +
-			"tag, detection rule, time window, assignee, computed malice, close classification, an indicator they carry " +
+			"tag, detection rule, case, time window, assignee, computed malice, close classification, an indicator they carry " +
 			"(every alert with this IP, hash, domain, ...) or a title/description substring. Returns one page of alert summaries " +
 			"({data: [...], meta: {total, page, page_size, total_pages}}), newest occurred_at first by default; each " +
 			"summary has uuid, status, severity, computed malice and the alert's title/description/tags inside " +
@@ -54,6 +54,7 @@ func (s *Server) registerTools(srv *sdk.Server, who principalSource) {
 			{name: "indicator_type", kind: kindString, enum: indicators.TypeNames(), doc: "Narrows indicator to one type."},
 			{name: "malice", kind: kindStringList, enum: indicators.MaliceNames(), doc: "Any of these computed malice levels (override, else worst indicator)."},
 			{name: "close_classification", kind: kindStringList, enum: store.CloseClassifications(), doc: "Any of these close classifications."},
+			{name: "case_uuid", kind: kindUUID, doc: "The alerts of this case (from search_cases)."},
 			{name: "sort_by", kind: kindString, enum: alertSortFields, def: "occurred_at", doc: "Sort field."},
 			{name: "sort_order", kind: kindString, enum: sortOrders, def: "desc", doc: "Sort direction."},
 		}, pageArgs()...),
@@ -130,7 +131,7 @@ func (s *Server) searchAlerts(ctx context.Context, a args) (any, error) {
 		SourceNames: a.list("source_name"), EnrichmentStatuses: a.list("enrichment_status"), IsEnriched: a.boolPtr("is_enriched"),
 		DetectionRuleUUID: a.uuidPtr("detection_rule_uuid"), From: a.timePtr("from_time"), To: a.timePtr("to_time"),
 		Tags: a.list("tags"), Query: a.str("q"), Malices: a.list("malice"), CloseClassifications: a.list("close_classification"),
-		SortBy: a.str("sort_by"), SortDesc: a.str("sort_order") == "desc", Page: store.Page{Number: page, Size: size}}
+		CaseUUID: a.uuidPtr("case_uuid"), SortBy: a.str("sort_by"), SortDesc: a.str("sort_order") == "desc", Page: store.Page{Number: page, Size: size}}
 	f.Assignees, f.Unassigned = alerts.AssigneeFilter(a.list("assignee"))
 	if v := a.str("indicator"); v != "" {
 		keys, errs := alerts.IndicatorFilter(v, a.str("indicator_type"))

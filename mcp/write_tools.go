@@ -122,7 +122,7 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 		description: "Attach indicators of compromise you found (IPs, domains, URLs, hashes, emails, accounts, ...) to an " +
 			"alert: each {value, type?} (the type is inferred when omitted), 1 to 100 of them; enrich=true queues their " +
 			"enrichment with every configured provider (absent: enrich=" + strconv.FormatBool(alerts.EnrichAddedByDefault) + "). Existing indicators are linked, not duplicated. Returns the " +
-			"indicators, how many links are new and whether enrichment was queued (enrich_requested). Needs alerts:write.",
+			"indicators, how many links are new (added_count, as REST) and whether enrichment was queued (enrich_requested). Needs alerts:write.",
 		args: []arg{
 			{name: "alert_uuid", kind: kindUUID, required: true, doc: "The alert's uuid."},
 			{name: "indicators", kind: kindObjectList, required: true, max: alerts.MaxAddIndicators, doc: "Objects {value, type?}."},
@@ -137,7 +137,7 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 			if err != nil {
 				return nil, inArguments(notFoundAs(err, "Alert"), nil)
 			}
-			return single[map[string]any]{Data: map[string]any{"indicators": mapAll(added.Indicators, toIndicatorView), "new_links": added.NewLinks,
+			return single[map[string]any]{Data: map[string]any{"indicators": mapAll(added.Indicators, toIndicatorView), "added_count": added.NewLinks,
 				"enrich_requested": added.Enriched},
 				Meta: map[string]any{}}, nil
 		}})

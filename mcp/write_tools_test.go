@@ -129,7 +129,7 @@ func TestPostFindingAndAddIndicators(t *testing.T) {
 	res, body = call(t, cs, "add_alert_indicators", map[string]any{"alert_uuid": id.String(),
 		"indicators": []any{map[string]any{"value": "evil-mcp.example.com"}, map[string]any{"type": "ip", "value": "198.51.100.23"}}})
 	require.False(t, res.IsError, "%v", body)
-	require.Equal(t, 2.0, body["data"].(map[string]any)["new_links"])
+	require.Equal(t, 2.0, body["data"].(map[string]any)["added_count"])
 	res, body = call(t, cs, "add_alert_indicators", map[string]any{"alert_uuid": id.String(),
 		"indicators": []any{map[string]any{"type": "ip", "value": "not-an-ip"}, "text", map[string]any{"value": 3, "colour": "red"}}})
 	requireToolError(t, res, body, "VALIDATION_ERROR")
