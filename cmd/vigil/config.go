@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ type config struct {
 	AutoMigrate        bool
 	APIAddr            string
 	MCPAddr            string
+	MCPPort            int // MCP_PORT (API.md §11): the port of MCPAddr when MCP_ADDR is unset; 0 when unset
 	PublicBaseURL      string
 	TemporalAddress    string
 	TemporalNamespace  string
@@ -71,6 +73,17 @@ func settings() []setting {
 		{"VIGIL_AUTO_MIGRATE", "true", "api and worker apply migrations at start.", boolSetting(func(c *config) *bool { return &c.AutoMigrate })},
 		{"API_ADDR", ":8000", "Listen address of `vigil api`.", func(c *config, v string) error { c.APIAddr = v; return nil }},
 		{"MCP_ADDR", ":8001", "Listen address of `vigil mcp` (MCP over streamable HTTP at /mcp, SSE at /sse).", func(c *config, v string) error { c.MCPAddr = v; return nil }},
+		{"MCP_PORT", "", "The contract's name for the MCP listener's port (API.md §11): with MCP_ADDR unset, `vigil mcp` listens on :MCP_PORT (`vigil dev` on 127.0.0.1:MCP_PORT); with both set they must name the same port.", func(c *config, v string) error {
+			if v == "" {
+				return nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 65535 {
+				return errors.New("not a port number (1-65535)")
+			}
+			c.MCPPort = n
+			return nil
+		}},
 		{"PUBLIC_BASE_URL", "http://127.0.0.1:8000", "Base URL people reach the API at (links in approval messages).", func(c *config, v string) error { c.PublicBaseURL = strings.TrimRight(v, "/"); return nil }},
 		{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port.", func(c *config, v string) error { c.TemporalAddress = v; return nil }},
 		{"TEMPORAL_NAMESPACE", "default", "Temporal namespace.", func(c *config, v string) error { c.TemporalNamespace = v; return nil }},
@@ -156,6 +169,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 			}
 			errs = append(errs, fmt.Errorf("%s=%q: %w", s.name, v, err))
 		}
+	}
+	if err := reconcileMCPPort(&c, strings.TrimSpace(getenv("MCP_ADDR")) != ""); err != nil {
+		errs = append(errs, err)
 	}
 	env, err := providerEnv(getenv, c.ProviderEnvAllow)
 	c.ProviderEnv = env
@@ -266,4 +282,21 @@ func urlOrigin(v string) string {
 		}
 	}
 	return u.Scheme + "://" + host
+}
+
+// reconcileMCPPort applies MCP_PORT: the listen address becomes :MCP_PORT when MCP_ADDR was not set
+// (addrSet false); when both are set, MCP_ADDR's port must be MCP_PORT.
+func reconcileMCPPort(c *config, addrSet bool) error {
+	if c.MCPPort == 0 {
+		return nil
+	}
+	if !addrSet {
+		c.MCPAddr = ":" + strconv.Itoa(c.MCPPort)
+		return nil
+	}
+	_, port, err := net.SplitHostPort(c.MCPAddr)
+	if err != nil || port != strconv.Itoa(c.MCPPort) {
+		return fmt.Errorf("MCP_ADDR=%q and MCP_PORT=%d name different ports: set one of them", c.MCPAddr, c.MCPPort)
+	}
+	return nil
 }

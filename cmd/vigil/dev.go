@@ -75,7 +75,11 @@ func runDev(ctx context.Context, cfg config, getenv func(string) string, log *sl
 		cfg.APIAddr = "127.0.0.1:8000"
 	}
 	if getenv("MCP_ADDR") == "" {
-		cfg.MCPAddr = "127.0.0.1:8001"
+		port := 8001
+		if cfg.MCPPort != 0 {
+			port = cfg.MCPPort
+		}
+		cfg.MCPAddr = "127.0.0.1:" + strconv.Itoa(port)
 	}
 	dm, err := decideDevMetrics(&cfg, getenv)
 	if err != nil {

@@ -269,9 +269,22 @@ func TestMCPAddrConfig(t *testing.T) {
 	cfg, err = loadConfig(envOf(map[string]string{"MCP_ADDR": "127.0.0.1:9901"}))
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:9901", cfg.MCPAddr)
+	// MCP_PORT, the contract's name (API.md §11): the port when MCP_ADDR is unset; both must agree.
+	cfg, err = loadConfig(envOf(map[string]string{"MCP_PORT": "9902"}))
+	require.NoError(t, err)
+	require.Equal(t, ":9902", cfg.MCPAddr)
+	cfg, err = loadConfig(envOf(map[string]string{"MCP_PORT": "9901", "MCP_ADDR": "127.0.0.1:9901"}))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9901", cfg.MCPAddr)
+	for _, env := range []map[string]string{{"MCP_PORT": "9902", "MCP_ADDR": "127.0.0.1:9901"}, {"MCP_PORT": "http"},
+		{"MCP_PORT": "0"}, {"MCP_PORT": "70000"}, {"MCP_PORT": "-1"}} {
+		_, err = loadConfig(envOf(env))
+		require.ErrorContains(t, err, "MCP_PORT", "%v", env)
+	}
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"help"}, envOf(nil), &out, &out))
 	require.Contains(t, out.String(), "MCP_ADDR")
+	require.Contains(t, out.String(), "MCP_PORT")
 	require.Contains(t, out.String(), "mcp              run the MCP server")
 }
 
