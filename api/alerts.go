@@ -571,7 +571,7 @@ type alertActivityQuery struct {
 type activityEventResponse struct {
 	UUID              uuid.UUID      `json:"uuid"`
 	EventType         string         `json:"event_type"`
-	ActorType         string         `json:"actor_type" enum:"system,api,mcp,workflow"`
+	ActorType         string         `json:"actor_type" enum:"$actor_type"`
 	ActorKeyPrefix    *string        `json:"actor_key_prefix"`
 	AlertUUID         *uuid.UUID     `json:"alert_uuid"`
 	WorkflowUUID      *uuid.UUID     `json:"workflow_uuid"`

@@ -378,6 +378,8 @@ func enumValues(tag reflect.StructTag) []string {
 		return store.CloseClassifications()
 	case "$case_status":
 		return store.CaseStatuses()
+	case "$actor_type":
+		return store.ActorTypes()
 	case "$audit_action":
 		return audit.Actions()
 	case "$audit_resource_type":

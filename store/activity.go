@@ -18,8 +18,14 @@ const (
 	ActorConsole  = "console"
 )
 
+// ActorTypes is every actor type an activity event may carry: the one list the API's enums read.
+// "console" is Vigil's own door beside the contract's system, api, mcp and workflow (docs/API.md).
+func ActorTypes() []string {
+	return []string{ActorSystem, ActorAPI, ActorMCP, ActorWorkflow, ActorConsole}
+}
+
 // Actor is who acts, as the activity trail records it: the front door (Type: ActorAPI, ActorMCP,
-// ActorWorkflow or ActorSystem), the API key's prefix ("" when no key acts) and whether that key is an
+// ActorConsole, ActorWorkflow or ActorSystem), the API key's prefix ("" when no key acts) and whether that key is an
 // agent's (key type agent) rather than a human's. Every front door builds one (auth.Principal.Actor
 // for keyed callers) and hands it to the domain services, so they write the same events.
 type Actor struct {
