@@ -89,9 +89,10 @@ func (e *pipeEnv) caseOf(t *testing.T, alert uuid.UUID) uuid.UUID {
 }
 
 // recordGroupingHistory, when set, makes TestPipeline_GroupsIntoOpenCase write the history of a
-// pipeline that grouped its alert there (the version-4 history of the replay test):
+// pipeline that grouped its alert there (the version-4 and version-5 histories of the replay test,
+// each recorded while it was the dispatcher's version):
 //
-//	go test ./temporal -run TestPipeline_GroupsIntoOpenCase -record-grouping-history=$PWD/workflows/testdata/alert_pipeline_v4_history.json
+//	go test ./temporal -run TestPipeline_GroupsIntoOpenCase -record-grouping-history=$PWD/workflows/testdata/alert_pipeline_v5_history.json
 var recordGroupingHistory = flag.String("record-grouping-history", "", "write a grouping pipeline's Temporal history to this file")
 
 // Grouping (issue 30 item 2, API.md §14): through the real API, dispatcher, worker and Temporal, an

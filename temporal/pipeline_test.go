@@ -459,7 +459,10 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	}
 }
 
-func TestPipeline_NoProvidersStillEnriched_FailedProvidersFailed(t *testing.T) {
+// A pipeline that finished is Enriched, with no provider to call and with every provider call failed
+// (API.md §7: Failed only when the pipeline itself could not finish; pipeline version 5 — before it,
+// every call failing made the alert Failed). The failed provider is named on the alert.
+func TestPipeline_NoProvidersAndFailedProvidersStillEnriched(t *testing.T) {
 	e := pipelineHarness(t)
 	id := e.ingest(t, "generic", fmt.Sprintf(`{"title":"no providers %s","url":"https://x.example/a"}`, uuid.NewString()))
 	a := e.waitEnriched(t, id, 60*time.Second)
@@ -469,10 +472,11 @@ func TestPipeline_NoProvidersStillEnriched_FailedProvidersFailed(t *testing.T) {
 	e.provider(t, url, 2, "domain")
 	id = e.ingest(t, "generic", fmt.Sprintf(`{"title":"failing provider %s","domain":"f-%s.com"}`, uuid.NewString(), uuid.NewString()[:8]))
 	a = e.waitEnriched(t, id, 90*time.Second)
-	require.Equal(t, store.EnrichmentFailed, a.EnrichmentStatus)
-	require.False(t, a.IsEnriched)
+	require.Equal(t, store.EnrichmentEnriched, a.EnrichmentStatus)
+	require.True(t, a.IsEnriched)
 	require.NotNil(t, a.EnrichedAt)
-	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enrichment_failed'", id))
+	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enrichment_failed'", id))
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched' AND jsonb_array_length("references"->'providers_failed') = 1`, id))
 }
 
 func TestPipeline_WorkerStoppedMidPipeline(t *testing.T) {

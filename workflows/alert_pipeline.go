@@ -27,7 +27,7 @@ func PipelineSearchAttributes(alertUUID, source, severity string) sdktemporal.Se
 }
 
 // PipelineVersion is the shape of the pipelines the dispatcher starts now (AlertPipelineInput.Version).
-const PipelineVersion = 4
+const PipelineVersion = 5
 
 // AlertPipelineInput starts AlertPipeline (workflow id alert-<AlertUUID>).
 type AlertPipelineInput struct {
@@ -46,7 +46,9 @@ type AlertPipelineInput struct {
 	// activities fewer per alert (prepare, record, finish and the provider steps). 4: as 3, and the
 	// finish groups the alert into an open case it shares a Malicious or Suspicious indicator with
 	// (PipelineFinishInput.Group), in the finish's transaction; the steps and their order are those
-	// of version 3.
+	// of version 3. 5: as 4, and a pipeline that finished is Enriched even when every provider call
+	// failed (API.md §7: Failed only when the pipeline could not finish; the failed providers are
+	// listed in the finish), where before it was Failed.
 	Version int `json:"version,omitempty"`
 }
 
@@ -152,9 +154,7 @@ func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineRe
 			status, enrichErr = store.EnrichmentFailed, err.Error()
 		} else {
 			res.Succeeded, res.Failed = providerOutcomes(er.Outcomes)
-			if len(res.Failed) > 0 && len(res.Succeeded) == 0 {
-				status, enrichErr = store.EnrichmentFailed, "every provider call failed"
-			}
+			status, enrichErr = finishedStatus(in.Version, res)
 		}
 	}
 
@@ -184,12 +184,19 @@ func alertPipelinePrepared(ctx, lctx workflow.Context, in AlertPipelineInput, re
 			status, enrichErr = store.EnrichmentFailed, err.Error()
 		} else {
 			res.Succeeded, res.Failed = providerOutcomes(er.Outcomes)
-			if len(res.Failed) > 0 && len(res.Succeeded) == 0 {
-				status, enrichErr = store.EnrichmentFailed, "every provider call failed"
-			}
+			status, enrichErr = finishedStatus(in.Version, res)
 		}
 	}
 	return finishPipeline(ctx, lctx, in, res, status, enrichErr)
+}
+
+// finishedStatus is the enrichment status of a pipeline whose provider calls ran: Enriched, and before
+// version 5 Failed when every call failed (API.md §7 keeps Failed for a pipeline that could not finish).
+func finishedStatus(version int, res AlertPipelineResult) (status, enrichErr string) {
+	if version < 5 && len(res.Failed) > 0 && len(res.Succeeded) == 0 {
+		return store.EnrichmentFailed, "every provider call failed"
+	}
+	return store.EnrichmentEnriched, ""
 }
 
 // finishPipeline runs PipelineFinish (every version's last step) and completes the result.

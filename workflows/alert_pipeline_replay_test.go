@@ -20,10 +20,12 @@ import (
 // version 3 (extraction, link and plan in one local activity, PipelinePrepare; recorded like
 // version 2); and version 4 (version 3's steps, the finish grouping the alert into an open case; a
 // run that grouped, recorded with `go test ./temporal -run TestPipeline_GroupsIntoOpenCase
-// -record-grouping-history=...`).
+// -record-grouping-history=...`); and version 5 (version 4's steps; every provider call failing no
+// longer makes the alert Failed; recorded like version 4).
 func TestAlertPipeline_Replay(t *testing.T) {
 	for _, name := range []string{"alert_pipeline_history.json", "alert_pipeline_v1_history.json", "alert_pipeline_v2_history.json",
-		"alert_pipeline_v2_fallback_history.json", "alert_pipeline_v3_history.json", "alert_pipeline_v4_history.json"} {
+		"alert_pipeline_v2_fallback_history.json", "alert_pipeline_v3_history.json", "alert_pipeline_v4_history.json",
+		"alert_pipeline_v5_history.json"} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.AlertPipeline)

@@ -132,6 +132,28 @@ func TestAlertPipeline_AllProvidersFailed(t *testing.T) {
 	require.Equal(t, "every provider call failed", m.finished.Error)
 }
 
+// From version 5 a pipeline that finished is Enriched even when every provider call failed (API.md §7);
+// the failed providers reach the finish. Versions before keep Failed (above, version 2).
+func TestAlertPipeline_V5_AllProvidersFailedIsEnriched(t *testing.T) {
+	var a *activities.Activities
+	target := enrichment.Target{IndicatorUUID: "11111111-1111-1111-1111-111111111111", Type: "ip", Value: "45.33.32.156"}
+	failed := enrichment.Outcome{Target: 0, Result: enrichment.Answer{Provider: "vt", Status: store.EnrichFailed}}
+	for _, tc := range []struct {
+		version int
+		status  string
+	}{{4, store.EnrichmentFailed}, {5, store.EnrichmentEnriched}} {
+		m := pipelineEnv(t)
+		m.env.OnActivity(a.PipelinePrepare, mock.Anything, mock.Anything).Return(activities.PipelinePrepared{
+			Link: activities.PipelineLinkResult{IndicatorUUIDs: []string{target.IndicatorUUID}, NewLinks: 1},
+			Plan: enrichment.Plan{Targets: []enrichment.Target{target}, Done: []enrichment.Outcome{failed}}}, nil)
+		m.env.OnActivity(a.EnrichRecord, mock.Anything, mock.Anything).Return(enrichment.RecordResult{Outcomes: []enrichment.Outcome{failed}}, nil)
+		res := runVersion(t, m, tc.version)
+		require.Equal(t, tc.status, res.EnrichmentStatus, "version %d", tc.version)
+		require.Equal(t, tc.status, m.finished.Status, "version %d", tc.version)
+		require.Equal(t, []string{"vt"}, m.finished.Failed)
+	}
+}
+
 func TestAlertPipeline_EnrichmentErrorMarksFailed(t *testing.T) {
 	m := pipelineEnv(t)
 	var a *activities.Activities
@@ -278,7 +300,7 @@ func TestAlertPipeline_V3_AlertGone(t *testing.T) {
 // Version 4 (what the dispatcher starts now): the steps of version 3, and the finish groups the alert
 // into an open case (PipelineFinishInput.Group); the case it joined comes back in the result.
 func TestAlertPipeline_V4_FinishGroups(t *testing.T) {
-	require.Equal(t, 4, workflows.PipelineVersion)
+	require.Equal(t, 5, workflows.PipelineVersion)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.Activities
