@@ -5,13 +5,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/vigil-soc/vigil/kit/fieldpath"
 	"github.com/vigil-soc/vigil/kit/indicators"
-	"github.com/vigil-soc/vigil/kit/validate"
 )
 
 // loc turns a dot path into a validation location: "properties.title" → ["properties","title"].
@@ -31,25 +29,6 @@ func lookup(root any, path string) (any, bool) {
 		return nil, false
 	}
 	return v, true
-}
-
-// requiredString reads a required, non-blank string at path, recording a validation error otherwise.
-func requiredString(root any, path string, errs *validate.Errors) string {
-	v, ok := lookup(root, path)
-	if !ok {
-		errs.Add(loc(path), validate.TypeMissing, "field required", nil)
-		return ""
-	}
-	s, isStr := v.(string)
-	if !isStr {
-		errs.Add(loc(path), validate.TypeString, "must be a string", nil)
-		return ""
-	}
-	if strings.TrimSpace(s) == "" {
-		errs.Add(loc(path), validate.TypeStringTooShort, "must not be blank", s)
-		return ""
-	}
-	return s
 }
 
 // optString reads a string at path; absent values and values of another kind yield "". Numbers are
@@ -120,55 +99,6 @@ func stringsAt(root any, path string) []string {
 		}
 	}
 	return out
-}
-
-// parseTime reads a timestamp: an RFC 3339 string (with offset) or, when epochOK, epoch seconds as a
-// number or numeric string. It reports false for anything else, including out-of-range epochs.
-func parseTime(v any, epochOK bool) (time.Time, bool) {
-	switch x := v.(type) {
-	case string:
-		s := strings.TrimSpace(x)
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			return t.UTC(), true
-		}
-		if !epochOK {
-			return time.Time{}, false
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return time.Time{}, false
-		}
-		return epoch(f)
-	case float64:
-		if !epochOK {
-			return time.Time{}, false
-		}
-		return epoch(x)
-	}
-	return time.Time{}, false
-}
-
-// maxEpoch is 9999-12-31T23:59:59Z.
-const maxEpoch = 253402300799
-
-func epoch(f float64) (time.Time, bool) {
-	if math.IsNaN(f) || f < 0 || f > maxEpoch {
-		return time.Time{}, false
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC(), true
-}
-
-// firstTime returns the first parsable timestamp among paths.
-func firstTime(root any, epochOK bool, paths ...string) time.Time {
-	for _, p := range paths {
-		if v, ok := lookup(root, p); ok {
-			if t, ok := parseTime(v, epochOK); ok {
-				return t
-			}
-		}
-	}
-	return time.Time{}
 }
 
 // truncateRunes cuts s to at most n characters.
@@ -252,10 +182,10 @@ func (c *collector) field(name string, vals ...string) {
 	}
 }
 
-// indicator adds pass-1 candidates of type t.
+// indicator adds pass-1 candidates of type t (at most maxCandidates in all; the rest are dropped).
 func (c *collector) indicator(t indicators.Type, vals ...string) {
 	for _, v := range vals {
-		if v = strings.TrimSpace(v); v != "" {
+		if v = strings.TrimSpace(v); v != "" && len(c.inds) < maxCandidates {
 			c.inds = append(c.inds, indicators.Indicator{Type: t, Value: v})
 		}
 	}
