@@ -46,7 +46,7 @@ const (
 	// maxCandidates bounds a plugin's pass-1 candidates; maxNotes bounds the notes of one alert.
 	maxCandidates = 2000
 	maxNotes      = 50
-	maxWalkDepth = 64
+	maxWalkDepth  = 64
 )
 
 // Plugin normalizes the payloads of one alert source.
