@@ -102,7 +102,7 @@ type elasticRule struct {
 	suffix string
 	field  string // "" = indicator only
 	typ    indicators.Type
-	fqdn   bool // only values with a dot that are not IPs (host names)
+	fqdn   bool // host-name fields: only values that look like an FQDN (looksLikeHost)
 }
 
 // elasticRules are checked in order; the first suffix that matches a path wins.
@@ -127,6 +127,7 @@ var elasticRules = []elasticRule{
 	{"destination.domain", indicators.FieldDstHostname, indicators.TypeDomain, false},
 	{"server.domain", indicators.FieldDstHostname, indicators.TypeDomain, false},
 	{"host.name", indicators.FieldSrcHostname, indicators.TypeDomain, true},
+	{"host.hostname", indicators.FieldSrcHostname, indicators.TypeDomain, true},
 	{"dns.question.name", indicators.FieldDNSQuery, indicators.TypeDomain, false},
 	{"url.full", indicators.FieldHTTPURL, indicators.TypeURL, false},
 	{"url.original", indicators.FieldHTTPURL, indicators.TypeURL, false},
@@ -141,13 +142,18 @@ var elasticRules = []elasticRule{
 }
 
 // elasticField applies the first matching elasticRule to one leaf of the document. Leaves under
-// kibana.alert.rule or signal.rule (the rule's own definition: its query, its threat mapping) and
-// under Elastic Defend's policy (artifact hashes) are not the alert's indicators.
+// kibana.alert.rule or signal.rule (the rule's own definition: its query, its threat mapping), under
+// Elastic Defend's policy (artifact hashes) and its call_stack_* modules are not the alert's indicators.
 func elasticField(c *collector, path []string, v any) {
 	if len(path) >= 3 && (strings.EqualFold(path[0], "kibana") && strings.EqualFold(path[1], "alert") && strings.EqualFold(path[2], "rule") ||
 		strings.EqualFold(path[0], "signal") && strings.EqualFold(path[1], "rule")) ||
 		len(path) >= 2 && strings.EqualFold(path[0], "Endpoint") && strings.EqualFold(path[1], "policy") {
 		return
+	}
+	for _, seg := range path {
+		if strings.HasPrefix(seg, "call_stack") { // Defend's call-stack modules: system DLLs, not the alert's
+			return
+		}
 	}
 	s, ok := scalarText(v)
 	if !ok {
@@ -160,7 +166,7 @@ func elasticField(c *collector, path []string, v any) {
 		if !hasSuffix(path, r.suffix) {
 			continue
 		}
-		if r.fqdn && (!strings.Contains(s, ".") || isIP(s)) {
+		if r.fqdn && !looksLikeHost(s) {
 			return
 		}
 		switch {

@@ -34,16 +34,18 @@ func (Generic) SignatureHeader() string { return "X-Vigil-Signature" }
 // the payload, or an AWS EventBridge event's detail (and its findings[0], for Security Hub).
 var (
 	genericTitleKeys = []string{"title", "Title", "alert_title", "alertDisplayName", "AlertName", "displayName",
-		"display_name", "DisplayName", "rule.name", "rule_name", "rule.description", "alert.signature",
-		"threatInfo.threatName", "detect_name", "DetectName", "finding.category", "displayMessage",
+		"display_name", "DisplayName", "rule.name", "rule_name", "rule.description", "rule", "alert.signature",
+		"threatInfo.threatName", "detect_name", "DetectName", "event.DetectName", "finding.category", "displayMessage",
 		"name", "Name", "type", "Type", "event.action", "eventName", "summary", "message"}
-	genericDescKeys = []string{"description", "Description", "DetectDescription", "detect_description", "full_log",
-		"finding.description", "details", "summary", "message"}
+	genericDescKeys = []string{"description", "Description", "DetectDescription", "detect_description",
+		"event.DetectDescription", "full_log", "output", "finding.description", "details", "summary", "message"}
 	genericSeverityKeys = []string{"severity", "Severity", "severity_name", "SeverityName", "max_severity_displayname",
-		"Severity.Label", "finding.severity", "alert.severity", "rule.level", "priority", "urgency", "level"}
+		"event.SeverityName", "event.Severity", "Severity.Label", "finding.severity", "alert.severity", "rule.level",
+		"priority", "urgency", "level"}
 	genericTimeKeys = []string{"occurred_at", "timestamp", "@timestamp", "time", "Time", "eventTime", "event_time",
-		"createdAt", "created_at", "CreatedAt", "creationTime", "created", "published", "date", "first_behavior",
-		"finding.eventTime", "finding.createTime", "threatInfo.createdAt", "updatedAt", "UpdatedAt"}
+		"createdAt", "created_at", "CreatedAt", "creationTime", "creation_time", "created", "_createdAt", "published",
+		"date", "first_behavior", "detection_timestamp", "local_insert_ts", "start_time", "messageTime", "clickTime",
+		"metadata.eventCreationTime", "finding.eventTime", "finding.createTime", "threatInfo.createdAt", "updatedAt", "UpdatedAt"}
 	genericRuleIDKeys   = []string{"rule_id", "rule.id", "ruleId", "alert.signature_id"}
 	genericRuleNameKeys = []string{"rule_name", "rule.name", "rule.description", "alert.signature"}
 	genericTagKeys      = []string{"tags", "Tags", "rule.groups"}
@@ -102,8 +104,13 @@ const (
 )
 
 // genericAlertObject is the object the candidate keys are read on: an AWS EventBridge event's detail
-// (a Security Hub event's first finding), else the payload.
+// (a Security Hub event's first finding), an Okta event hook's first event, else the payload.
 func genericAlertObject(payload map[string]any) (map[string]any, string) {
+	if evs, ok := lookupOrNil(payload, "data.events").([]any); ok && len(evs) > 0 {
+		if ev, ok := evs[0].(map[string]any); ok {
+			return ev, "data.events[0]"
+		}
+	}
 	src, _ := payload["source"].(string)
 	detail, ok := payload["detail"].(map[string]any)
 	if !ok || !strings.HasPrefix(src, "aws.") {
@@ -201,7 +208,7 @@ func (Generic) Normalize(payload map[string]any) Normalized {
 	n := Normalized{Severity: SeverityPending}
 	obj, at := genericAlertObject(payload)
 	if at != "" {
-		n.note("payload", "AWS EventBridge event: read at "+at)
+		n.note("payload", "an event envelope: the alert read at "+at)
 	}
 	title, at := pickText(&n, obj, genericTitleKeys...)
 	if at == "message" || at == "summary" {
@@ -227,6 +234,8 @@ func (Generic) Normalize(payload map[string]any) Normalized {
 	for _, f := range genericFlat {
 		c.both(f.field, f.typ, textList(&n, payload, f.key)...)
 	}
+	genericArtifacts(c, payload)
+	walk(payload, func(path []string, v any) { genericKeyed(c, path, v) })
 	n.Fields, n.Indicators = c.fields, c.inds
 	return n
 }
@@ -333,4 +342,97 @@ func genericIndicators(n *Normalized, payload map[string]any) []indicators.Indic
 		n.note("indicators", fmt.Sprintf("%d element(s) ignored: %s", bad[r], r))
 	}
 	return out
+}
+
+// genericKeys are the keys (the last path segment, case-insensitive, at any depth) whose values the
+// generic plugin reads as indicators: the names vendors give IP addresses, accounts and hashes
+// (GuardDuty ipAddressV4 and userName, CrowdStrike SHA256String and LocalIP, SentinelOne agentIpV4,
+// Okta ipAddress and alternateId, Wazuh srcip and srcuser, Cortex XDR action_local_ip…). URLs,
+// e-mail addresses and domains are left to the free-text scan, whose guards know reference links.
+var genericKeys = map[string]indicators.Type{
+	"ip": indicators.TypeIP, "ipaddressv4": indicators.TypeIP, "ipaddressv6": indicators.TypeIP, "ipaddress": indicators.TypeIP, "ip_address": indicators.TypeIP,
+	"srcip": indicators.TypeIP, "dstip": indicators.TypeIP, "src_ip": indicators.TypeIP, "dest_ip": indicators.TypeIP,
+	"dst_ip": indicators.TypeIP, "source_ip": indicators.TypeIP, "destination_ip": indicators.TypeIP, "remote_ip": indicators.TypeIP,
+	"remoteaddress": indicators.TypeIP, "localaddress": indicators.TypeIP, "localip": indicators.TypeIP, "remoteip": indicators.TypeIP,
+	"externalip": indicators.TypeIP, "external_ip": indicators.TypeIP, "agentipv4": indicators.TypeIP, "agentipv6": indicators.TypeIP,
+	"client_ip": indicators.TypeIP, "clientip": indicators.TypeIP, "senderip": indicators.TypeIP, "clickip": indicators.TypeIP,
+	"action_local_ip": indicators.TypeIP, "action_remote_ip": indicators.TypeIP, "host_ip": indicators.TypeIP,
+	"publicip": indicators.TypeIP, "privateipaddress": indicators.TypeIP, "publicipaddress": indicators.TypeIP,
+	"username": indicators.TypeAccount, "user_name": indicators.TypeAccount, "srcuser": indicators.TypeAccount,
+	"dstuser": indicators.TypeAccount, "src_user": indicators.TypeAccount, "accountname": indicators.TypeAccount,
+	"alternateid": indicators.TypeAccount, "actor_effective_username": indicators.TypeAccount,
+	"md5": indicators.TypeMD5, "sha1": indicators.TypeSHA1, "sha256": indicators.TypeSHA256,
+	"md5string": indicators.TypeMD5, "sha1string": indicators.TypeSHA1, "sha256string": indicators.TypeSHA256,
+	"action_file_md5": indicators.TypeMD5, "action_file_sha256": indicators.TypeSHA256,
+	"actor_process_image_md5": indicators.TypeMD5, "actor_process_image_sha256": indicators.TypeSHA256,
+}
+
+// genericKeyed reads one leaf by its key (genericKeys). Top-level keys of Vigil's own shape are
+// read by genericFlat, not here.
+func genericKeyed(c *collector, path []string, v any) {
+	if len(path) == 1 {
+		for _, f := range genericFlat {
+			if path[0] == f.key {
+				return
+			}
+		}
+	}
+	t, ok := genericKeys[strings.ToLower(path[len(path)-1])]
+	if !ok {
+		return
+	}
+	s, ok := v.(string)
+	if s = strings.TrimSpace(s); !ok || s == "" {
+		return
+	}
+	switch t {
+	case indicators.TypeIP:
+		if isIP(s) {
+			c.indicator(t, s)
+		}
+	case indicators.TypeAccount:
+		if !strings.EqualFold(s, "none") && !strings.EqualFold(s, "unknown") {
+			c.both(indicators.FieldActorUsername, t, s)
+		}
+	default:
+		if inferred, ok := indicators.Infer(s); ok && inferred == t {
+			c.both(hashField(t), t, s)
+		}
+	}
+}
+
+// theHiveTypes maps TheHive observable dataTypes to indicator types.
+var theHiveTypes = map[string]indicators.Type{"ip": indicators.TypeIP, "domain": indicators.TypeDomain,
+	"fqdn": indicators.TypeDomain, "url": indicators.TypeURL, "mail": indicators.TypeEmail, "mail_subject": "",
+	"hash": "", "user-agent": ""}
+
+// genericArtifacts reads TheHive's artifacts[] / observables[] ({dataType, data}); hashes by length.
+func genericArtifacts(c *collector, payload map[string]any) {
+	for _, key := range []string{"artifacts", "observables"} {
+		list, _ := payload[key].([]any)
+		if len(list) > maxEntities {
+			list = list[:maxEntities]
+		}
+		for _, a := range list {
+			obj, ok := a.(map[string]any)
+			if !ok {
+				continue
+			}
+			dt, _ := obj["dataType"].(string)
+			data, _ := obj["data"].(string)
+			if data = strings.TrimSpace(data); data == "" {
+				continue
+			}
+			if strings.EqualFold(dt, "hash") {
+				if t, ok := indicators.Infer(data); ok && (t == indicators.TypeMD5 || t == indicators.TypeSHA1 || t == indicators.TypeSHA256) {
+					c.both(hashField(t), t, data)
+				}
+				continue
+			}
+			if t := theHiveTypes[strings.ToLower(dt)]; t != "" {
+				// An explicit observable, like the indicators list: kept as given.
+				c.inds = append(c.inds, indicators.Indicator{Type: t, Value: data})
+			}
+		}
+	}
 }

@@ -130,7 +130,7 @@ func ocsfObservables(c *collector, payload map[string]any) {
 		}
 		switch int(id) {
 		case 1:
-			if strings.Contains(val, ".") && !isIP(val) {
+			if looksLikeHost(val) {
 				c.indicator(indicators.TypeDomain, val)
 			}
 		case 8:
@@ -180,7 +180,7 @@ func ocsfField(c *collector, path []string, v any) {
 		if !hasSuffix(path, r.suffix) {
 			continue
 		}
-		if r.fqdn && (!strings.Contains(s, ".") || isIP(s)) {
+		if r.fqdn && !looksLikeHost(s) {
 			return
 		}
 		switch {

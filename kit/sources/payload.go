@@ -3,10 +3,13 @@ package sources
 import (
 	"encoding/json"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/vigil-soc/vigil/kit/fieldpath"
 	"github.com/vigil-soc/vigil/kit/indicators"
@@ -183,18 +186,26 @@ func (c *collector) field(name string, vals ...string) {
 }
 
 // indicator adds pass-1 candidates of type t (at most maxCandidates in all; the rest are dropped).
+// Values that are never an indicator of anything are left out (noIndicator).
 func (c *collector) indicator(t indicators.Type, vals ...string) {
 	for _, v := range vals {
-		if v = strings.TrimSpace(v); v != "" && len(c.inds) < maxCandidates {
+		if v = strings.TrimSpace(v); v != "" && len(c.inds) < maxCandidates && !noIndicator(t, v) {
 			c.inds = append(c.inds, indicators.Indicator{Type: t, Value: v})
 		}
 	}
 }
 
-// both records vals as a normalized field and as pass-1 candidates of type t.
+// both records vals as a normalized field and as pass-1 candidates of type t; a value that is never
+// an indicator (noIndicator) is in neither, since pass 2 reads the field.
 func (c *collector) both(name string, t indicators.Type, vals ...string) {
-	c.field(name, vals...)
-	c.indicator(t, vals...)
+	kept := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if !noIndicator(t, strings.TrimSpace(v)) {
+			kept = append(kept, v)
+		}
+	}
+	c.field(name, kept...)
+	c.indicator(t, kept...)
 }
 
 func contains(list []string, s string) bool {
@@ -210,4 +221,41 @@ func contains(list []string, s string) bool {
 func isIP(s string) bool {
 	_, err := indicators.Normalize(indicators.TypeIP, s)
 	return err == nil
+}
+
+// noIndicator reports values a plugin field may hold that never indicate anything: loopback,
+// link-local, unspecified and multicast addresses, all-zero hashes, and Windows' built-in service
+// accounts (Elastic Defend and Defender put SYSTEM on most events).
+func noIndicator(t indicators.Type, v string) bool {
+	switch t {
+	case indicators.TypeIP:
+		a, err := netip.ParseAddr(v)
+		return err == nil && (a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast())
+	case indicators.TypeMD5, indicators.TypeSHA1, indicators.TypeSHA256:
+		return strings.Trim(v, "0") == "" // CrowdStrike's placeholder for "no hash"
+	case indicators.TypeAccount:
+		switch strings.ToUpper(v) {
+		case "SYSTEM", "LOCAL SERVICE", "NETWORK SERVICE", `NT AUTHORITY\SYSTEM`, `NT AUTHORITY\LOCAL SERVICE`, `NT AUTHORITY\NETWORK SERVICE`:
+			return true
+		}
+	}
+	return false
+}
+
+// looksLikeHost reports whether s is a host name with a dot under an ICANN public suffix
+// (wks-01.corp.example.com, not WKS-01, lees-mbp.localdomain or xxx.xxx.x.x): host-name fields hold
+// bare machine names too, which are not domains.
+func looksLikeHost(s string) bool {
+	s = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), ".")
+	if !strings.Contains(s, ".") || strings.ContainsAny(s, " /:@\\") || isIP(s) {
+		return false
+	}
+	suffix, icann := publicsuffix.PublicSuffix(s)
+	return icann && suffix != s
+}
+
+// lookupOrNil is lookup's value, nil when absent.
+func lookupOrNil(root any, path string) any {
+	v, _ := lookup(root, path)
+	return v
 }

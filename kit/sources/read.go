@@ -17,6 +17,7 @@ var timeLayouts = []struct {
 }{
 	{time.RFC3339Nano, false},
 	{"2006-01-02 15:04:05.999999999Z07:00", false},
+	{"2006-01-02T15:04:05.999999999-0700", false}, // Suricata, Wazuh: an offset without a colon
 	{"2006-01-02T15:04:05.999999999", true},
 	{"2006-01-02 15:04:05.999999999", true},
 }

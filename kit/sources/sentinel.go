@@ -31,18 +31,24 @@ func (Sentinel) SignatureHeader() string { return "X-Sentinel-Signature" }
 // first, then the SecurityAlert row's columns, then Graph and Defender names.
 var (
 	sentinelTitleKeys = []string{"properties.title", "properties.alertDisplayName", "properties.displayName",
-		"AlertName", "DisplayName", "alertDisplayName", "title", "displayName", "incidentName"}
-	sentinelDescKeys     = []string{"properties.description", "Description", "description"}
-	sentinelSeverityKeys = []string{"properties.severity", "AlertSeverity", "Severity", "severity"}
+		"properties.Title", "AlertName", "DisplayName", "alertDisplayName", "title", "displayName", "incidentName",
+		"alerts.0.title"}
+	sentinelDescKeys     = []string{"properties.description", "Description", "description", "alerts.0.description"}
+	sentinelSeverityKeys = []string{"properties.severity", "properties.Severity", "AlertSeverity", "Severity", "severity",
+		"alerts.0.severity"}
 	sentinelTimeKeys     = []string{"properties.firstActivityTimeUtc", "properties.createdTimeUtc", "properties.startTimeUtc",
 		"properties.timeGenerated", "TimeGenerated", "StartTime", "StartTimeUtc", "firstActivityDateTime",
-		"createdDateTime", "alertCreationTime", "createdTime", "firstEventTime"}
+		"createdDateTime", "alertCreationTime", "createdTime", "firstEventTime", "properties.Timestamp", "time",
+		"alerts.0.creationTime", "alerts.0.firstActivity", "lastUpdateTime"}
 	sentinelRuleKeys = []string{"detectorId", "AlertType", "properties.alertType"}
 	sentinelTagKeys  = []string{"properties.labels.*.labelName", "Tactics", "tags", "customTags"}
 	// sentinelEntityLists are the keys (any depth, case-insensitive) whose arrays hold entities or
 	// evidence: Entities (SecurityAlert, possibly a JSON string), relatedEntities (incident),
 	// evidence (Graph v2, Defender for Endpoint), entities and devices (Defender XDR alerts).
-	sentinelEntityLists = map[string]bool{"entities": true, "relatedentities": true, "evidence": true, "devices": true}
+	// Graph security API v1 alerts keep theirs in fileStates, hostStates, userStates and
+	// networkConnections.
+	sentinelEntityLists = map[string]bool{"entities": true, "relatedentities": true, "evidence": true, "devices": true,
+		"filestates": true, "hoststates": true, "userstates": true, "networkconnections": true}
 )
 
 // FieldProcessCommandLine is the normalized field holding process command lines (Sentinel process
@@ -133,6 +139,16 @@ func (Sentinel) Normalize(payload map[string]any) Normalized {
 	for _, e := range sentinelEntities(&n, payload) {
 		sentinelEntity(c, e)
 	}
+	// An Advanced Hunting streaming record (AlertEvidence, AlertInfo) keeps its columns in properties;
+	// a Defender for Endpoint alert names its device in computerDnsName.
+	if cat, _ := base["category"].(string); strings.HasPrefix(cat, "AdvancedHunting-") {
+		if props, ok := base["properties"].(map[string]any); ok {
+			sentinelEntity(c, props)
+		}
+	}
+	if host := entityGet(base, "computerDnsName"); looksLikeHost(host) {
+		c.both(indicators.FieldSrcHostname, indicators.TypeDomain, host)
+	}
 	n.Fields, n.Indicators = c.fields, c.inds
 	return n
 }
@@ -185,6 +201,8 @@ func sentinelEntities(n *Normalized, payload map[string]any) []map[string]any {
 					switch l := c.(type) {
 					case []any:
 						add(l)
+					case map[string]any: // Defender for Endpoint alerts may carry one evidence object
+						add([]any{l})
 					case string:
 						add(parseEntitiesString(n, k, l))
 					}
@@ -230,10 +248,11 @@ func sortedKeys(m map[string]any) []string {
 }
 
 // entityObjects are the objects of an entity that carry its fields: the entity itself, its
-// "properties" (ARM shape) and Graph evidence's nested userAccount, fileDetails and imageFile.
+// "properties" (ARM shape), Graph evidence's nested userAccount, fileDetails and imageFile, and the
+// Graph v1 fileHash.
 func entityObjects(e map[string]any) []map[string]any {
 	out := []map[string]any{e}
-	for _, k := range []string{"properties", "userAccount", "fileDetails", "imageFile"} {
+	for _, k := range []string{"properties", "userAccount", "fileDetails", "imageFile", "fileHash"} {
 		if m, ok := e[k].(map[string]any); ok {
 			out = append(out, m)
 		}
@@ -274,18 +293,40 @@ func entityKind(e map[string]any) string {
 
 func sentinelEntity(c *collector, e map[string]any) {
 	kind := entityKind(e)
-	// Hashes wherever the entity keeps them: file entities, process image files, Graph fileDetails.
+	// Read whatever the kind: hashes wherever the entity keeps them (file entities, process image files,
+	// Graph fileDetails, v1 fileHash.hashValue by length), IP addresses under their unambiguous names,
+	// command lines, and the account of a process, file or evidence row.
 	c.both(indicators.FieldFileHashMD5, indicators.TypeMD5, nonEmpty(entityGet(e, "md5"))...)
 	c.both(indicators.FieldFileHashSHA1, indicators.TypeSHA1, nonEmpty(entityGet(e, "sha1"))...)
 	c.both(indicators.FieldFileHashSHA256, indicators.TypeSHA256, nonEmpty(entityGet(e, "sha256"))...)
+	if h := entityGet(e, "hashValue"); h != "" {
+		if t, ok := indicators.Infer(h); ok && (t == indicators.TypeMD5 || t == indicators.TypeSHA1 || t == indicators.TypeSHA256) {
+			c.both(hashField(t), t, h)
+		}
+	}
+	for _, k := range []string{"ipAddress", "RemoteIP", "LocalIP", "publicIpAddress", "privateIpAddress", "destinationAddress",
+		"sourceAddress", "logonIp"} {
+		if v := entityGet(e, k); isIP(v) {
+			c.indicator(indicators.TypeIP, v)
+		}
+	}
+	for _, k := range []string{"RemoteUrl", "destinationUrl"} {
+		c.indicator(indicators.TypeURL, entityGet(e, k))
+	}
 	if cmd := entityGet(e, "CommandLine", "processCommandLine"); cmd != "" {
 		c.field(FieldProcessCommandLine, cmd)
+	}
+	if kind != "account" && kind != "user" && entityGet(e, "accountName", "userPrincipalName", "AccountUpn") != "" {
+		sentinelAccount(c, e, false)
+	}
+	if host := entityGet(e, "fqdn", "computerDnsName"); looksLikeHost(host) {
+		c.both(indicators.FieldSrcHostname, indicators.TypeDomain, host)
 	}
 	switch kind {
 	case "ip":
 		c.both(indicators.FieldSrcIP, indicators.TypeIP, nonEmpty(entityGet(e, "Address", "ipAddress"))...)
 	case "account", "user":
-		sentinelAccount(c, e)
+		sentinelAccount(c, e, true)
 	case "host", "device", "machine":
 		host := entityGet(e, "FQDN", "deviceDnsName", "dnsName")
 		if host == "" {
@@ -294,7 +335,9 @@ func sentinelEntity(c *collector, e map[string]any) {
 				host += "." + dom
 			}
 		}
-		c.both(indicators.FieldSrcHostname, indicators.TypeDomain, nonEmpty(host)...)
+		if looksLikeHost(host) { // a bare machine name is not a domain
+			c.both(indicators.FieldSrcHostname, indicators.TypeDomain, host)
+		}
 	case "url":
 		c.both(indicators.FieldHTTPURL, indicators.TypeURL, nonEmpty(entityGet(e, "Url"))...)
 	case "filehash":
@@ -325,10 +368,14 @@ func sentinelEntity(c *collector, e map[string]any) {
 }
 
 // sentinelAccount reads an account or user entity: a UPN (Name@UPNSuffix, userPrincipalName), else
-// NT domain\name, else the SID or Entra object id, each kept as an account.
-func sentinelAccount(c *collector, e map[string]any) {
-	name := entityGet(e, "Name", "AccountName")
-	upn := entityGet(e, "userPrincipalName", "UserPrincipalName")
+// NT domain\name, else the SID or Entra object id, each kept as an account. byName: the entity is an
+// account, so its "Name" is the account's (on a file or process it is not).
+func sentinelAccount(c *collector, e map[string]any, byName bool) {
+	name := entityGet(e, "AccountName")
+	if byName && name == "" {
+		name = entityGet(e, "Name")
+	}
+	upn := entityGet(e, "userPrincipalName", "UserPrincipalName", "AccountUpn")
 	if upn == "" && name != "" {
 		if suffix := entityGet(e, "UPNSuffix"); suffix != "" && !strings.Contains(name, "@") {
 			upn = name + "@" + suffix
@@ -341,7 +388,7 @@ func sentinelAccount(c *collector, e map[string]any) {
 			account = dom + `\` + name
 		}
 	}
-	if account == "" {
+	if account == "" && byName {
 		account = entityGet(e, "Sid", "userSid", "AadUserId", "azureAdUserId")
 	}
 	if account == "" {

@@ -63,7 +63,8 @@ func (Splunk) Documentation() string {
 		"Indicators from the CIM fields of the result: `src`, `dest`, `src_host`, `dest_host`, `dvc` (IP, else " +
 		"host name), `src_ip`, `dest_ip`, `user`, `src_user` (accounts; e-mail addresses too), `url`, `domain`, " +
 		"`query`, `file_hash` (by length), `md5`, `sha1`, `sha256`, `sender`, `recipient` (multivalue fields " +
-		"as arrays); `process` is kept as `process_command_line`.\n\n" +
+		"as arrays), and the vendor field names the generic plugin knows (`srcip`, `username`, `SHA256String`…) at " +
+		"any depth; `process` is kept as `process_command_line`.\n\n" +
 		"Authentication: the webhook URL cannot be signed by Splunk, so a shared token is expected in " +
 		"`X-Splunk-Webhook-Secret: <secret>` (set it with a proxy or a custom alert action).\n"
 }
@@ -122,11 +123,12 @@ func (Splunk) Normalize(payload map[string]any) Normalized {
 		{"dvc", indicators.FieldDstIP, indicators.FieldDstHostname},
 	} {
 		for _, v := range stringsAt(result, pair.key) {
-			if isIP(v) {
+			switch {
+			case isIP(v):
 				c.both(pair.ipField, indicators.TypeIP, v)
-			} else {
+			case looksLikeHost(v):
 				c.both(pair.hostField, indicators.TypeDomain, v)
-			}
+			} // else a machine name (or a redacted value): not a domain, and not a hostname field pass 2 would read as one
 		}
 	}
 	for _, key := range []string{"user", "src_user"} {
@@ -143,6 +145,8 @@ func (Splunk) Normalize(payload map[string]any) Normalized {
 		}
 	}
 	c.field(FieldProcessCommandLine, stringsAt(result, "process")...)
+	// Fields outside the CIM (srcip, username, ...) under the names vendors give them (genericKeys).
+	walk(result, func(path []string, v any) { genericKeyed(c, path, v) })
 	n.Fields, n.Indicators = c.fields, c.inds
 	return n
 }
