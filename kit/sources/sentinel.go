@@ -36,7 +36,7 @@ var (
 	sentinelDescKeys     = []string{"properties.description", "Description", "description", "alerts.0.description"}
 	sentinelSeverityKeys = []string{"properties.severity", "properties.Severity", "AlertSeverity", "Severity", "severity",
 		"alerts.0.severity"}
-	sentinelTimeKeys     = []string{"properties.firstActivityTimeUtc", "properties.createdTimeUtc", "properties.startTimeUtc",
+	sentinelTimeKeys = []string{"properties.firstActivityTimeUtc", "properties.createdTimeUtc", "properties.startTimeUtc",
 		"properties.timeGenerated", "TimeGenerated", "StartTime", "StartTimeUtc", "firstActivityDateTime",
 		"createdDateTime", "alertCreationTime", "createdTime", "firstEventTime", "properties.Timestamp", "time",
 		"alerts.0.creationTime", "alerts.0.firstActivity", "lastUpdateTime"}
