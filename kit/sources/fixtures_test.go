@@ -161,6 +161,21 @@ func TestFixtures_Intent(t *testing.T) {
 			notWant: []indicators.Indicator{{Type: indicators.TypeIP, Value: "fe80::a1b2:c3d4:e5f6:789"}},
 		},
 		{
+			// Real payloads (testdata/SOURCES.md): an OCSF finding, the Falco alert it was made from,
+			// and Splunk's documented webhook whose search_name is null (issue 43: once refused 422).
+			file: "ocsf_falco.json", title: "Linux Kernel Module Injection Detected", severity: SeverityMedium,
+			occurredAt: ts("2023-01-03T15:11:39.558Z"), tags: []string{"syscalls", "process", "Falco"},
+			notWant: []indicators.Indicator{{Type: indicators.TypeDomain, Value: "host0.local"}},
+		},
+		{
+			file: "generic_falco.json", title: "Linux Kernel Module Injection Detected", severity: SeverityMedium,
+			occurredAt: ts("2023-01-03T15:11:39.558068644Z"), tags: []string{"process"},
+		},
+		{
+			file: "splunk_docs_null_name.json", title: "Untitled splunk alert", severity: SeverityPending,
+			tags: []string{},
+		},
+		{
 			file: "elastic_nested.json", title: "Threat Intel IP Address Indicator Match", severity: SeverityCritical,
 			occurredAt: ts("2026-03-16T22:10:00Z"),
 			rule:       &RuleRef{SourceRuleID: "7a9f3c10-1b2d-4c3e-8f4a-5b6c7d8e9f01", Name: "Threat Intel IP Address Indicator Match"},
@@ -221,7 +236,7 @@ func TestFixtures_Intent(t *testing.T) {
 			p, ok := reg.Get(source)
 			require.True(t, ok)
 			payload := loadFixture(t, tc.file)
-			n := p.Normalize(payload)
+			n := Normalize(p, payload, nil)
 			require.Equal(t, tc.title, n.Title)
 			require.Equal(t, tc.severity, n.Severity)
 			require.True(t, tc.occurredAt.Equal(n.OccurredAt), "occurred_at %s, want %s", n.OccurredAt, tc.occurredAt)

@@ -52,7 +52,7 @@ func (OCSF) Documentation() string {
 		"; severity: `severity_id` (1 Informational, 2 Low, 3 Medium, 4 High, 5 Critical, 6 Fatal → Critical; " +
 		"0 Unknown and 99 Other → Pending, severity_unmapped), else the `severity` word; occurred_at: " +
 		backticks(ocsfTimeKeys) + " (epoch milliseconds or RFC 3339); detection rule: " + backticks(ocsfRuleIDKeys) +
-		"; tags: `finding_info.types`, `metadata.labels`, `metadata.product.name`.\n\n" +
+		"; tags: `finding_info.types` (`finding.types`), `metadata.labels`, `metadata.product.name`.\n\n" +
 		"Indicators: `observables[]` by `type_id` (1 Hostname → domain when it has a dot, 2 IP Address, " +
 		"4 User Name → account, 5 Email Address, 6 URL String, 8 Hash → md5/sha1/sha256 by length; 13 Command " +
 		"Line kept as `process_command_line`), and in `evidences[]`, `resources[]` and the event's own objects: " +
@@ -96,7 +96,7 @@ func (OCSF) Normalize(payload map[string]any) Normalized {
 		n.RuleRef = &RuleRef{SourceRuleID: truncateRunes(id, MaxTitleLen), Name: truncateRunes(name, MaxTitleLen)}
 	}
 	var tags []string
-	for _, k := range []string{"finding_info.types", "metadata.labels", "metadata.product.name"} {
+	for _, k := range []string{"finding_info.types", "finding.types", "metadata.labels", "metadata.product.name"} {
 		tags = append(tags, stringsAt(payload, k)...)
 	}
 	n.Tags = cleanTags(tags)
