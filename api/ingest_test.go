@@ -203,7 +203,7 @@ func TestIngest_OrderOfChecks(t *testing.T) {
 		r := ts.do(t, http.MethodPost, "/v1/ingest/sentinel", key, `{"properties":{"severity":"High"}}`)
 		requireError(t, r, 403, "SOURCE_DISABLED") // sentinel is disabled above: the source checks still come first
 		// Once refused 422 (issue 43): no title, tags of the wrong type, an indicator without a value.
-		for _, body := range []string{`{"severity":"High"}`, `{"title":"t` + uuid.NewString() + `","tags":{"a":1}}`,
+		for _, body := range []string{`{"severity":"High","description":"` + uuid.NewString() + `"}`, `{"title":"t` + uuid.NewString() + `","tags":{"a":1}}`,
 			`{"title":"t` + uuid.NewString() + `","indicators":[{"type":"ip"}]}`} {
 			d := ingestData(t, ts.do(t, http.MethodPost, "/v1/ingest/generic", key, body))
 			require.Equal(t, "queued", d["status"], body)
