@@ -24,8 +24,9 @@ func (Elastic) SignatureHeader() string { return "X-Elastic-Signature" }
 
 // Candidate keys of the Elastic plugin, in order (docs/SOURCES.md).
 var (
-	elasticTitleKeys = []string{"kibana.alert.rule.name", "signal.rule.name", "rule.name", "message", "event.action"}
-	elasticDescKeys  = []string{"kibana.alert.reason", "signal.reason", "kibana.alert.rule.description",
+	elasticTitleKeys = []string{"kibana.alert.rule.name", "signal.rule.name", "rule.name", "message", "event.action",
+		"event.dataset"}
+	elasticDescKeys = []string{"kibana.alert.reason", "signal.reason", "kibana.alert.rule.description",
 		"signal.rule.description", "rule.description", "message"}
 	elasticWordKeys  = []string{"kibana.alert.rule.severity", "kibana.alert.severity", "signal.rule.severity"}
 	elasticScoreKeys = []string{"kibana.alert.rule.risk_score", "kibana.alert.risk_score", "signal.rule.risk_score",

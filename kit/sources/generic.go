@@ -35,10 +35,10 @@ func (Generic) SignatureHeader() string { return "X-Vigil-Signature" }
 var (
 	genericTitleKeys = []string{"title", "Title", "alert_title", "alertDisplayName", "AlertName", "displayName",
 		"display_name", "DisplayName", "rule.name", "rule_name", "rule.description", "rule", "alert.signature",
-		"threatInfo.threatName", "detect_name", "DetectName", "event.DetectName", "finding.category", "displayMessage",
+		"threatInfo.threatName", "detect_name", "DetectName", "event.DetectName", "event.Name", "finding.category", "displayMessage",
 		"name", "Name", "type", "Type", "event.action", "eventName", "summary", "message"}
 	genericDescKeys = []string{"description", "Description", "DetectDescription", "detect_description",
-		"event.DetectDescription", "full_log", "output", "finding.description", "details", "summary", "message"}
+		"event.DetectDescription", "event.Description", "full_log", "output", "finding.description", "details", "summary", "message"}
 	genericSeverityKeys = []string{"severity", "Severity", "severity_name", "SeverityName", "max_severity_displayname",
 		"event.SeverityName", "event.Severity", "Severity.Label", "finding.severity", "alert.severity", "rule.level",
 		"priority", "urgency", "level"}

@@ -55,7 +55,8 @@ func (Splunk) Documentation() string {
 		"Point a saved search's Webhook alert action at `/v1/ingest/splunk`. Splunk posts " +
 		"`{\"sid\", \"search_name\", \"app\", \"owner\", \"results_link\", \"result\": {...first result row...}}`; " +
 		"`search_name` may be null or missing. An Enterprise Security notable may be posted flat (its fields " +
-		"are then read as the result row). No object is refused for its shape.\n\n" +
+		"are then read as the result row); a notable event of `index=notable` is titled by its `source` (the " +
+		"correlation search) when no candidate key is there. No object is refused for its shape.\n\n" +
 		"Title: the first of " + backticks(splunkTitleKeys) + "; description: " + backticks(splunkDescKeys) +
 		"; severity: " + backticks(splunkSeverityKeys) + " (words, or Splunk's 1-6: 1 Informational, 2 Low, " +
 		"3 Medium, 4 High, 5-6 Critical); occurred_at: " + backticks(splunkTimeKeys) + " (epoch seconds or " +
@@ -88,6 +89,10 @@ func (Splunk) Normalize(payload map[string]any) Normalized {
 		}
 	}
 	title, _ := pickText(&n, view, splunkTitleKeys...)
+	if idx, _ := result["index"].(string); title == "" && idx == "notable" {
+		// An Enterprise Security notable read from index=notable: its source is the correlation search.
+		title, _ = pickText(&n, view, "result.source")
+	}
 	n.Title = cleanTitle(title)
 	desc, _ := pickText(&n, view, splunkDescKeys...)
 	n.Description = cleanDescription(desc)
