@@ -15,16 +15,6 @@ import (
 	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
-// loc turns a dot path into a validation location: "properties.title" → ["properties","title"].
-func loc(path string) []any {
-	parts := strings.Split(path, ".")
-	out := make([]any, len(parts))
-	for i, p := range parts {
-		out[i] = p
-	}
-	return out
-}
-
 // lookup returns the first non-null value at path (flat dotted keys and nested objects alike).
 func lookup(root any, path string) (any, bool) {
 	v, ok := fieldpath.First(root, path)
@@ -32,27 +22,6 @@ func lookup(root any, path string) (any, bool) {
 		return nil, false
 	}
 	return v, true
-}
-
-// optString reads a string at path; absent values and values of another kind yield "". Numbers are
-// rendered as text (sources disagree on whether ids and levels are numbers or strings).
-func optString(root any, path string) string {
-	v, ok := lookup(root, path)
-	if !ok {
-		return ""
-	}
-	s, _ := scalarText(v)
-	return strings.TrimSpace(s)
-}
-
-// firstString returns the first non-empty optString among paths, and the path it came from.
-func firstString(root any, paths ...string) (string, string) {
-	for _, p := range paths {
-		if s := optString(root, p); s != "" {
-			return s, p
-		}
-	}
-	return "", ""
 }
 
 // scalarText renders a string or a finite JSON number as text.
