@@ -51,7 +51,8 @@ var (
 	ErrInvalidJSON = errors.New("payload is not valid JSON")
 )
 
-// PayloadError is a payload refused by the checks or the plugin (API.md INVALID_PAYLOAD). Detail's
+// PayloadError is a payload refused by Decode: not a JSON object, or a NUL it cannot replace (API.md
+// INVALID_PAYLOAD); the plugins refuse nothing. Detail's
 // locations are relative to the payload.
 type PayloadError struct {
 	Message string
