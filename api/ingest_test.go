@@ -233,6 +233,12 @@ func TestIngest_OrderOfChecks(t *testing.T) {
 		require.Equal(t, body, string(orig))
 		require.Contains(t, a["normalization_notes"], map[string]any{"field": "raw_payload",
 			"note": "2 number(s) outside the range Vigil stores as numbers kept as text; original_body has the body as received"})
+		// The envelope route and the test-extraction preview take them too.
+		d = ingestData(t, ts.do(t, http.MethodPost, "/v1/alerts", key, `{"source_name":"generic","payload":{"title":"`+title+`-2","n":1e309}}`))
+		require.Equal(t, "queued", d["status"])
+		prev := alertData(t, ts.do(t, http.MethodPost, "/v1/indicator-mappings/test-extraction", admin,
+			`{"source_name":"generic","raw_payload":{"title":"t","n":-1e400,"src_ip":"203.0.113.5"}}`))
+		require.Equal(t, "t", prev["normalized"].(map[string]any)["title"])
 	})
 
 	t.Run("correct signatures accepted", func(t *testing.T) {
