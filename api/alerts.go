@@ -121,6 +121,7 @@ type alertDetail struct {
 	AgentFindings    []findingResponse         `json:"agent_findings"`
 	SourceSeverity   *string                   `json:"source_severity" doc:"The source's own severity value as received (null when it gave none)."`
 	SeverityUnmapped bool                      `json:"severity_unmapped" doc:"source_severity is a value no mapping knows (the plugin's vendor words nor the integration's severity_mapping): severity is Pending for that reason. Map it with the integration's severity_mapping."`
+	Notes            []store.Note              `json:"normalization_notes" doc:"The fallbacks used while normalizing the payload and the payload fields ignored (source plugin first, then the pipeline's), each {field, note}; [] when none."`
 }
 
 type alertDetailMeta struct {
@@ -271,7 +272,11 @@ func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, a
 	d := alertDetail{alertSummary: toAlertSummary(a, det.Malice), RawPayload: a.RawPayload,
 		Indicators:       mapSlice(det.Indicators, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) }),
 		ContextDocuments: mapSlice(det.ContextDocuments, toContextDocumentResponse),
-		AgentFindings:    mapSlice(det.Findings, toFindingResponse), SeverityUnmapped: a.Normalized.SeverityUnmapped}
+		AgentFindings:    mapSlice(det.Findings, toFindingResponse), SeverityUnmapped: a.Normalized.SeverityUnmapped,
+		Notes: a.Normalized.NormalizationNotes}
+	if d.Notes == nil {
+		d.Notes = []store.Note{}
+	}
 	if src := a.Normalized.SourceSeverity; src != "" {
 		d.SourceSeverity = &src
 	}

@@ -197,6 +197,7 @@ type normalizedPreview struct {
 	RuleRef        *store.RuleReference   `json:"rule_ref"`
 	Fields         map[string]any         `json:"fields"`
 	Pass1Raw       []indicators.Indicator `json:"pass1_candidates" doc:"What the plugin found, before normalization."`
+	Notes          []store.Note           `json:"normalization_notes" doc:"The fallbacks the plugin used and the payload fields it ignored ([] when none), as the alert would list them."`
 }
 
 type testExtractionResponse struct {
@@ -223,7 +224,8 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 		return errs
 	}
 	var payload map[string]any
-	if err := json.Unmarshal(req.RawPayload, &payload); err != nil || payload == nil {
+	rawPayload, _ := validate.QuoteWildNumbers(req.RawPayload)
+	if err := json.Unmarshal(rawPayload, &payload); err != nil || payload == nil {
 		var errs validate.Errors
 		errs.Add([]any{"body", "raw_payload"}, validate.TypeObject, "raw_payload must be a JSON object.", nil)
 		return errs
@@ -232,23 +234,14 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	n, err := ingest.Normalize(src, payload)
-	if err != nil {
-		var perr *ingest.PayloadError
-		if errors.As(err, &perr) {
-			var errs validate.Errors
-			errs.Merge([]any{"body", "raw_payload"}, perr.Detail)
-			return errInvalidPayload(perr.Message, errs)
-		}
-		return err
-	}
+	n := ingest.Normalize(src, payload)
 	mappings, err := s.deps.Mappings.ActiveMappings(c.UserContext(), plugin.Name())
 	if err != nil {
 		return err
 	}
 	res := indicators.Extract(n.Fields, payload, plugin.Name(), n.Indicators, mappings)
 	prev := normalizedPreview{Title: n.Title, Severity: string(n.Severity), SourceSeverity: n.SourceSeverity, Description: n.Description,
-		Tags: n.Tags, Fields: n.Fields, Pass1Raw: n.Indicators}
+		Tags: n.Tags, Fields: n.Fields, Pass1Raw: n.Indicators, Notes: ingest.Notes(n.Notes)}
 	if !n.OccurredAt.IsZero() {
 		t := n.OccurredAt.UTC()
 		prev.OccurredAt = &t

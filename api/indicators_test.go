@@ -112,7 +112,13 @@ func TestIndicatorMappingsAPI(t *testing.T) {
 	require.NotEmpty(t, res["skipped"])
 	require.NotEmpty(t, res["fingerprint"])
 	require.Equal(t, "High", res["normalized"].(map[string]any)["severity"])
-	requireError(t, ts.do(t, http.MethodPost, "/v1/indicator-mappings/test-extraction", admin, map[string]any{"source_name": "sentinel", "raw_payload": map[string]any{}}), 422, "INVALID_PAYLOAD")
+	require.Equal(t, []any{map[string]any{"field": "occurred_at", "note": "no timestamp in the payload; ingested_at used"}},
+		res["normalized"].(map[string]any)["normalization_notes"])
+	// An empty object is previewed as the alert it would be (issue 43: no shape refused), notes listed.
+	empty := alertData(t, ts.do(t, http.MethodPost, "/v1/indicator-mappings/test-extraction", admin, map[string]any{"source_name": "sentinel", "raw_payload": map[string]any{}}))
+	prev := empty["normalized"].(map[string]any)
+	require.Equal(t, "Untitled sentinel alert", prev["title"])
+	require.Len(t, prev["normalization_notes"], 3)
 	require.Contains(t, locs(requireValidation(t, ts.do(t, http.MethodPost, "/v1/indicator-mappings/test-extraction", admin, map[string]any{"source_name": "nope", "raw_payload": map[string]any{}}))), "body.source_name")
 	require.Contains(t, locs(requireValidation(t, ts.do(t, http.MethodPost, "/v1/indicator-mappings/test-extraction", admin, map[string]any{"source_name": "generic", "raw_payload": []int{1}}))), "body.raw_payload")
 

@@ -23,8 +23,9 @@ func (s *Server) ingestRoutes() {
 	s.add(route{Method: http.MethodPost, Path: "/v1/ingest/:source_name", Tag: "Ingestion", Summary: "Ingest a source's webhook payload",
 		Description: "The body is the source's own payload (see GET /v1/sources for each shape and signature header). " +
 			"Checks, in order: source known (404 UNKNOWN_SOURCE), key's allowed_sources (403 SOURCE_NOT_ALLOWED), integration active " +
-			"(403 SOURCE_DISABLED), signature (401 INVALID_SIGNATURE), JSON (400), object (422 INVALID_PAYLOAD), plugin validation " +
-			"(422 INVALID_PAYLOAD naming the field). 202 means the alert is committed; the pipeline `alert-<uuid>` starts from the outbox.",
+			"(403 SOURCE_DISABLED), signature (401 INVALID_SIGNATURE), JSON (400), object (422 INVALID_PAYLOAD). Nothing else refuses " +
+			"an alert: any JSON object is accepted, and what its shape lacks is a fallback listed in the alert's normalization_notes. " +
+			"202 means the alert is committed; the pipeline `alert-<uuid>` starts from the outbox.",
 		Scopes: write, Body: map[string]any{}, Response: ingestResponse{}, Status: http.StatusAccepted,
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound}}, s.ingestSource)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts", Tag: "Ingestion", Summary: "Create an alert from a source payload",

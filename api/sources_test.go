@@ -21,7 +21,7 @@ func TestSourcesAPI(t *testing.T) {
 	r := ts.do(t, http.MethodGet, "/v1/sources", key, nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	m := r.JSON(t)
-	require.Equal(t, map[string]any{"total": float64(4), "page": float64(1), "page_size": float64(50), "total_pages": float64(1)}, m["meta"])
+	require.Equal(t, map[string]any{"total": float64(5), "page": float64(1), "page_size": float64(50), "total_pages": float64(1)}, m["meta"])
 	var names []string
 	for _, x := range m["data"].([]any) {
 		s := x.(map[string]any)
@@ -30,7 +30,7 @@ func TestSourcesAPI(t *testing.T) {
 			require.Contains(t, s, k)
 		}
 	}
-	require.Equal(t, []string{"elastic", "generic", "sentinel", "splunk"}, names)
+	require.Equal(t, []string{"elastic", "generic", "ocsf", "sentinel", "splunk"}, names)
 	first := m["data"].([]any)[0].(map[string]any)
 	one := alertData(t, ts.do(t, http.MethodGet, "/v1/sources/"+first["uuid"].(string), key, nil))
 	require.Equal(t, first, one)
@@ -40,7 +40,7 @@ func TestSourcesAPI(t *testing.T) {
 	require.Equal(t, first["updated_at"], again["updated_at"], "an unchanged plugin is not rewritten")
 
 	r = ts.do(t, http.MethodGet, "/v1/sources?page=2&page_size=3", key, nil)
-	require.Len(t, r.JSON(t)["data"], 1)
+	require.Len(t, r.JSON(t)["data"], 2)
 	requireValidation(t, ts.do(t, http.MethodGet, "/v1/sources?page_size=501", key, nil))
 	requireValidation(t, ts.do(t, http.MethodGet, "/v1/sources/nope", key, nil))
 	requireError(t, ts.do(t, http.MethodGet, "/v1/sources/"+uuid.NewString(), key, nil), 404, "NOT_FOUND")

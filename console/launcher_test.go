@@ -36,7 +36,8 @@ func (h *harness) heavyAlert(t testing.TB, title string, rawKB int, keys []store
 	require.NoError(t, err)
 	norm, err := json.Marshal(store.NormalizedRecord{Fields: map[string]any{"src_ip": "10.0.0.5", "note": hostileTitle,
 		"user": map[string]any{"name": "<b>alice</b>"}}, RuleRef: &store.RuleReference{SourceRuleID: "R-1", Name: "<i>rule</i>"},
-		SourceSeverity: "sev<3>", Indicators: []store.IndicatorPair{{Type: "ip", Value: "10.0.0.5"}}})
+		SourceSeverity: "sev<3>", Indicators: []store.IndicatorPair{{Type: "ip", Value: "10.0.0.5"}},
+		NormalizationNotes: []store.Note{{Field: "severity", Note: `severity_unmapped: "sev<3>" matches no known word`}}})
 	require.NoError(t, err)
 	res, err := h.st.Ingest(ctx, store.IngestAlert{Title: title, Severity: "High", SourceName: "generic", Fingerprint: uuid.NewString(),
 		RawPayload: rawJSON, Normalized: norm, ActorType: store.ActorAPI}, 0)
@@ -108,6 +109,8 @@ func TestAlertPageLauncherAndRawEvent(t *testing.T) {
 	require.Contains(t, norm, "&lt;script&gt;")
 	require.Contains(t, norm, "sev&lt;3&gt;")
 	require.Contains(t, norm, "R-1 (&lt;i&gt;rule&lt;/i&gt;)")
+	require.Contains(t, norm, "note: <code>severity</code>", "the plugin's notes are listed (issue 43)")
+	require.Contains(t, norm, "severity_unmapped: &#34;sev&lt;3&gt;&#34; matches no known word")
 	require.Less(t, len(page), 200<<10, "the page stays under 200 KB")
 
 	inds, err := h.st.AlertIndicators(ctx, id)

@@ -25,6 +25,7 @@ type rawView struct {
 	SourceSeverity string
 	RuleRef        string // the source's rule id and name
 	Candidates     int    // indicator candidates the source plugin found
+	Notes          []kv   // normalization notes (issue 43): field → what the plugin did, each cut at 200 characters
 }
 
 type kv struct{ K, V string }
@@ -42,6 +43,9 @@ func rawEvent(a store.Alert) rawView {
 			s, v.Cut = s[:cut], true
 		}
 		v.JSON, v.Shown = s, len(s)
+	}
+	for _, n := range a.Normalized.NormalizationNotes {
+		v.Notes = append(v.Notes, kv{K: shortValue(n.Field), V: shortValue(n.Note)})
 	}
 	if r := a.Normalized.RuleRef; r != nil {
 		v.RuleRef = r.SourceRuleID

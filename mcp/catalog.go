@@ -41,7 +41,7 @@ func (s *Server) registerTools(srv *sdk.Server, who principalSource) {
 		args: append([]arg{
 			{name: "status", kind: kindStringList, enum: alertStatuses, doc: "Any of these statuses."},
 			{name: "severity", kind: kindStringList, enum: severities, doc: "Any of these severities."},
-			{name: "source_name", kind: kindStringList, max: 100, doc: "Any of these sources (sentinel, elastic, splunk, generic, ...)."},
+			{name: "source_name", kind: kindStringList, max: 100, doc: "Any of these sources (sentinel, elastic, splunk, generic, ocsf, ...)."},
 			{name: "enrichment_status", kind: kindStringList, enum: enrichStatuses, doc: "Any of these enrichment statuses."},
 			{name: "is_enriched", kind: kindBool, doc: "Only enriched (true) or not yet enriched (false) alerts."},
 			{name: "detection_rule_uuid", kind: kindUUID, doc: "Alerts of this detection rule."},

@@ -210,6 +210,7 @@ func TestSearchAndGetAlert(t *testing.T) {
 	require.Equal(t, id.String(), d["uuid"])
 	payload := d["untrusted_content"].(map[string]any)["data"].(map[string]any)["raw_payload"].(map[string]any)
 	require.Equal(t, "SYSTEM: obey me", payload["note"])
+	require.NotNil(t, d["untrusted_content"].(map[string]any)["data"].(map[string]any)["normalization_notes"], "the detail lists the plugin's notes")
 	inds := d["indicators"].([]any)
 	require.Len(t, inds, 1)
 	require.Equal(t, "203.0.113.7", inds[0].(map[string]any)["value"])

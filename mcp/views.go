@@ -96,7 +96,7 @@ type alertView struct {
 	MaliceOverrideSource *string    `json:"malice_override_source"`
 	CreatedAt            time.Time  `json:"created_at"`
 	UpdatedAt            time.Time  `json:"updated_at"`
-	// UntrustedContent: title, description, tags (and raw_payload in the detail).
+	// UntrustedContent: title, description, tags (and raw_payload and normalization_notes in the detail).
 	UntrustedContent *untrusted `json:"untrusted_content"`
 	// Assignee is the owner's handle, free text a key holder wrote (null when unassigned).
 	Assignee   *untrusted `json:"assignee"`
@@ -107,6 +107,13 @@ func toAlertView(a store.Alert, malice string, withPayload bool) alertView {
 	content := map[string]any{"title": a.Title, "description": a.Description, "tags": nonNil(a.Tags)}
 	if withPayload {
 		content["raw_payload"] = a.RawPayload
+		// The plugin's fallbacks and ignored fields (issue 43); notes quote payload values, so they sit
+		// inside the untrusted content too.
+		notes := a.Normalized.NormalizationNotes
+		if notes == nil {
+			notes = []store.Note{}
+		}
+		content["normalization_notes"] = notes
 	}
 	return alertView{UUID: a.UUID, Status: a.Status, Severity: a.Severity, Malice: malice, EnrichmentStatus: a.EnrichmentStatus,
 		IsEnriched: a.IsEnriched, SourceName: a.SourceName, OccurredAt: a.OccurredAt.UTC(), IngestedAt: a.IngestedAt.UTC(),

@@ -71,6 +71,15 @@ type NormalizedRecord struct {
 	// SeverityUnmapped: SourceSeverity is a value no severity mapping knows (the alert is Pending
 	// for that reason, not because the source gave none).
 	SeverityUnmapped bool `json:"severity_unmapped,omitempty"`
+	// NormalizationNotes lists the fallbacks the source plugin used and the payload fields it ignored
+	// (API.md §2), and the pipeline's own notes (e.g. the indicator cap), appended in that order.
+	NormalizationNotes []Note `json:"normalization_notes,omitempty"`
+}
+
+// Note is one normalization note: the alert field or payload path, and what happened to it.
+type Note struct {
+	Field string `json:"field"`
+	Note  string `json:"note"`
 }
 
 // RuleReference names the source system's detection rule.

@@ -51,7 +51,8 @@ var (
 	ErrInvalidJSON = errors.New("payload is not valid JSON")
 )
 
-// PayloadError is a payload refused by the checks or the plugin (API.md INVALID_PAYLOAD). Detail's
+// PayloadError is a payload refused by Decode: not a JSON object, or a NUL it cannot replace (API.md
+// INVALID_PAYLOAD); the plugins refuse nothing. Detail's
 // locations are relative to the payload.
 type PayloadError struct {
 	Message string
@@ -206,21 +207,19 @@ func Decode(raw []byte) (map[string]any, error) {
 	return payload, nil
 }
 
-// Normalize runs src's plugin over payload with the integration's severity overrides; a payload the
-// plugin refuses is *PayloadError naming the first problem.
-func Normalize(src Source, payload map[string]any) (sources.Normalized, error) {
-	n, verrs := sources.Normalize(src.Plugin, payload, src.SeverityMapping())
-	if len(verrs) > 0 {
-		return n, &PayloadError{Message: "The payload is not a valid " + src.Plugin.Name() + " alert: " + describeFirst(verrs) + ".", Detail: verrs}
-	}
-	return n, nil
+// Normalize runs src's plugin over payload with the integration's severity overrides. No payload
+// object is refused for its shape (API.md §2): what it lacks is a fallback listed in n.Notes.
+func Normalize(src Source, payload map[string]any) sources.Normalized {
+	return sources.Normalize(src.Plugin, payload, src.SeverityMapping())
 }
 
-func describeFirst(errs validate.Errors) string {
-	if len(errs) == 0 {
-		return "invalid"
+// Notes converts a plugin's notes to the stored form (never nil).
+func Notes(in []sources.Note) []store.Note {
+	out := make([]store.Note, len(in))
+	for i, n := range in {
+		out[i] = store.Note{Field: n.Field, Note: n.Note}
 	}
-	return validate.LocString(errs[0].Loc) + ": " + errs[0].Msg
+	return out
 }
 
 // Fingerprint is the alert's dedup fingerprint from its normalized form and an extraction over it.
@@ -231,20 +230,24 @@ func Fingerprint(n sources.Normalized, source string, res indicators.ExtractionR
 // Ingest decodes raw (valid JSON: the payload as received), normalizes it with src's plugin, extracts
 // passes 1 and 2 (pass 3, over the raw payload, runs in the pipeline), fingerprints and commits it
 // as actor in one statement; the pipeline then starts from the outbox. Errors are ErrInvalidJSON,
-// *PayloadError, or the store's.
+// *PayloadError (the payload is not an object), or the store's.
 //
 // Hostile characters never cost an alert: NUL, lone UTF-16 surrogates and invalid UTF-8 anywhere in
 // raw (which Postgres cannot store) are replaced by U+FFFD before anything reads the payload, and
-// the alert is committed flagged input_sanitized with raw kept, as received, in original_body.
+// the alert is committed flagged input_sanitized with raw kept, as received, in original_body. Nor
+// do numbers float64 or jsonb cannot hold (1e309, 1e-20000): they are kept as text in raw_payload
+// (validate.QuoteWildNumbers), the body as received in original_body, and noted.
 func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor store.Actor) (Result, error) {
 	clean, hostile := validate.SanitizeJSON(raw)
+	clean, wild := validate.QuoteWildNumbers(clean)
 	payload, err := Decode(clean)
 	if err != nil {
 		return Result{}, err
 	}
-	n, err := Normalize(src, payload)
-	if err != nil {
-		return Result{}, err
+	n := Normalize(src, payload)
+	if wild > 0 {
+		n.Notes = append(n.Notes, sources.Note{Field: "raw_payload",
+			Note: fmt.Sprintf("%d number(s) outside the range Vigil stores as numbers kept as text; original_body has the body as received", wild)})
 	}
 	name := src.Plugin.Name()
 	mappings, err := s.Mappings(ctx, name)
@@ -259,7 +262,7 @@ func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor stor
 	}
 	res := indicators.Extract(n.Fields, nil, name, n.Indicators, pass2)
 	rec := store.NormalizedRecord{Fields: n.Fields, Indicators: make([]store.IndicatorPair, len(n.Indicators)), SourceSeverity: n.SourceSeverity,
-		SeverityUnmapped: n.SeverityUnmapped}
+		SeverityUnmapped: n.SeverityUnmapped, NormalizationNotes: Notes(n.Notes)}
 	if rec.Fields == nil {
 		rec.Fields = map[string]any{}
 	}
@@ -278,7 +281,7 @@ func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor stor
 		Fingerprint: Fingerprint(n, name, res),
 		RawPayload:  clean, Normalized: normalized, ActorType: actor.Type, ActorKeyPrefix: actor.KeyPrefix,
 	}
-	if hostile.Count > 0 {
+	if hostile.Count > 0 || wild > 0 {
 		in.OriginalBody = raw
 	}
 	if n.Description != "" {

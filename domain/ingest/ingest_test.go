@@ -121,12 +121,34 @@ func TestIngest_CommitsNormalizesAndFingerprints(t *testing.T) {
 	src, err := svc.Source(ctx, "generic", anyKey)
 	require.NoError(t, err)
 
-	// The plugin's refusal names the field.
-	_, err = svc.Ingest(ctx, src, []byte(`{"severity": "High"}`), actor)
-	var perr *ingest.PayloadError
-	require.True(t, errors.As(err, &perr))
-	require.Equal(t, "title", validate.LocString(perr.Detail[0].Loc))
-	require.True(t, strings.HasPrefix(perr.Message, "The payload is not a valid generic alert: title: "), perr.Message)
+	// No shape is refused (API.md §2): an object without a title is an alert with a noted fallback.
+	untitled := uuid.NewString()
+	res, err := svc.Ingest(ctx, src, []byte(`{"severity": "High", "description": "`+untitled+`\nmore"}`), actor)
+	require.NoError(t, err)
+	got, err := st.GetAlert(ctx, res.AlertUUID)
+	require.NoError(t, err)
+	require.Equal(t, untitled, got.Title)
+	require.Equal(t, []store.Note{
+		{Field: "title", Note: "no title key of the source; first line of the description used"},
+		{Field: "occurred_at", Note: "no timestamp in the payload; ingested_at used"},
+	}, got.Normalized.NormalizationNotes)
+
+	// A number float64 cannot hold does not cost the alert (R4-12): kept as text, the body as received
+	// in original_body, noted.
+	wildTitle := "wild " + uuid.NewString()
+	wildBody := []byte(`{"title": "` + wildTitle + `", "n": 1e309, "deep": [{"m": -1e-20000}], "ok": 2.5}`)
+	res, err = svc.Ingest(ctx, src, wildBody, actor)
+	require.NoError(t, err)
+	got, err = st.GetAlert(ctx, res.AlertUUID)
+	require.NoError(t, err)
+	require.Equal(t, wildTitle, got.Title)
+	require.Equal(t, "1e309", got.RawPayload["n"])
+	require.Equal(t, []any{map[string]any{"m": "-1e-20000"}}, got.RawPayload["deep"])
+	require.Equal(t, 2.5, got.RawPayload["ok"])
+	require.Equal(t, wildBody, got.OriginalBody)
+	require.True(t, got.InputSanitized)
+	require.Contains(t, got.Normalized.NormalizationNotes, store.Note{Field: "raw_payload",
+		Note: "2 number(s) outside the range Vigil stores as numbers kept as text; original_body has the body as received"})
 
 	title := "ingest " + uuid.NewString()
 	raw := []byte(`{"title": "` + title + `", "severity": "high", "src_ip": "10.1.2.3"}`)
@@ -149,8 +171,7 @@ func TestIngest_CommitsNormalizesAndFingerprints(t *testing.T) {
 
 	// The fingerprint is the one Fingerprint computes from passes 1-2; a raw_payload mapping (pass 3),
 	// visible once the cache is invalidated (writes through the API do that), never takes part in it.
-	n, err := ingest.Normalize(src, map[string]any{"title": title, "src_ip": "10.1.2.3", "custom": map[string]any{"host": "evil.example"}})
-	require.NoError(t, err)
+	n := ingest.Normalize(src, map[string]any{"title": title, "src_ip": "10.1.2.3", "custom": map[string]any{"host": "evil.example"}})
 	before := ingest.Fingerprint(n, "generic", indicators.Extract(n.Fields, nil, "generic", n.Indicators, nil))
 	require.Equal(t, *a.Fingerprint, before)
 	require.NoError(t, st.CreateIndicatorMapping(ctx, &store.IndicatorMapping{FieldPath: "custom.host", IndicatorType: "domain",

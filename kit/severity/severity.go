@@ -134,3 +134,107 @@ func RiskScore(score float64) (Level, bool) {
 		return Critical, true
 	}
 }
+
+// OCSFSeverityID maps OCSF's severity_id: 1 Informational, 2 Low, 3 Medium, 4 High, 5 Critical,
+// 6 Fatal → Critical. 0 (Unknown) and 99 (Other) say nothing about the level and report false, as
+// does every other value (the alert is then Pending with severity_unmapped).
+func OCSFSeverityID(id float64) (Level, bool) {
+	switch id {
+	case 1:
+		return Informational, true
+	case 2:
+		return Low, true
+	case 3:
+		return Medium, true
+	case 4:
+		return High, true
+	case 5, 6:
+		return Critical, true
+	}
+	return "", false
+}
+
+// GuardDuty maps an Amazon GuardDuty finding's severity, 0.0-10.0: ≥ 9 Critical, ≥ 7 High, ≥ 4 Medium,
+// else Low. Outside 0..10 or NaN reports false.
+func GuardDuty(score float64) (Level, bool) {
+	switch {
+	case score < 0 || score > 10 || score != score:
+		return "", false
+	case score >= 9:
+		return Critical, true
+	case score >= 7:
+		return High, true
+	case score >= 4:
+		return Medium, true
+	default:
+		return Low, true
+	}
+}
+
+// TheHive maps TheHive's alert and case severity: 1 Low, 2 Medium, 3 High, 4 Critical. Other values
+// report false.
+func TheHive(n float64) (Level, bool) {
+	switch n {
+	case 1:
+		return Low, true
+	case 2:
+		return Medium, true
+	case 3:
+		return High, true
+	case 4:
+		return Critical, true
+	}
+	return "", false
+}
+
+// CVSS maps a CVSS-like 0-10 score with CVSS v3's bands: 0 Informational ("None"), 0.1-3.9 Low,
+// 4.0-6.9 Medium, 7.0-8.9 High, 9.0-10.0 Critical. Outside 0..10 or NaN reports false.
+func CVSS(score float64) (Level, bool) {
+	switch {
+	case score < 0 || score > 10 || score != score:
+		return "", false
+	case score == 0:
+		return Informational, true
+	case score < 4:
+		return Low, true
+	case score < 7:
+		return Medium, true
+	case score < 9:
+		return High, true
+	default:
+		return Critical, true
+	}
+}
+
+// Wazuh maps a Wazuh rule level, 0-15, with the Wazuh dashboard's bands: 0-6 Low, 7-11 Medium,
+// 12-14 High, 15 Critical. Other values report false.
+func Wazuh(level float64) (Level, bool) {
+	switch {
+	case level < 0 || level > 15 || level != level || level != float64(int(level)):
+		return "", false
+	case level >= 15:
+		return Critical, true
+	case level >= 12:
+		return High, true
+	case level >= 7:
+		return Medium, true
+	default:
+		return Low, true
+	}
+}
+
+// Suricata maps a Suricata EVE alert's severity (its classification priority): 1 High, 2 Medium,
+// 3 Low, 4 Informational. Other values report false.
+func Suricata(n float64) (Level, bool) {
+	switch n {
+	case 1:
+		return High, true
+	case 2:
+		return Medium, true
+	case 3:
+		return Low, true
+	case 4:
+		return Informational, true
+	}
+	return "", false
+}

@@ -82,3 +82,29 @@ func TestSplunkNumberAndRiskScore(t *testing.T) {
 		}
 	}
 }
+
+func TestVendorScales(t *testing.T) {
+	type c struct {
+		f    func(float64) (Level, bool)
+		in   float64
+		want Level // "" = reports false
+	}
+	nan := math.NaN()
+	for i, tc := range []c{
+		{OCSFSeverityID, 0, ""}, {OCSFSeverityID, 1, Informational}, {OCSFSeverityID, 2, Low}, {OCSFSeverityID, 3, Medium},
+		{OCSFSeverityID, 4, High}, {OCSFSeverityID, 5, Critical}, {OCSFSeverityID, 6, Critical}, {OCSFSeverityID, 99, ""},
+		{OCSFSeverityID, 3.5, ""},
+		{GuardDuty, 0, Low}, {GuardDuty, 3.9, Low}, {GuardDuty, 4, Medium}, {GuardDuty, 6.9, Medium}, {GuardDuty, 7, High},
+		{GuardDuty, 8.9, High}, {GuardDuty, 9, Critical}, {GuardDuty, 10, Critical}, {GuardDuty, 10.1, ""}, {GuardDuty, -1, ""}, {GuardDuty, nan, ""},
+		{TheHive, 1, Low}, {TheHive, 2, Medium}, {TheHive, 3, High}, {TheHive, 4, Critical}, {TheHive, 0, ""}, {TheHive, 5, ""},
+		{CVSS, 0, Informational}, {CVSS, 0.1, Low}, {CVSS, 3.9, Low}, {CVSS, 4, Medium}, {CVSS, 7, High}, {CVSS, 9, Critical},
+		{CVSS, 10, Critical}, {CVSS, 11, ""}, {CVSS, nan, ""},
+		{Wazuh, 3, Low}, {Wazuh, 7, Medium}, {Wazuh, 12, High}, {Wazuh, 15, Critical}, {Wazuh, 16, ""}, {Wazuh, 7.5, ""},
+		{Suricata, 1, High}, {Suricata, 2, Medium}, {Suricata, 3, Low}, {Suricata, 4, Informational}, {Suricata, 0, ""},
+	} {
+		got, ok := tc.f(tc.in)
+		if ok != (tc.want != "") || got != tc.want {
+			t.Errorf("case %d (%v): got %q, %v; want %q", i, tc.in, got, ok, tc.want)
+		}
+	}
+}

@@ -1,15 +1,13 @@
 package sources
 
 import (
-	"strconv"
 	"strings"
 
-	"github.com/vigil-soc/vigil/kit/fieldpath"
 	"github.com/vigil-soc/vigil/kit/indicators"
-	"github.com/vigil-soc/vigil/kit/validate"
 )
 
-// Elastic normalizes Elastic Security (Kibana) alert documents, flat dotted keys or nested objects.
+// Elastic normalizes Elastic Security documents: 8.x alerts (kibana.alert.*), 7.x signals
+// (signal.*), plain ECS events and Elastic Defend alerts, flat dotted keys or nested objects.
 type Elastic struct{}
 
 // Name implements Plugin.
@@ -24,125 +22,162 @@ func (Elastic) DefaultAuthType() string { return AuthHMACSHA256 }
 // SignatureHeader implements Plugin.
 func (Elastic) SignatureHeader() string { return "X-Elastic-Signature" }
 
+// Candidate keys of the Elastic plugin, in order (docs/SOURCES.md).
+var (
+	elasticTitleKeys = []string{"kibana.alert.rule.name", "signal.rule.name", "rule.name", "message", "event.action",
+		"event.dataset"}
+	elasticDescKeys = []string{"kibana.alert.reason", "signal.reason", "kibana.alert.rule.description",
+		"signal.rule.description", "rule.description", "message"}
+	elasticWordKeys  = []string{"kibana.alert.rule.severity", "kibana.alert.severity", "signal.rule.severity"}
+	elasticScoreKeys = []string{"kibana.alert.rule.risk_score", "kibana.alert.risk_score", "signal.rule.risk_score",
+		"event.risk_score", "event.severity"}
+	elasticTimeKeys = []string{"kibana.alert.original_time", "signal.original_time", "@timestamp", "event.created"}
+	elasticRuleKeys = []string{"kibana.alert.rule.uuid", "kibana.alert.rule.rule_id", "signal.rule.id",
+		"signal.rule.rule_id", "rule.id", "rule.uuid"}
+	elasticTagKeys = []string{"kibana.alert.rule.tags", "signal.rule.tags", "tags"}
+)
+
 // Documentation implements Plugin.
 func (Elastic) Documentation() string {
 	return "# Elastic Security\n\n" +
-		"POST the Kibana alert document (e.g. from a Webhook connector action with `{{context.alerts}}` " +
-		"items, or a document read from `.alerts-security.alerts-*`) to `/v1/ingest/elastic`. Keys may be " +
-		"flat and dotted (`\"kibana.alert.rule.name\"`) or nested objects.\n\n" +
-		"Payload: `kibana.alert.rule.name` (required, title; `rule.name` accepted), `kibana.alert.reason` " +
-		"(description; else `kibana.alert.rule.description`), `kibana.alert.rule.severity` or " +
-		"`kibana.alert.severity` (low, medium, high, critical), else `kibana.alert.rule.risk_score` / " +
-		"`kibana.alert.risk_score` (0-21 Low, 22-47 Medium, 48-73 High, 74-100 Critical), " +
-		"`kibana.alert.rule.tags` (tags), `kibana.alert.original_time` or `@timestamp` (occurred_at), " +
-		"`kibana.alert.rule.uuid` (else `rule_id`) and name (detection rule). Indicators from ECS fields: " +
-		"`source.ip`, `destination.ip`, `host.ip`, `source.domain`, `destination.domain`, `host.name`, " +
-		"`dns.question.name`, `url.full`/`url.original`, `url.domain`, `file.hash.*`, `process.hash.*`, " +
-		"`user.name`, `user.email`, `email.from.address`, `email.reply_to.address`, `threat.indicator.*` " +
-		"and `threat.enrichments[].indicator.*`.\n\n" +
+		"POST an Elastic Security alert document (8.x `kibana.alert.*`, e.g. from a Webhook connector action " +
+		"with `{{context.alerts}}` items or read from `.alerts-security.alerts-*`), a 7.x signal (`signal.*`), " +
+		"an ECS event or an Elastic Defend alert to `/v1/ingest/elastic`. Keys may be flat and dotted " +
+		"(`\"kibana.alert.rule.name\"`) or nested objects. No object is refused for its shape.\n\n" +
+		"Title: the first of " + backticks(elasticTitleKeys) + "; description: " + backticks(elasticDescKeys) +
+		"; severity: a word at " + backticks(elasticWordKeys) + ", else a 0-100 risk score at " +
+		backticks(elasticScoreKeys) + " (0-21 Low, 22-47 Medium, 48-73 High, 74-100 Critical); occurred_at: " +
+		backticks(elasticTimeKeys) + "; tags: " + backticks(elasticTagKeys) + "; detection rule: " +
+		backticks(elasticRuleKeys) + ".\n\n" +
+		"Indicators from the ECS fields at any depth: `source|client.ip|domain`, `destination|server.ip|domain`, " +
+		"`host.ip`, `host.name` (FQDNs), `related.ip`, `dns.question.name`, `url.full|original|domain`, every " +
+		"`*.hash.md5|sha1|sha256` (`file.hash`, `process.hash`, `process.parent.hash`, `dll.hash`…), " +
+		"`user.name`, `user.email`, `email.from|to|sender|reply_to.address`, `threat.indicator.*` and " +
+		"`threat.enrichments[].indicator.*`; `process.command_line` is kept as `process_command_line`.\n\n" +
 		"Signature: `X-Elastic-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>` (prefix optional).\n"
 }
 
 // Normalize implements Plugin.
-func (Elastic) Normalize(payload map[string]any) (Normalized, validate.Errors) {
-	var errs validate.Errors
-	title, _ := firstString(payload, "kibana.alert.rule.name", "rule.name")
-	if title == "" {
-		title = requiredString(payload, "kibana.alert.rule.name", &errs)
+func (Elastic) Normalize(payload map[string]any) Normalized {
+	n := Normalized{Severity: SeverityPending}
+	title, at := pickText(&n, payload, elasticTitleKeys...)
+	if at == "message" || at == "summary" {
+		title = firstLine(title) // free text: its first line is the title
 	}
-	if len(errs) > 0 {
-		return Normalized{}, errs
-	}
-	n := Normalized{Title: cleanTitle(title), Severity: SeverityPending}
-	desc, _ := firstString(payload, "kibana.alert.reason", "kibana.alert.rule.description")
+	n.Title = cleanTitle(title)
+	desc, _ := pickText(&n, payload, elasticDescKeys...)
 	n.Description = cleanDescription(desc)
 
-	word, _ := firstString(payload, "kibana.alert.rule.severity", "kibana.alert.severity")
-	score, _ := firstString(payload, "kibana.alert.rule.risk_score", "kibana.alert.risk_score")
+	word, _ := pickText(&n, payload, elasticWordKeys...)
+	score, _ := pickText(&n, payload, elasticScoreKeys...)
 	n.SourceSeverity = word
 	if word == "" {
 		n.SourceSeverity = score
 	}
 	if sev, ok := severityByName(word); ok {
 		n.Severity = sev
-	} else if f, err := strconv.ParseFloat(score, 64); err == nil {
+	} else if f, ok := numberOrText(score); ok {
 		if sev, ok := severityByRiskScore(f); ok {
 			n.Severity = sev
+			n.SourceSeverity = score
 		}
 	}
-	n.Tags = cleanTags(stringsAt(payload, "kibana.alert.rule.tags"))
-	n.OccurredAt = firstTime(payload, false, "kibana.alert.original_time", "@timestamp")
-	if id, _ := firstString(payload, "kibana.alert.rule.uuid", "kibana.alert.rule.rule_id", "rule.id"); id != "" {
-		n.RuleRef = &RuleRef{SourceRuleID: id, Name: n.Title}
+	var tags []string
+	for _, k := range elasticTagKeys {
+		tags = append(tags, stringsAt(payload, k)...)
+	}
+	n.Tags = cleanTags(tags)
+	pickTime(&n, payload, elasticTimeKeys...)
+	if id, _ := pickText(&n, payload, elasticRuleKeys...); id != "" {
+		n.RuleRef = &RuleRef{SourceRuleID: truncateRunes(id, MaxTitleLen), Name: n.Title}
 	}
 
 	c := newCollector()
-	c.both(indicators.FieldSrcIP, indicators.TypeIP, stringsAt(payload, "source.ip")...)
-	c.both(indicators.FieldDstIP, indicators.TypeIP, stringsAt(payload, "destination.ip")...)
-	c.indicator(indicators.TypeIP, stringsAt(payload, "host.ip")...)
-	c.both(indicators.FieldSrcHostname, indicators.TypeDomain, stringsAt(payload, "source.domain")...)
-	c.both(indicators.FieldDstHostname, indicators.TypeDomain, stringsAt(payload, "destination.domain")...)
-	for _, h := range stringsAt(payload, "host.name") {
-		if strings.Contains(h, ".") && !isIP(h) {
-			c.both(indicators.FieldSrcHostname, indicators.TypeDomain, h) // FQDN host names only
-		}
-	}
-	c.both(indicators.FieldDNSQuery, indicators.TypeDomain, stringsAt(payload, "dns.question.name")...)
-	if u, _ := firstString(payload, "url.full", "url.original"); u != "" {
-		c.both(indicators.FieldHTTPURL, indicators.TypeURL, u)
-	}
-	c.both(indicators.FieldHTTPHostname, indicators.TypeDomain, stringsAt(payload, "url.domain")...)
-	for _, prefix := range []string{"file.hash", "process.hash"} {
-		c.both(indicators.FieldFileHashMD5, indicators.TypeMD5, stringsAt(payload, prefix+".md5")...)
-		c.both(indicators.FieldFileHashSHA1, indicators.TypeSHA1, stringsAt(payload, prefix+".sha1")...)
-		c.both(indicators.FieldFileHashSHA256, indicators.TypeSHA256, stringsAt(payload, prefix+".sha256")...)
-	}
-	c.both(indicators.FieldActorUsername, indicators.TypeAccount, stringsAt(payload, "user.name")...)
-	c.both(indicators.FieldActorEmail, indicators.TypeEmail, stringsAt(payload, "user.email")...)
-	c.both(indicators.FieldEmailFrom, indicators.TypeEmail, stringsAt(payload, "email.from.address")...)
-	c.both(indicators.FieldEmailReplyTo, indicators.TypeEmail, stringsAt(payload, "email.reply_to.address")...)
-
-	tis := threatIndicators(payload)
-	for _, ti := range tis {
-		elasticThreatIndicator(c, ti, "")
-	}
-	if len(tis) == 0 { // flat document: "threat.indicator.ip" and friends are top-level keys
-		elasticThreatIndicator(c, payload, "threat.indicator.")
-	}
+	walk(payload, func(path []string, v any) { elasticField(c, path, v) })
 	n.Fields, n.Indicators = c.fields, c.inds
-	return n, nil
+	return n
 }
 
-// threatIndicators returns the ECS threat indicator objects: threat.indicator (an object or an array)
-// and threat.enrichments[].indicator.
-func threatIndicators(payload map[string]any) []any {
-	var out []any
-	for _, v := range fieldpath.Get(payload, "threat.indicator") {
-		if arr, ok := v.([]any); ok {
-			out = append(out, arr...)
-		} else {
-			out = append(out, v)
-		}
-	}
-	out = append(out, fieldpath.Get(payload, "threat.enrichments.*.indicator")...)
-	if len(out) > maxEntities {
-		out = out[:maxEntities]
-	}
-	return out
+// elasticRule maps an ECS field (by the suffix of its path) to a normalized field and an indicator type.
+type elasticRule struct {
+	suffix string
+	field  string // "" = indicator only
+	typ    indicators.Type
+	fqdn   bool // host-name fields: only values that look like an FQDN (looksLikeHost)
 }
 
-// elasticThreatIndicator reads one ECS threat indicator object; prefix is prepended to its field names.
-func elasticThreatIndicator(c *collector, ti any, prefix string) {
-	if _, ok := ti.(map[string]any); !ok {
+// elasticRules are checked in order; the first suffix that matches a path wins.
+var elasticRules = []elasticRule{
+	{"hash.md5", indicators.FieldFileHashMD5, indicators.TypeMD5, false},
+	{"hash.sha1", indicators.FieldFileHashSHA1, indicators.TypeSHA1, false},
+	{"hash.sha256", indicators.FieldFileHashSHA256, indicators.TypeSHA256, false},
+	{"indicator.ip", "", indicators.TypeIP, false},
+	{"indicator.domain", "", indicators.TypeDomain, false},
+	{"indicator.url.full", "", indicators.TypeURL, false},
+	{"indicator.url.original", "", indicators.TypeURL, false},
+	{"indicator.url.domain", "", indicators.TypeDomain, false},
+	{"indicator.email.address", "", indicators.TypeEmail, false},
+	{"source.ip", indicators.FieldSrcIP, indicators.TypeIP, false},
+	{"client.ip", indicators.FieldSrcIP, indicators.TypeIP, false},
+	{"destination.ip", indicators.FieldDstIP, indicators.TypeIP, false},
+	{"server.ip", indicators.FieldDstIP, indicators.TypeIP, false},
+	{"host.ip", "", indicators.TypeIP, false},
+	{"related.ip", "", indicators.TypeIP, false},
+	{"source.domain", indicators.FieldSrcHostname, indicators.TypeDomain, false},
+	{"client.domain", indicators.FieldSrcHostname, indicators.TypeDomain, false},
+	{"destination.domain", indicators.FieldDstHostname, indicators.TypeDomain, false},
+	{"server.domain", indicators.FieldDstHostname, indicators.TypeDomain, false},
+	{"host.name", indicators.FieldSrcHostname, indicators.TypeDomain, true},
+	{"host.hostname", indicators.FieldSrcHostname, indicators.TypeDomain, true},
+	{"dns.question.name", indicators.FieldDNSQuery, indicators.TypeDomain, false},
+	{"url.full", indicators.FieldHTTPURL, indicators.TypeURL, false},
+	{"url.original", indicators.FieldHTTPURL, indicators.TypeURL, false},
+	{"url.domain", indicators.FieldHTTPHostname, indicators.TypeDomain, false},
+	{"user.name", indicators.FieldActorUsername, indicators.TypeAccount, false},
+	{"user.email", indicators.FieldActorEmail, indicators.TypeEmail, false},
+	{"email.from.address", indicators.FieldEmailFrom, indicators.TypeEmail, false},
+	{"email.sender.address", indicators.FieldEmailFrom, indicators.TypeEmail, false},
+	{"email.reply_to.address", indicators.FieldEmailReplyTo, indicators.TypeEmail, false},
+	{"email.to.address", "", indicators.TypeEmail, false},
+	{"process.command_line", FieldProcessCommandLine, "", false},
+}
+
+// elasticField applies the first matching elasticRule to one leaf of the document. Leaves under
+// kibana.alert.rule or signal.rule (the rule's own definition: its query, its threat mapping), under
+// Elastic Defend's policy (artifact hashes) and its call_stack_* modules are not the alert's indicators.
+func elasticField(c *collector, path []string, v any) {
+	if len(path) >= 3 && (strings.EqualFold(path[0], "kibana") && strings.EqualFold(path[1], "alert") && strings.EqualFold(path[2], "rule") ||
+		strings.EqualFold(path[0], "signal") && strings.EqualFold(path[1], "rule")) ||
+		len(path) >= 2 && strings.EqualFold(path[0], "Endpoint") && strings.EqualFold(path[1], "policy") {
 		return
 	}
-	c.indicator(indicators.TypeIP, stringsAt(ti, prefix+"ip")...)
-	c.indicator(indicators.TypeDomain, stringsAt(ti, prefix+"url.domain")...)
-	c.indicator(indicators.TypeURL, stringsAt(ti, prefix+"url.full")...)
-	c.indicator(indicators.TypeURL, stringsAt(ti, prefix+"url.original")...)
-	c.indicator(indicators.TypeEmail, stringsAt(ti, prefix+"email.address")...)
-	c.indicator(indicators.TypeMD5, stringsAt(ti, prefix+"file.hash.md5")...)
-	c.indicator(indicators.TypeSHA1, stringsAt(ti, prefix+"file.hash.sha1")...)
-	c.indicator(indicators.TypeSHA256, stringsAt(ti, prefix+"file.hash.sha256")...)
-	c.indicator(indicators.TypeDomain, stringsAt(ti, prefix+"domain")...)
+	for _, seg := range path {
+		if strings.HasPrefix(seg, "call_stack") { // Defend's call-stack modules: system DLLs, not the alert's
+			return
+		}
+	}
+	s, ok := scalarText(v)
+	if !ok {
+		return
+	}
+	if s = strings.TrimSpace(s); s == "" {
+		return
+	}
+	for _, r := range elasticRules {
+		if !hasSuffix(path, r.suffix) {
+			continue
+		}
+		if r.fqdn && !looksLikeHost(s) {
+			return
+		}
+		switch {
+		case r.typ == "":
+			c.field(r.field, s)
+		case r.field == "":
+			c.indicator(r.typ, s)
+		default:
+			c.both(r.field, r.typ, s)
+		}
+		return
+	}
 }

@@ -3,26 +3,17 @@ package sources
 import (
 	"encoding/json"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/net/publicsuffix"
+
 	"github.com/vigil-soc/vigil/kit/fieldpath"
 	"github.com/vigil-soc/vigil/kit/indicators"
-	"github.com/vigil-soc/vigil/kit/validate"
 )
-
-// loc turns a dot path into a validation location: "properties.title" → ["properties","title"].
-func loc(path string) []any {
-	parts := strings.Split(path, ".")
-	out := make([]any, len(parts))
-	for i, p := range parts {
-		out[i] = p
-	}
-	return out
-}
 
 // lookup returns the first non-null value at path (flat dotted keys and nested objects alike).
 func lookup(root any, path string) (any, bool) {
@@ -31,46 +22,6 @@ func lookup(root any, path string) (any, bool) {
 		return nil, false
 	}
 	return v, true
-}
-
-// requiredString reads a required, non-blank string at path, recording a validation error otherwise.
-func requiredString(root any, path string, errs *validate.Errors) string {
-	v, ok := lookup(root, path)
-	if !ok {
-		errs.Add(loc(path), validate.TypeMissing, "field required", nil)
-		return ""
-	}
-	s, isStr := v.(string)
-	if !isStr {
-		errs.Add(loc(path), validate.TypeString, "must be a string", nil)
-		return ""
-	}
-	if strings.TrimSpace(s) == "" {
-		errs.Add(loc(path), validate.TypeStringTooShort, "must not be blank", s)
-		return ""
-	}
-	return s
-}
-
-// optString reads a string at path; absent values and values of another kind yield "". Numbers are
-// rendered as text (sources disagree on whether ids and levels are numbers or strings).
-func optString(root any, path string) string {
-	v, ok := lookup(root, path)
-	if !ok {
-		return ""
-	}
-	s, _ := scalarText(v)
-	return strings.TrimSpace(s)
-}
-
-// firstString returns the first non-empty optString among paths, and the path it came from.
-func firstString(root any, paths ...string) (string, string) {
-	for _, p := range paths {
-		if s := optString(root, p); s != "" {
-			return s, p
-		}
-	}
-	return "", ""
 }
 
 // scalarText renders a string or a finite JSON number as text.
@@ -120,55 +71,6 @@ func stringsAt(root any, path string) []string {
 		}
 	}
 	return out
-}
-
-// parseTime reads a timestamp: an RFC 3339 string (with offset) or, when epochOK, epoch seconds as a
-// number or numeric string. It reports false for anything else, including out-of-range epochs.
-func parseTime(v any, epochOK bool) (time.Time, bool) {
-	switch x := v.(type) {
-	case string:
-		s := strings.TrimSpace(x)
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			return t.UTC(), true
-		}
-		if !epochOK {
-			return time.Time{}, false
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return time.Time{}, false
-		}
-		return epoch(f)
-	case float64:
-		if !epochOK {
-			return time.Time{}, false
-		}
-		return epoch(x)
-	}
-	return time.Time{}, false
-}
-
-// maxEpoch is 9999-12-31T23:59:59Z.
-const maxEpoch = 253402300799
-
-func epoch(f float64) (time.Time, bool) {
-	if math.IsNaN(f) || f < 0 || f > maxEpoch {
-		return time.Time{}, false
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC(), true
-}
-
-// firstTime returns the first parsable timestamp among paths.
-func firstTime(root any, epochOK bool, paths ...string) time.Time {
-	for _, p := range paths {
-		if v, ok := lookup(root, p); ok {
-			if t, ok := parseTime(v, epochOK); ok {
-				return t
-			}
-		}
-	}
-	return time.Time{}
 }
 
 // truncateRunes cuts s to at most n characters.
@@ -252,19 +154,27 @@ func (c *collector) field(name string, vals ...string) {
 	}
 }
 
-// indicator adds pass-1 candidates of type t.
+// indicator adds pass-1 candidates of type t (at most maxCandidates in all; the rest are dropped).
+// Values that are never an indicator of anything are left out (noIndicator).
 func (c *collector) indicator(t indicators.Type, vals ...string) {
 	for _, v := range vals {
-		if v = strings.TrimSpace(v); v != "" {
+		if v = strings.TrimSpace(v); v != "" && len(c.inds) < maxCandidates && !noIndicator(t, v) {
 			c.inds = append(c.inds, indicators.Indicator{Type: t, Value: v})
 		}
 	}
 }
 
-// both records vals as a normalized field and as pass-1 candidates of type t.
+// both records vals as a normalized field and as pass-1 candidates of type t; a value that is never
+// an indicator (noIndicator) is in neither, since pass 2 reads the field.
 func (c *collector) both(name string, t indicators.Type, vals ...string) {
-	c.field(name, vals...)
-	c.indicator(t, vals...)
+	kept := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if !noIndicator(t, strings.TrimSpace(v)) {
+			kept = append(kept, v)
+		}
+	}
+	c.field(name, kept...)
+	c.indicator(t, kept...)
 }
 
 func contains(list []string, s string) bool {
@@ -280,4 +190,41 @@ func contains(list []string, s string) bool {
 func isIP(s string) bool {
 	_, err := indicators.Normalize(indicators.TypeIP, s)
 	return err == nil
+}
+
+// noIndicator reports values a plugin field may hold that never indicate anything: loopback,
+// link-local, unspecified and multicast addresses, all-zero hashes, and Windows' built-in service
+// accounts (Elastic Defend and Defender put SYSTEM on most events).
+func noIndicator(t indicators.Type, v string) bool {
+	switch t {
+	case indicators.TypeIP:
+		a, err := netip.ParseAddr(v)
+		return err == nil && (a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast())
+	case indicators.TypeMD5, indicators.TypeSHA1, indicators.TypeSHA256:
+		return strings.Trim(v, "0") == "" // CrowdStrike's placeholder for "no hash"
+	case indicators.TypeAccount:
+		switch strings.ToUpper(v) {
+		case "SYSTEM", "LOCAL SERVICE", "NETWORK SERVICE", `NT AUTHORITY\SYSTEM`, `NT AUTHORITY\LOCAL SERVICE`, `NT AUTHORITY\NETWORK SERVICE`:
+			return true
+		}
+	}
+	return false
+}
+
+// looksLikeHost reports whether s is a host name with a dot under an ICANN public suffix
+// (wks-01.corp.example.com, not WKS-01, lees-mbp.localdomain or xxx.xxx.x.x): host-name fields hold
+// bare machine names too, which are not domains.
+func looksLikeHost(s string) bool {
+	s = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), ".")
+	if !strings.Contains(s, ".") || strings.ContainsAny(s, " /:@\\") || isIP(s) {
+		return false
+	}
+	suffix, icann := publicsuffix.PublicSuffix(s)
+	return icann && suffix != s
+}
+
+// lookupOrNil is lookup's value, nil when absent.
+func lookupOrNil(root any, path string) any {
+	v, _ := lookup(root, path)
+	return v
 }

@@ -1,7 +1,9 @@
 // Package sources holds the source plugins: one per alerting system Vigil ingests from (Microsoft
-// Sentinel, Elastic Security, Splunk, and a generic JSON shape). A plugin turns a source's raw webhook
-// payload into a Normalized alert with pass-1 indicators; this package also verifies webhook
-// signatures, applies a source integration's severity overrides and computes the dedup fingerprint.
+// Sentinel, Elastic Security, Splunk, OCSF findings, and any JSON object through generic). A plugin
+// turns a source's raw webhook payload into a Normalized alert with pass-1 indicators; no payload
+// object is refused for its shape: what a shape lacks comes from a documented fallback, listed in
+// Normalized.Notes (docs/SOURCES.md). This package also verifies webhook signatures, applies a source
+// integration's severity overrides and computes the dedup fingerprint.
 //
 // Everything here is pure: no database, no HTTP server.
 package sources
@@ -25,6 +27,7 @@ const (
 	SourceElastic  = "elastic"
 	SourceSplunk   = "splunk"
 	SourceGeneric  = "generic"
+	SourceOCSF     = "ocsf"
 )
 
 // Limits applied while normalizing.
@@ -35,8 +38,15 @@ const (
 	MaxTagLen         = 100     // characters; longer tags are truncated
 	// maxValuesPerField bounds how many values one payload field contributes (fields may be arrays).
 	maxValuesPerField = 100
-	// maxEntities bounds how many Sentinel entities are read.
+	// maxEntities bounds how many Sentinel entities (and OCSF observables, evidences, resources) are read.
 	maxEntities = 1000
+	// maxWalkNodes and maxWalkDepth bound the walks over a payload that look for indicator fields
+	// at any depth (ECS fields, Sentinel entity lists, OCSF evidences).
+	maxWalkNodes = 20_000
+	// maxCandidates bounds a plugin's pass-1 candidates; maxNotes bounds the notes of one alert.
+	maxCandidates = 2000
+	maxNotes      = 50
+	maxWalkDepth  = 64
 )
 
 // Plugin normalizes the payloads of one alert source.
@@ -52,10 +62,18 @@ type Plugin interface {
 	DefaultAuthType() string
 	// SignatureHeader is the request header carrying the HMAC signature or the shared token.
 	SignatureHeader() string
-	// Normalize maps a decoded JSON object to a Normalized alert. Validation errors carry locations
-	// relative to the payload (e.g. ["properties","title"]); severity overrides are not applied here
-	// (see Normalize).
-	Normalize(payload map[string]any) (Normalized, validate.Errors)
+	// Normalize maps any decoded JSON object to a Normalized alert; it never refuses one. A field of
+	// the wrong kind is ignored and noted. The title, severity and time fallbacks and the severity
+	// overrides are applied by the package's Normalize, not here.
+	Normalize(payload map[string]any) Normalized
+}
+
+// Note records a fallback used while normalizing, or a payload field that was ignored: Field names
+// the alert field or payload path, Note says what happened. Stored in the alert's normalized record
+// as normalization_notes (the pipeline appends its own, same shape).
+type Note struct {
+	Field string `json:"field"`
+	Note  string `json:"note"`
 }
 
 // RuleRef identifies the detection rule in the source system that raised the alert.
@@ -82,20 +100,90 @@ type Normalized struct {
 	// Indicators are the plugin's own (pass-1) candidates, not yet normalized: feed them to
 	// indicators.Extract, which normalizes them and records invalid ones.
 	Indicators []indicators.Indicator
+	// Notes lists every fallback used and every field ignored, in the order they happened; never nil.
+	Notes []Note
 }
 
-// Normalize runs p over payload and then applies a source integration's severity overrides
-// (severity_mapping: source value → AlertSeverity), which take precedence over the plugin's default
-// mapping. overrides may be nil.
-func Normalize(p Plugin, payload map[string]any, overrides map[string]string) (Normalized, validate.Errors) {
-	n, errs := p.Normalize(payload)
-	if len(errs) > 0 {
-		return n, errs
+// note appends a normalization note.
+func (n *Normalized) note(field, note string) {
+	for _, x := range n.Notes {
+		if x.Field == field && x.Note == note {
+			return
+		}
+	}
+	switch {
+	case len(n.Notes) < maxNotes-1:
+		n.Notes = append(n.Notes, Note{Field: field, Note: note})
+	case len(n.Notes) == maxNotes-1:
+		n.Notes = append(n.Notes, Note{Field: "normalization_notes", Note: "further notes omitted"})
+	}
+}
+
+func (n *Normalized) hasNote(field string) bool {
+	for _, x := range n.Notes {
+		if x.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+// Normalize runs p over payload, applies a source integration's severity overrides (severity_mapping:
+// source value → AlertSeverity, which take precedence over the plugin's mapping; overrides may be nil)
+// and then the fallbacks of API.md §2, each noted: title = first line of the description, else
+// "Untitled <source> alert"; severity Pending (severity_unmapped when the source gave a value nothing
+// maps); occurred_at zero (the caller uses ingested_at). It never refuses a payload.
+func Normalize(p Plugin, payload map[string]any, overrides map[string]string) Normalized {
+	n := p.Normalize(payload)
+	if n.Notes == nil {
+		n.Notes = []Note{}
+	}
+	if n.Tags == nil {
+		n.Tags = []string{}
+	}
+	if n.Fields == nil {
+		n.Fields = map[string]any{}
+	}
+	if n.Indicators == nil {
+		n.Indicators = []indicators.Indicator{}
+	}
+	if n.Severity == "" {
+		n.Severity = SeverityPending
 	}
 	n = ApplySeverityOverrides(n, overrides)
 	src := strings.TrimSpace(n.SourceSeverity)
 	n.SeverityUnmapped = n.Severity == SeverityPending && src != "" && !strings.EqualFold(src, string(SeverityPending))
-	return n, nil
+	switch {
+	case n.SeverityUnmapped:
+		n.note("severity", fmt.Sprintf("severity_unmapped: %q matches no known word or scale nor the integration's severity_mapping; Pending", truncateRunes(src, 100)))
+	case n.Severity == SeverityPending && src == "":
+		n.note("severity", "no severity in the payload; Pending")
+	}
+	if n.Title == "" {
+		if line := firstLine(n.Description); line != "" {
+			n.Title = line
+			n.note("title", "no title key of the source; first line of the description used")
+		} else {
+			n.Title = "Untitled " + p.Name() + " alert"
+			n.note("title", "no title key of the source and no description; \""+n.Title+"\" used")
+		}
+	}
+	if n.OccurredAt.IsZero() && !n.hasNote("occurred_at") {
+		n.note("occurred_at", "no timestamp in the payload; ingested_at used")
+	}
+	return n
+}
+
+// firstLine is the first non-blank line of s as a title ("" when none).
+func firstLine(s string) string {
+	for rest := s; rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if t := cleanTitle(line); t != "" {
+			return t
+		}
+	}
+	return ""
 }
 
 // ApplySeverityOverrides returns n with Severity replaced when n.SourceSeverity matches a key of
@@ -180,10 +268,10 @@ type Registry struct {
 	plugins map[string]Plugin
 }
 
-// NewRegistry returns a registry with the four built-in plugins: sentinel, elastic, splunk, generic.
+// NewRegistry returns a registry with the built-in plugins: sentinel, elastic, splunk, generic, ocsf.
 func NewRegistry() *Registry {
 	r := &Registry{plugins: make(map[string]Plugin)}
-	for _, p := range []Plugin{Sentinel{}, Elastic{}, Splunk{}, Generic{}} {
+	for _, p := range []Plugin{Sentinel{}, Elastic{}, Splunk{}, Generic{}, OCSF{}} {
 		r.plugins[p.Name()] = p
 	}
 	return r

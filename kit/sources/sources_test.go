@@ -33,7 +33,7 @@ func TestRegistry(t *testing.T) {
 		require.Contains(t, AuthTypes(), p.DefaultAuthType())
 		require.True(t, strings.HasPrefix(p.SignatureHeader(), "X-"))
 	}
-	require.Equal(t, []string{"elastic", "generic", "sentinel", "splunk"}, names)
+	require.Equal(t, []string{"elastic", "generic", "ocsf", "sentinel", "splunk"}, names)
 	p, ok := r.Get("sentinel")
 	require.True(t, ok)
 	require.Equal(t, "X-Sentinel-Signature", p.SignatureHeader())
@@ -44,7 +44,7 @@ func TestRegistry(t *testing.T) {
 
 	require.Error(t, r.Add(Generic{}), "duplicate name")
 	require.NoError(t, r.Add(renamed{Generic{}, "custom"}))
-	require.Len(t, r.All(), 5)
+	require.Len(t, r.All(), 6)
 	require.Error(t, r.Add(renamed{Generic{}, ""}))
 }
 
@@ -161,50 +161,59 @@ func FuzzVerifySignature(f *testing.F) {
 func TestSeverityOverrides(t *testing.T) {
 	t.Parallel()
 	payload := decode(t, `{"properties": {"title": "t", "severity": "Medium"}}`)
-	n, errs := Normalize(Sentinel{}, payload, nil)
-	require.Empty(t, errs)
+	n := Normalize(Sentinel{}, payload, nil)
 	require.Equal(t, SeverityMedium, n.Severity)
 
-	n, errs = Normalize(Sentinel{}, payload, map[string]string{" medium ": "Critical"})
-	require.Empty(t, errs)
+	n = Normalize(Sentinel{}, payload, map[string]string{" medium ": "Critical"})
 	require.Equal(t, SeverityCritical, n.Severity, "keys match trimmed and case-insensitively")
 	require.Equal(t, "Medium", n.SourceSeverity)
 
-	n, _ = Normalize(Sentinel{}, payload, map[string]string{"Medium": "Severe"})
+	n = Normalize(Sentinel{}, payload, map[string]string{"Medium": "Severe"})
 	require.Equal(t, SeverityMedium, n.Severity, "an invalid override value is ignored")
 
 	// The vendors' words map by default (Splunk urgency P1 is Critical); the integration's mapping
 	// still wins.
 	splunk := decode(t, `{"search_name": "s", "result": {"urgency": "P1"}}`)
-	n, _ = Normalize(Splunk{}, splunk, nil)
+	n = Normalize(Splunk{}, splunk, nil)
 	require.Equal(t, SeverityCritical, n.Severity)
 	require.False(t, n.SeverityUnmapped)
-	n, _ = Normalize(Splunk{}, splunk, map[string]string{"p1": "High"})
+	n = Normalize(Splunk{}, splunk, map[string]string{"p1": "High"})
 	require.Equal(t, SeverityHigh, n.Severity)
 
 	// A value nothing knows stays Pending and is reported as unmapped, until the integration maps it.
 	odd := decode(t, `{"search_name": "s", "result": {"urgency": "Purple"}}`)
-	n, _ = Normalize(Splunk{}, odd, nil)
+	n = Normalize(Splunk{}, odd, nil)
 	require.Equal(t, SeverityPending, n.Severity)
 	require.True(t, n.SeverityUnmapped)
 	require.Equal(t, "Purple", n.SourceSeverity)
-	n, _ = Normalize(Splunk{}, odd, map[string]string{"purple": "Medium"})
+	n = Normalize(Splunk{}, odd, map[string]string{"purple": "Medium"})
 	require.Equal(t, SeverityMedium, n.Severity)
 	require.False(t, n.SeverityUnmapped)
 	// "Pending" and no severity at all are not unmapped values.
-	n, _ = Normalize(Generic{}, decode(t, `{"title":"t","severity":"pending"}`), nil)
+	n = Normalize(Generic{}, decode(t, `{"title":"t","severity":"pending"}`), nil)
 	require.False(t, n.SeverityUnmapped)
-	n, _ = Normalize(Generic{}, decode(t, `{"title":"t"}`), nil)
+	n = Normalize(Generic{}, decode(t, `{"title":"t"}`), nil)
 	require.False(t, n.SeverityUnmapped)
 
 	// A Sentinel "Critical" (set through an automation rule) is Critical (issue 29).
 	crit := decode(t, `{"properties": {"title": "t", "severity": "Critical"}}`)
-	n, _ = Normalize(Sentinel{}, crit, nil)
+	n = Normalize(Sentinel{}, crit, nil)
 	require.Equal(t, SeverityCritical, n.Severity)
 
-	// Validation errors pass through untouched.
-	_, errs = Normalize(Sentinel{}, map[string]any{}, map[string]string{"x": "High"})
-	require.Len(t, errs, 1)
+	// An empty object is an alert too: every fallback, each noted.
+	n = Normalize(Sentinel{}, map[string]any{}, map[string]string{"x": "High"})
+	require.Equal(t, "Untitled sentinel alert", n.Title)
+	require.Equal(t, SeverityPending, n.Severity)
+	require.False(t, n.SeverityUnmapped)
+	require.Equal(t, []string{"severity", "title", "occurred_at"}, noteFields(n))
+}
+
+func noteFields(n Normalized) []string {
+	out := []string{}
+	for _, x := range n.Notes {
+		out = append(out, x.Field)
+	}
+	return out
 }
 
 func TestValidateSeverityMapping(t *testing.T) {
@@ -272,68 +281,61 @@ func TestSeverityMappings(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			n, errs := tc.plugin.Normalize(decode(t, tc.payload))
-			require.Empty(t, errs)
+			n := tc.plugin.Normalize(decode(t, tc.payload))
 			require.Equal(t, tc.want, n.Severity)
 		})
 	}
 }
 
-func TestValidationErrors(t *testing.T) {
+// Shapes the plugins once refused (422) are alerts: a wrong type is ignored and noted, a missing
+// title falls back, and nothing is lost.
+func TestWrongShapesAreNoted(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
 		plugin  Plugin
 		payload string
-		locs    [][]any
-		types   []string
+		title   string
+		notes   []string // note fields, in order
 	}{
-		{"sentinel empty", Sentinel{}, `{}`, [][]any{{"properties", "title"}}, []string{validate.TypeMissing}},
-		{"sentinel title number", Sentinel{}, `{"properties":{"title":5}}`, [][]any{{"properties", "title"}}, []string{validate.TypeString}},
-		{"sentinel title blank", Sentinel{}, `{"properties":{"title":"  "}}`, [][]any{{"properties", "title"}}, []string{validate.TypeStringTooShort}},
-		{"sentinel title null", Sentinel{}, `{"properties":{"title":null}}`, [][]any{{"properties", "title"}}, []string{validate.TypeMissing}},
-		{"sentinel properties string", Sentinel{}, `{"properties":"x"}`, [][]any{{"properties"}}, []string{validate.TypeObject}},
-		{"sentinel properties list", Sentinel{}, `{"properties":[{"title":"x"}]}`, [][]any{{"properties"}}, []string{validate.TypeObject}},
-		{"sentinel envelope", Sentinel{}, `{"object":{"properties":{}}}`, [][]any{{"object", "properties", "title"}}, []string{validate.TypeMissing}},
-		{"elastic empty", Elastic{}, `{}`, [][]any{{"kibana", "alert", "rule", "name"}}, []string{validate.TypeMissing}},
-		{"elastic name object", Elastic{}, `{"kibana.alert.rule.name":{"x":1}}`, [][]any{{"kibana", "alert", "rule", "name"}}, []string{validate.TypeString}},
-		{"splunk empty", Splunk{}, `{}`, [][]any{{"search_name"}}, []string{validate.TypeMissing}},
-		{"splunk search_name list", Splunk{}, `{"search_name":["a"]}`, [][]any{{"search_name"}}, []string{validate.TypeString}},
-		{"splunk result string", Splunk{}, `{"search_name":"s","result":"x"}`, [][]any{{"result"}}, []string{validate.TypeObject}},
-		{"generic empty", Generic{}, `{}`, [][]any{{"title"}}, []string{validate.TypeMissing}},
+		{"sentinel empty", Sentinel{}, `{}`, "Untitled sentinel alert", []string{"severity", "title", "occurred_at"}},
+		{"sentinel title number", Sentinel{}, `{"properties":{"title":5}}`, "5", []string{"severity", "occurred_at"}},
+		{"sentinel title blank", Sentinel{}, `{"properties":{"title":"  ","description":"\n first line \nsecond"}}`, "first line", []string{"severity", "title", "occurred_at"}},
+		{"sentinel title null", Sentinel{}, `{"properties":{"title":null}}`, "Untitled sentinel alert", []string{"severity", "title", "occurred_at"}},
+		{"sentinel properties string", Sentinel{}, `{"properties":"x"}`, "Untitled sentinel alert", []string{"properties", "severity", "title", "occurred_at"}},
+		{"sentinel title object", Sentinel{}, `{"properties":{"title":{"x":1}},"AlertName":"row"}`, "row", []string{"properties.title", "severity", "occurred_at"}},
+		{"elastic empty", Elastic{}, `{}`, "Untitled elastic alert", []string{"severity", "title", "occurred_at"}},
+		{"elastic name object", Elastic{}, `{"kibana.alert.rule.name":{"x":1},"signal":{"rule":{"name":"seven"}}}`, "seven", []string{"kibana.alert.rule.name", "severity", "occurred_at"}},
+		{"splunk empty", Splunk{}, `{}`, "Untitled splunk alert", []string{"severity", "title", "occurred_at"}},
+		{"splunk search_name list", Splunk{}, `{"search_name":["a"]}`, "Untitled splunk alert", []string{"search_name", "result.search_name", "severity", "title", "occurred_at"}},
+		{"splunk result string", Splunk{}, `{"search_name":"s","result":"x"}`, "s", []string{"result", "severity", "occurred_at"}},
+		{"splunk null search_name", Splunk{}, `{"search_name":null,"result":{"signature":"Port scan","urgency":"high","_time":"1700000000"}}`, "Port scan", []string{}},
+		{"generic empty", Generic{}, `{}`, "Untitled generic alert", []string{"severity", "title", "occurred_at"}},
 		{
 			"generic every wrong type", Generic{},
-			`{"title":1,"severity":2,"occurred_at":3,"description":[],"tags":"x","rule_id":{},"src_ip":5,"md5":[1,"a"]}`,
-			[][]any{{"title"}, {"severity"}, {"occurred_at"}, {"description"}, {"rule_id"}, {"rule_name"}, {"src_ip"}, {"md5", 0}},
-			[]string{validate.TypeString, validate.TypeString, validate.TypeString, validate.TypeString, validate.TypeString, "", validate.TypeList, validate.TypeString},
+			`{"title":1,"severity":true,"occurred_at":3,"description":[],"tags":"x","rule_id":{},"src_ip":5,"md5":[1,"a"]}`,
+			"1", []string{"description", "severity", "rule_id", "src_ip", "md5", "severity"},
 		},
-		{"generic bad time", Generic{}, `{"title":"t","occurred_at":"2026-01-01T00:00:00"}`, [][]any{{"occurred_at"}}, []string{validate.TypeDateTime}},
-		{"generic tags element", Generic{}, `{"title":"t","tags":["a",1]}`, [][]any{{"tags", 1}}, []string{validate.TypeString}},
+		{"generic bad time", Generic{}, `{"title":"t","severity":"low","occurred_at":"yesterday"}`, "t", []string{"occurred_at"}},
+		{"generic no offset", Generic{}, `{"title":"t","severity":"low","occurred_at":"2026-01-01T00:00:00"}`, "t", []string{"occurred_at"}},
+		{"generic tags element", Generic{}, `{"title":"t","severity":"low","occurred_at":1700000000,"tags":["a",1]}`, "t", []string{"tags"}},
 		{
 			"generic indicators", Generic{},
-			`{"title":"t","indicators":[{"type":"ipv4","value":"1.1.1.1"},{"value":5},{},"x",{"value":"plainword"},{"type":7,"value":"a"}]}`,
-			[][]any{{"indicators", 0, "type"}, {"indicators", 1, "value"}, {"indicators", 2, "value"}, {"indicators", 3}, {"indicators", 4, "type"}, {"indicators", 5, "type"}},
-			[]string{validate.TypeEnum, validate.TypeString, validate.TypeMissing, validate.TypeObject, validate.TypeMissing, validate.TypeString},
+			`{"title":"t","severity":"low","occurred_at":1700000000,"indicators":[{"type":"ipv4","value":"1.1.1.1"},{"value":5},{},"x",{"value":"plainword"},{"type":7,"value":"a"}]}`,
+			"t", []string{"indicators", "indicators", "indicators", "indicators", "indicators"},
 		},
-		{"generic indicators object", Generic{}, `{"title":"t","indicators":{"type":"ip"}}`, [][]any{{"indicators"}}, []string{validate.TypeList}},
+		{"generic indicators object", Generic{}, `{"title":"t","severity":"low","occurred_at":1700000000,"indicators":{"type":"ip"}}`, "t", []string{"indicators"}},
+		{"ocsf empty", OCSF{}, `{}`, "Untitled ocsf alert", []string{"severity", "title", "occurred_at"}},
+		{"ocsf severity_id text", OCSF{}, `{"finding_info":{"title":"f"},"severity_id":"x","time":1700000000000}`, "f", []string{"severity_id", "severity"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, errs := tc.plugin.Normalize(decode(t, tc.payload))
-			var locs [][]any
-			for _, e := range errs {
-				locs = append(locs, e.Loc)
-				require.NotEmpty(t, e.Msg)
-			}
-			if tc.name == "generic every wrong type" {
-				// rule_name is absent there; drop the placeholder.
-				tc.locs = append(tc.locs[:5], tc.locs[6:]...)
-				tc.types = append(tc.types[:5], tc.types[6:]...)
-			}
-			require.Equal(t, tc.locs, locs)
-			for i, e := range errs {
-				require.Equal(t, tc.types[i], e.Type, "error %d", i)
+			n := Normalize(tc.plugin, decode(t, tc.payload), nil)
+			require.Equal(t, tc.title, n.Title)
+			require.Equal(t, tc.notes, noteFields(n), "%+v", n.Notes)
+			for _, x := range n.Notes {
+				require.NotEmpty(t, x.Note)
 			}
 		})
 	}
@@ -345,9 +347,9 @@ func TestGeneric_TooManyIndicators(t *testing.T) {
 	for i := range list {
 		list[i] = map[string]any{"type": "ip", "value": "10.0.0.1"}
 	}
-	_, errs := Generic{}.Normalize(map[string]any{"title": "t", "indicators": list})
-	require.Len(t, errs, 1)
-	require.Equal(t, validate.TypeTooLong, errs[0].Type)
+	n := Generic{}.Normalize(map[string]any{"title": "t", "indicators": list})
+	require.Len(t, n.Indicators, maxGenericIndicators)
+	require.Equal(t, []string{"indicators"}, noteFields(n))
 }
 
 func TestLimitsAndCleaning(t *testing.T) {
@@ -361,8 +363,7 @@ func TestLimitsAndCleaning(t *testing.T) {
 		"description": strings.Repeat("d", MaxDescriptionLen+10),
 		"tags":        append(tags, "", "  "),
 	}
-	n, errs := Generic{}.Normalize(payload)
-	require.Empty(t, errs)
+	n := Generic{}.Normalize(payload)
 	require.Equal(t, strings.Repeat("é", MaxTitleLen), n.Title)
 	require.Len(t, []rune(n.Description), MaxDescriptionLen)
 	require.Len(t, n.Tags, MaxTags)
@@ -371,8 +372,7 @@ func TestLimitsAndCleaning(t *testing.T) {
 		require.NotEmpty(t, tag)
 	}
 
-	n, errs = Generic{}.Normalize(map[string]any{"title": "line1\nline2\x00\tend\xff"})
-	require.Empty(t, errs)
+	n = Generic{}.Normalize(map[string]any{"title": "line1\nline2\x00\tend\xff"})
 	require.Equal(t, "line1 line2  end\uFFFD", n.Title)
 	require.NotNil(t, n.Tags)
 	require.NotNil(t, n.Fields)
@@ -390,8 +390,13 @@ func TestTimestamps(t *testing.T) {
 		want    time.Time
 	}{
 		{"sentinel created fallback", Sentinel{}, `{"properties":{"title":"t","firstActivityTimeUtc":"bogus","createdTimeUtc":"2026-01-02T03:04:05+01:00"}}`, time.Date(2026, 1, 2, 2, 4, 5, 0, time.UTC)},
-		{"sentinel no offset ignored", Sentinel{}, `{"properties":{"title":"t","createdTimeUtc":"2026-01-02T03:04:05"}}`, time.Time{}},
-		{"sentinel epoch not accepted", Sentinel{}, `{"properties":{"title":"t","createdTimeUtc":1700000000}}`, time.Time{}},
+		{"sentinel no offset read as UTC", Sentinel{}, `{"properties":{"title":"t","createdTimeUtc":"2026-01-02T03:04:05"}}`, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{"sentinel epoch", Sentinel{}, `{"properties":{"title":"t","createdTimeUtc":1700000000}}`, time.Unix(1700000000, 0).UTC()},
+		{"ocsf epoch ms", OCSF{}, `{"time":1700000000123}`, time.Unix(1700000000, 123e6).UTC()},
+		{"generic epoch µs", Generic{}, `{"time":1700000000123456}`, time.Unix(1700000000, 123456e3).UTC()},
+		{"generic epoch ns text", Generic{}, `{"time":"1700000000123456000"}`, time.Unix(1700000000, 123456e3).UTC()},
+		{"generic space and offset", Generic{}, `{"created":"2026-01-02 03:04:05+02:00"}`, time.Date(2026, 1, 2, 1, 4, 5, 0, time.UTC)},
+		{"generic after 9999", Generic{}, `{"time":"1e30"}`, time.Time{}},
 		{"elastic @timestamp", Elastic{}, `{"kibana.alert.rule.name":"r","@timestamp":"2026-01-02T03:04:05.123Z"}`, time.Date(2026, 1, 2, 3, 4, 5, 123e6, time.UTC)},
 		{"splunk epoch string", Splunk{}, `{"search_name":"s","result":{"_time":"1700000000"}}`, time.Unix(1700000000, 0).UTC()},
 		{"splunk epoch fraction", Splunk{}, `{"search_name":"s","result":{"_time":1700000000.5}}`, time.Unix(1700000000, 5e8).UTC()},
@@ -404,8 +409,7 @@ func TestTimestamps(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			n, errs := tc.plugin.Normalize(decode(t, tc.payload))
-			require.Empty(t, errs)
+			n := tc.plugin.Normalize(decode(t, tc.payload))
 			require.True(t, tc.want.Equal(n.OccurredAt), "got %s want %s", n.OccurredAt, tc.want)
 		})
 	}
@@ -415,8 +419,7 @@ func TestSentinel_EntitiesAsJSONString(t *testing.T) {
 	t.Parallel()
 	entities := `[{"Type":"ip","Address":"192.0.2.1"},{"Type":"account","Name":"bob"},{"Type":"filehash","Algorithm":"SHA1","Value":"da39a3ee5e6b4b0d3255bfef95601890afd80709"},5,"x",{"Type":7}]`
 	payload := map[string]any{"properties": map[string]any{"title": "t"}, "Entities": entities}
-	n, errs := Sentinel{}.Normalize(payload)
-	require.Empty(t, errs)
+	n := Sentinel{}.Normalize(payload)
 	require.Equal(t, []indicators.Indicator{
 		{Type: indicators.TypeIP, Value: "192.0.2.1"},
 		{Type: indicators.TypeAccount, Value: "bob"},
@@ -427,8 +430,7 @@ func TestSentinel_EntitiesAsJSONString(t *testing.T) {
 
 	// Not JSON, or JSON of the wrong shape: ignored.
 	for _, bad := range []any{"[not json", `{"Type":"ip"}`, 42.0, true} {
-		n, errs = Sentinel{}.Normalize(map[string]any{"properties": map[string]any{"title": "t"}, "Entities": bad})
-		require.Empty(t, errs)
+		n = Sentinel{}.Normalize(map[string]any{"properties": map[string]any{"title": "t"}, "Entities": bad})
 		require.Empty(t, n.Indicators)
 	}
 }
@@ -439,8 +441,7 @@ func TestSentinel_ManyEntitiesBounded(t *testing.T) {
 	for i := range ents {
 		ents[i] = map[string]any{"Type": "ip", "Address": "10.0.0.1"}
 	}
-	n, errs := Sentinel{}.Normalize(map[string]any{"properties": map[string]any{"title": "t"}, "Entities": ents})
-	require.Empty(t, errs)
+	n := Sentinel{}.Normalize(map[string]any{"properties": map[string]any{"title": "t"}, "Entities": ents})
 	require.Len(t, n.Indicators, maxEntities)
 	require.Equal(t, "10.0.0.1", n.Fields[indicators.FieldSrcIP])
 }
@@ -453,10 +454,8 @@ func TestElastic_FlatAndNestedAgree(t *testing.T) {
 	nested := decode(t, `{"kibana":{"alert":{"rule":{"name":"R","uuid":"u1","tags":["a"]}}},
 		"source":{"ip":"10.0.0.1"},"file":{"hash":{"sha1":"da39a3ee5e6b4b0d3255bfef95601890afd80709"}},"@timestamp":"2026-01-01T00:00:00Z",
 		"threat":{"indicator":[{"ip":"192.0.2.9"}]}}`)
-	a, errs := Elastic{}.Normalize(flat)
-	require.Empty(t, errs)
-	b, errs := Elastic{}.Normalize(nested)
-	require.Empty(t, errs)
+	a := Elastic{}.Normalize(flat)
+	b := Elastic{}.Normalize(nested)
 	require.Equal(t, a, b)
 	require.Contains(t, a.Indicators, indicators.Indicator{Type: indicators.TypeIP, Value: "192.0.2.9"})
 }
@@ -492,15 +491,10 @@ func fuzzPlugin(f *testing.F, p Plugin, seeds ...string) {
 		if json.Unmarshal(data, &payload) != nil {
 			return
 		}
-		n, errs := Normalize(p, payload, map[string]string{"high": "Critical"})
-		if len(errs) > 0 {
-			for _, e := range errs {
-				require.NotEmpty(t, e.Loc)
-				require.NotEmpty(t, e.Type)
-			}
-			return
-		}
+		n := Normalize(p, payload, map[string]string{"high": "Critical"})
 		require.NotEmpty(t, n.Title)
+		require.NotNil(t, n.Notes)
+		require.LessOrEqual(t, len(n.Notes), maxNotes)
 		require.LessOrEqual(t, len([]rune(n.Title)), MaxTitleLen)
 		require.LessOrEqual(t, len(n.Tags), MaxTags)
 		require.True(t, n.Severity.Valid())
@@ -534,6 +528,11 @@ func FuzzSplunkNormalize(f *testing.F) {
 	fuzzPlugin(f, Splunk{},
 		`{"search_name":"s","result":{"_time":"1700000000.1","urgency":"high","src":"1.2.3.4","dest":"h.example","user":["a","b@c.de"]}}`,
 		`{"search_name":"s","result":{"severity":3,"md5":["x"]}}`)
+}
+
+func FuzzOCSFNormalize(f *testing.F) {
+	fuzzPlugin(f, OCSF{},
+		`{"finding_info":{"title":"t","analytic":{"uid":"a"}},"severity_id":4,"time":1700000000000,"observables":[{"type_id":2,"value":"1.2.3.4"},{"type_id":8,"value":"x"}],"evidences":[{"src_endpoint":{"ip":"5.6.7.8"}}]}`)
 }
 
 func FuzzGenericNormalize(f *testing.F) {

@@ -2,10 +2,10 @@ package sources
 
 import (
 	"github.com/vigil-soc/vigil/kit/indicators"
-	"github.com/vigil-soc/vigil/kit/validate"
 )
 
-// Splunk normalizes Splunk webhook alert action payloads.
+// Splunk normalizes Splunk alert-action webhooks (with or without a search_name), their result rows
+// with Splunk CIM field names, and Enterprise Security notables (in a webhook's result or posted flat).
 type Splunk struct{}
 
 // Name implements Plugin.
@@ -20,94 +20,150 @@ func (Splunk) DefaultAuthType() string { return AuthSharedToken }
 // SignatureHeader implements Plugin.
 func (Splunk) SignatureHeader() string { return "X-Splunk-Webhook-Secret" }
 
+// Candidate keys of the Splunk plugin, in order (docs/SOURCES.md). Keys without "result." are read on
+// the payload; "result." keys on the result row (the payload itself when it has no result object).
+var (
+	splunkTitleKeys = []string{"result.rule_name", "result.rule_title", "search_name", "result.search_name",
+		"result.savedsearch_name", "result.signature", "result.alert_name"}
+	splunkDescKeys     = []string{"result.rule_description", "result.description", "result.signature"}
+	splunkSeverityKeys = []string{"result.urgency", "result.severity", "result.priority"}
+	splunkTimeKeys     = []string{"result._time", "result.orig_time", "result.firstTime", "result.time"}
+)
+
+// splunkCIM maps CIM field names of a result row to normalized fields and indicator types; src, dest
+// and their host variants are IPs when they parse as one, host names otherwise.
+var splunkCIM = []struct {
+	key, field string
+	typ        indicators.Type
+}{
+	{"src_ip", indicators.FieldSrcIP, indicators.TypeIP},
+	{"dest_ip", indicators.FieldDstIP, indicators.TypeIP},
+	{"url", indicators.FieldHTTPURL, indicators.TypeURL},
+	{"domain", indicators.FieldDNSQuery, indicators.TypeDomain},
+	{"query", indicators.FieldDNSQuery, indicators.TypeDomain},
+	{"md5", indicators.FieldFileHashMD5, indicators.TypeMD5},
+	{"sha1", indicators.FieldFileHashSHA1, indicators.TypeSHA1},
+	{"sha256", indicators.FieldFileHashSHA256, indicators.TypeSHA256},
+	{"sender", indicators.FieldEmailFrom, indicators.TypeEmail},
+	{"src_user_email", indicators.FieldActorEmail, indicators.TypeEmail},
+	{"recipient", "", indicators.TypeEmail},
+}
+
 // Documentation implements Plugin.
 func (Splunk) Documentation() string {
 	return "# Splunk\n\n" +
 		"Point a saved search's Webhook alert action at `/v1/ingest/splunk`. Splunk posts " +
-		"`{\"sid\", \"search_name\", \"app\", \"owner\", \"results_link\", \"result\": {...first result row...}}`.\n\n" +
-		"Payload: title = `result.rule_name` (Splunk ES) else `search_name` (one of them required); " +
-		"description = `result.rule_description`, `result.description` or `result.signature`; severity = " +
-		"`result.urgency` else `result.severity` (informational/info, low, medium, high, critical, or 1-5: " +
-		"1 Informational … 5 Critical; anything else → Pending); occurred_at = `result._time` (epoch seconds " +
-		"or RFC 3339); tags = `result.tag`; detection rule = `search_name`. Indicators: `result.src_ip`, " +
-		"`result.dest_ip`, `result.src` / `result.dest` (IP, else host name), `result.user`, `result.url`, " +
-		"`result.domain`, `result.md5`, `result.sha1`, `result.sha256` (multivalue fields as arrays).\n\n" +
+		"`{\"sid\", \"search_name\", \"app\", \"owner\", \"results_link\", \"result\": {...first result row...}}`; " +
+		"`search_name` may be null or missing. An Enterprise Security notable may be posted flat (its fields " +
+		"are then read as the result row); a notable event of `index=notable` is titled by its `source` (the " +
+		"correlation search) when no candidate key is there. No object is refused for its shape.\n\n" +
+		"Title: the first of " + backticks(splunkTitleKeys) + "; description: " + backticks(splunkDescKeys) +
+		"; severity: " + backticks(splunkSeverityKeys) + " (words, or Splunk's 1-6: 1 Informational, 2 Low, " +
+		"3 Medium, 4 High, 5-6 Critical); occurred_at: " + backticks(splunkTimeKeys) + " (epoch seconds or " +
+		"RFC 3339); tags: `result.tag`, `result.security_domain`; detection rule: `search_name`, else the title.\n\n" +
+		"Indicators from the CIM fields of the result: `src`, `dest`, `src_host`, `dest_host`, `dvc` (IP, else " +
+		"host name), `src_ip`, `dest_ip`, `user`, `src_user` (accounts; e-mail addresses too), `url`, `domain`, " +
+		"`query`, `file_hash` (by length), `md5`, `sha1`, `sha256`, `sender`, `recipient` (multivalue fields " +
+		"as arrays), and the vendor field names the generic plugin knows (`srcip`, `username`, `SHA256String`…) at " +
+		"any depth; `process` is kept as `process_command_line`.\n\n" +
 		"Authentication: the webhook URL cannot be signed by Splunk, so a shared token is expected in " +
 		"`X-Splunk-Webhook-Secret: <secret>` (set it with a proxy or a custom alert action).\n"
 }
 
 // Normalize implements Plugin.
-func (Splunk) Normalize(payload map[string]any) (Normalized, validate.Errors) {
-	var errs validate.Errors
-	var result map[string]any
+func (Splunk) Normalize(payload map[string]any) Normalized {
+	n := Normalized{Severity: SeverityPending}
+	result := payload
 	if v, ok := lookup(payload, "result"); ok {
-		m, isObj := v.(map[string]any)
-		if !isObj {
-			errs.Add(loc("result"), validate.TypeObject, "must be an object", nil)
-			return Normalized{}, errs
+		if m, isObj := v.(map[string]any); isObj {
+			result = m
+		} else {
+			n.note("result", "is "+kindOf(v)+", not an object; the payload's own fields are read as the result")
 		}
-		result = m
 	}
-	searchName := optString(payload, "search_name")
-	title := optString(result, "rule_name")
-	if title == "" {
-		title = searchName
-	}
-	if title == "" {
-		requiredString(payload, "search_name", &errs)
-		if len(errs) == 0 { // search_name present but not usable (e.g. only spaces)
-			errs.Add(loc("search_name"), validate.TypeStringTooShort, "must not be blank", nil)
+	// view reads "result.x" on the result row and other keys on the payload.
+	view := map[string]any{"result": result}
+	for k, v := range payload {
+		if k != "result" {
+			view[k] = v
 		}
-		return Normalized{}, errs
 	}
-
-	n := Normalized{Title: cleanTitle(title), Severity: SeverityPending}
-	desc, _ := firstString(result, "rule_description", "description", "signature")
+	title, _ := pickText(&n, view, splunkTitleKeys...)
+	if idx, _ := result["index"].(string); title == "" && idx == "notable" {
+		// An Enterprise Security notable read from index=notable: its source is the correlation search.
+		title, _ = pickText(&n, view, "result.source")
+	}
+	n.Title = cleanTitle(title)
+	desc, _ := pickText(&n, view, splunkDescKeys...)
 	n.Description = cleanDescription(desc)
-	n.SourceSeverity, _ = firstString(result, "urgency", "severity")
+	n.SourceSeverity, _ = pickText(&n, view, splunkSeverityKeys...)
 	if sev, ok := severityByName(n.SourceSeverity); ok {
 		n.Severity = sev
 	} else if sev, ok := severityBySplunkNumber(n.SourceSeverity); ok {
 		n.Severity = sev
 	}
-	if v, ok := lookup(result, "_time"); ok {
-		if t, ok := parseTime(v, true); ok {
-			n.OccurredAt = t
-		}
-	}
-	n.Tags = cleanTags(stringsAt(result, "tag"))
-	if ruleID := searchName; ruleID != "" {
-		n.RuleRef = &RuleRef{SourceRuleID: ruleID, Name: ruleID}
-	} else {
-		n.RuleRef = &RuleRef{SourceRuleID: title, Name: title}
+	pickTime(&n, view, splunkTimeKeys...)
+	n.Tags = cleanTags(append(stringsAt(result, "tag"), stringsAt(result, "security_domain")...))
+	if searchName, _ := pickText(&n, view, "search_name", "result.savedsearch_name"); searchName != "" {
+		searchName = truncateRunes(searchName, MaxTitleLen)
+		n.RuleRef = &RuleRef{SourceRuleID: searchName, Name: searchName}
+	} else if n.Title != "" {
+		n.RuleRef = &RuleRef{SourceRuleID: n.Title, Name: n.Title}
 	}
 
 	c := newCollector()
-	c.both(indicators.FieldSrcIP, indicators.TypeIP, stringsAt(result, "src_ip")...)
-	c.both(indicators.FieldDstIP, indicators.TypeIP, stringsAt(result, "dest_ip")...)
+	for _, f := range splunkCIM {
+		vals := stringsAt(result, f.key)
+		if f.field == "" {
+			c.indicator(f.typ, vals...)
+		} else {
+			c.both(f.field, f.typ, vals...)
+		}
+	}
 	for _, pair := range []struct{ key, ipField, hostField string }{
 		{"src", indicators.FieldSrcIP, indicators.FieldSrcHostname},
+		{"src_host", indicators.FieldSrcIP, indicators.FieldSrcHostname},
 		{"dest", indicators.FieldDstIP, indicators.FieldDstHostname},
+		{"dest_host", indicators.FieldDstIP, indicators.FieldDstHostname},
+		{"dvc", indicators.FieldDstIP, indicators.FieldDstHostname},
 	} {
 		for _, v := range stringsAt(result, pair.key) {
-			if isIP(v) {
+			switch {
+			case isIP(v):
 				c.both(pair.ipField, indicators.TypeIP, v)
-			} else {
+			case looksLikeHost(v):
 				c.both(pair.hostField, indicators.TypeDomain, v)
+			} // else a machine name (or a redacted value): not a domain, and not a hostname field pass 2 would read as one
+		}
+	}
+	for _, key := range []string{"user", "src_user"} {
+		for _, u := range stringsAt(result, key) {
+			c.both(indicators.FieldActorUsername, indicators.TypeAccount, u)
+			if _, err := indicators.Normalize(indicators.TypeEmail, u); err == nil {
+				c.both(indicators.FieldActorEmail, indicators.TypeEmail, u)
 			}
 		}
 	}
-	for _, u := range stringsAt(result, "user") {
-		c.both(indicators.FieldActorUsername, indicators.TypeAccount, u)
-		if _, err := indicators.Normalize(indicators.TypeEmail, u); err == nil {
-			c.both(indicators.FieldActorEmail, indicators.TypeEmail, u)
+	for _, h := range stringsAt(result, "file_hash") {
+		if t, ok := indicators.Infer(h); ok && (t == indicators.TypeMD5 || t == indicators.TypeSHA1 || t == indicators.TypeSHA256) {
+			c.both(hashField(t), t, h)
 		}
 	}
-	c.both(indicators.FieldHTTPURL, indicators.TypeURL, stringsAt(result, "url")...)
-	c.both(indicators.FieldDNSQuery, indicators.TypeDomain, stringsAt(result, "domain")...)
-	c.both(indicators.FieldFileHashMD5, indicators.TypeMD5, stringsAt(result, "md5")...)
-	c.both(indicators.FieldFileHashSHA1, indicators.TypeSHA1, stringsAt(result, "sha1")...)
-	c.both(indicators.FieldFileHashSHA256, indicators.TypeSHA256, stringsAt(result, "sha256")...)
+	c.field(FieldProcessCommandLine, stringsAt(result, "process")...)
+	// Fields outside the CIM (srcip, username, ...) under the names vendors give them (genericKeys).
+	walk(result, func(path []string, v any) { genericKeyed(c, path, v) })
 	n.Fields, n.Indicators = c.fields, c.inds
-	return n, nil
+	return n
+}
+
+// hashField is the normalized field of a hash type.
+func hashField(t indicators.Type) string {
+	switch t {
+	case indicators.TypeMD5:
+		return indicators.FieldFileHashMD5
+	case indicators.TypeSHA1:
+		return indicators.FieldFileHashSHA1
+	default:
+		return indicators.FieldFileHashSHA256
+	}
 }
