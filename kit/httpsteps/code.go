@@ -294,8 +294,11 @@ func codePredeclared() starlark.StringDict {
 		"getattr":               starlark.NewBuiltin("getattr", meteredGetattr),
 		"int":                   intBuiltin(starlark.Universe["int"].(*starlark.Builtin)),
 	}
-	for _, name := range []string{"list", "tuple", "dict", "set", "zip", "enumerate", "reversed"} {
+	for _, name := range []string{"list", "tuple", "zip", "enumerate", "reversed"} {
 		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), lenCharge, argsWork)
+	}
+	for _, name := range []string{"dict", "set"} {
+		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), lenCharge, tableWork)
 	}
 	d["sorted"] = sizedBuiltin(starlark.Universe["sorted"].(*starlark.Builtin), lenCharge, sortWork)
 	for _, name := range []string{"min", "max", "any", "all", "float", "hash"} {
@@ -336,6 +339,17 @@ func argsWork(args starlark.Tuple, limit int64) int64 {
 	var n int64
 	for _, a := range args {
 		n += workEstimate(a, limit-n, 0)
+	}
+	return n
+}
+
+// tableWork: building a dict or a set from an iterable inserts each element.
+func tableWork(args starlark.Tuple, limit int64) int64 {
+	n := argsWork(args, limit)
+	for _, a := range args {
+		if l := starlark.Len(a); l > 0 {
+			n += int64(l) * insertWork
+		}
 	}
 	return n
 }

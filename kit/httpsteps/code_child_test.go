@@ -41,6 +41,7 @@ type childResult struct {
 	Err   string  `json:"err,omitempty"`
 	Value string  `json:"value,omitempty"`
 	Steps uint64  `json:"steps"`
+	HWMKB int64   `json:"hwm_kb"` // the child's peak RSS after this evaluation
 }
 
 type childReport struct {
@@ -88,6 +89,7 @@ func codeChildMain() int {
 			res.Err = cerr.Error()
 		}
 		res.MS = float64(time.Since(start).Microseconds()) / 1000
+		res.HWMKB = vmHWM()
 		_ = enc.Encode(res)
 		out.Flush() // a fatal error in the next case leaves this one reported
 	}

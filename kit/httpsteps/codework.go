@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"unicode/utf8"
 
 	starjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
@@ -20,6 +21,9 @@ const (
 	// elemWork is what comparing or hashing one element of a container costs, in bytes of work: an
 	// element costs a Go call (~15 ns), a byte of a string a fraction of a nanosecond.
 	elemWork = 64
+	// insertWork is what inserting one element into a dict or a set costs (hashing, probing, growing
+	// the table: about a microsecond), for the builtins that build one from an iterable.
+	insertWork = 2048
 	// MaxIntDigits: ints longer than this are not parsed from or rendered to text (as Python 3.11):
 	// converting them is quadratic.
 	MaxIntDigits = 4300
@@ -150,6 +154,12 @@ func methodWork(recv starlark.Value, name string, args starlark.Tuple, limit int
 		case "startswith", "endswith": // as long as the prefix or suffix asked
 		default:
 			n = shallowSize(r)
+		}
+	case *starlark.Dict:
+		if name == "update" && len(args) == 1 {
+			if l := starlark.Len(args[0]); l > 0 {
+				n = int64(l) * insertWork
+			}
 		}
 	case *starlark.List:
 		switch name {
@@ -351,12 +361,113 @@ func intBuiltin(b *starlark.Builtin) *starlark.Builtin {
 }
 
 // jsonMembers are the json module's functions, metered: encode and indent charged by the size of
-// what they render, decode scanned first (jsonDecode).
+// what they render (escapes and indentation included), decode scanned first (jsonDecode).
 func jsonMembers() starlark.StringDict {
 	members := starlark.StringDict{}
 	for _, name := range []string{"encode", "encode_indent", "indent"} {
-		members[name] = sizedBuiltin(starjson.Module.Members[name].(*starlark.Builtin), valueCharge, valueCharge)
+		b := starjson.Module.Members[name].(*starlark.Builtin)
+		members[name] = starlark.NewBuiltin(name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			m := meterOf(thread)
+			cost, err := jsonCost(name, args, kwargs, m.limit-m.used)
+			if err != nil {
+				return nil, fmt.Errorf("json.%s: %w", name, err)
+			}
+			if err := m.charge(cost); err != nil {
+				return nil, err
+			}
+			if err := m.work(cost); err != nil {
+				return nil, err
+			}
+			return starlark.Call(thread, b, args, kwargs)
+		})
 	}
 	members["decode"] = jsonDecode(starjson.Module.Members["decode"].(*starlark.Builtin))
 	return members
+}
+
+// jsonCost bounds what json.encode, encode_indent or indent writes: a string's escapes (a control
+// character or an invalid byte becomes six), and with indentation a line per element, each indented
+// up to maxConvertDepth times.
+func jsonCost(name string, args starlark.Tuple, kwargs []starlark.Tuple, limit int64) (int64, error) {
+	if len(args) == 0 {
+		return slot, nil
+	}
+	perLine := int64(0)
+	if name != "encode" {
+		prefix, indent := 0, 1
+		for _, kv := range kwargs {
+			k, _ := starlark.AsString(kv[0])
+			v, _ := starlark.AsString(kv[1])
+			switch k {
+			case "prefix":
+				prefix = len(v)
+			case "indent":
+				indent = len(v)
+			}
+		}
+		perLine = int64(prefix) + int64(indent)*maxConvertDepth + 2
+	}
+	if name == "indent" {
+		s, ok := starlark.AsString(args[0])
+		if !ok {
+			return slot, nil
+		}
+		containers, elements, err := scanJSON(s)
+		if err != nil {
+			return 0, err
+		}
+		return int64(len(s)) + (containers+elements+1)*perLine, nil
+	}
+	n := jsonEstimate(args[0], limit, 0)
+	if perLine > 0 && n < unrenderable {
+		n += (estimate(args[0], limit, 0)/slot + 1) * perLine
+	}
+	return n, nil
+}
+
+// jsonEstimate is estimate with strings counted as JSON writes them.
+func jsonEstimate(v starlark.Value, limit int64, depth int) int64 {
+	if depth > maxConvertDepth {
+		return unrenderable
+	}
+	if limit < 0 {
+		return limit + 1
+	}
+	switch x := v.(type) {
+	case starlark.String:
+		return quotedLen(string(x)) + slot
+	case starlark.Indexable:
+		n := int64(slot)
+		for i := 0; i < x.Len() && n <= limit; i++ {
+			n += slot + jsonEstimate(x.Index(i), limit-n, depth+1)
+		}
+		return n
+	case *starlark.Dict:
+		n := int64(slot)
+		for _, kv := range x.Items() {
+			if n > limit {
+				break
+			}
+			n += 2*slot + jsonEstimate(kv[0], limit-n, depth+1) + jsonEstimate(kv[1], limit-n, depth+1)
+		}
+		return n
+	}
+	return estimate(v, limit, depth)
+}
+
+// quotedLen bounds the length of s quoted as a JSON string.
+func quotedLen(s string) int64 {
+	if !utf8.ValidString(s) {
+		return 6*int64(len(s)) + 2
+	}
+	n := int64(len(s)) + 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20:
+			n += 5
+		case c == '"' || c == '\\' || c == '<' || c == '>' || c == '&':
+			n += 5
+		}
+	}
+	return n
 }
