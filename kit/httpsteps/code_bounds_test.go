@@ -41,6 +41,7 @@ var worstCases = []struct{ name, code string }{
 	{"json.indent of deep text", "def main(ctx):\n    return len(json.indent(\"[\" * 9000 + \"]\" * 9000))\n"},
 	{"json.encode_indent with a long indent", "def main(ctx):\n    return len(json.encode_indent([[1] * 1000] * 10, indent=\"x\" * 100000))\n"},
 	{"json.encode of escapes", "def main(ctx):\n    return len(json.encode(\"\\x01\" * 4000000))\n"},
+	{"builtins over a huge range", "def main(ctx):\n    r = range(1, 2147483647)\n    return all(r) or any(r) or max(r) or min(r)\n"},
 	{"deep source", "def main(ctx):\n    return " + strings.Repeat("[", 30000) + strings.Repeat("]", 30000) + "\n"},
 	{"repetition of a list", "def main(ctx):\n    l = [1] * 900000\n    keep = []\n    for i in range(40):\n        keep.append(l * 1)\n    return len(keep)\n"},
 	{"string builtins", "def main(ctx):\n    s = \"a,\" * 3000000\n    n = 0\n    for i in range(2000):\n        n += len(s.split(\",\", 1)) + len(s.rsplit(\",\", 1)) + len(s.partition(\",\")) + len(s.strip(\"x\"))\n    return n\n"},

@@ -95,6 +95,8 @@ func workEstimate(v starlark.Value, limit int64, depth int) int64 {
 			n += 2*elemWork + workEstimate(kv[0], limit-n, depth+1) + workEstimate(kv[1], limit-n, depth+1)
 		}
 		return n
+	case starlark.Sequence: // a range, a set, a string's elems: walked element by element in Go
+		return int64(x.Len()+1) * elemWork
 	}
 	return shallowSize(v)
 }
