@@ -19,8 +19,8 @@ import (
 const (
 	workBytesPerStep = 256
 	// elemWork is what comparing or hashing one element of a container costs, in bytes of work: an
-	// element costs a Go call (~15 ns), a byte of a string a fraction of a nanosecond.
-	elemWork = 64
+	// element costs a Go call (~15 ns, an interpreter step), a byte of a string a fraction of a nanosecond.
+	elemWork = 256
 	// insertWork is what inserting one element into a dict or a set costs (hashing, probing, growing
 	// the table: about a microsecond), for the builtins that build one from an iterable.
 	insertWork = 2048
