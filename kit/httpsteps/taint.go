@@ -114,6 +114,7 @@ func (c Config) recordMask(i int) recordMask {
 	for _, k := range exprStepRefs(st.When, index, i) {
 		m.when = m.when || c.StepCarriesSecret(k)
 	}
+	m.when = m.when || m.items // a when over such an item gives a value computed from it
 	return m
 }
 

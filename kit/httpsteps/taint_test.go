@@ -193,6 +193,12 @@ func TestTaintFollowsDataNotText(t *testing.T) {
 	require.True(t, res.Success, res.Error)
 	require.Equal(t, MaskedValue, res.Steps[2].Result)
 	require.Equal(t, MaskedValue, res.Steps[3].WhenValue)
+	byItem := parse(tokenStep, map[string]any{"name": "i", "kind": "code", "for_each": "[steps.token.response.access_token.reverse()]",
+		"when": "item", "code": "def main(ctx):\n    return 1\n"})
+	res = NewRunner(http.DefaultClient).Run(context.Background(), byItem, vars, nil)
+	require.True(t, res.Success, res.Error)
+	require.Equal(t, MaskedValue, res.Steps[1].Items[0].Item)
+	require.Equal(t, MaskedValue, res.Steps[1].Items[0].WhenValue, "a when giving the item gives what the item holds")
 	rec, _ := json.Marshal(res.Steps)
 	for _, leak := range []string{token, "c879f28092c7-DEVIREDTERCES-TA", `"A","T","-"`, "65,84,45"} {
 		require.NotContains(t, string(rec), leak)
