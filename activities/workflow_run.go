@@ -214,7 +214,11 @@ func (a *Activities) RunWorkflowStep(ctx context.Context, in RunStepInput) (RunS
 		}
 		return RunStepResult{}, sdktemporal.NewNonRetryableApplicationError(rec.Error, ErrTypeWorkflowStepPermanent, nil)
 	}
-	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts)).Do(ctx, p, mask...)
+	approved, err := a.runApproved(ctx, run, cfg, in.Index)
+	if err != nil {
+		return RunStepResult{}, err
+	}
+	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts), httpsteps.WithApprovedRun(approved)).Do(ctx, p, mask...)
 	if err != nil {
 		if st.Optional {
 			out.MarkSkipped(err)
@@ -333,7 +337,11 @@ func (a *Activities) runDecidingStep(ctx context.Context, run store.WorkflowRun,
 		rec.ForEach, rec.Error = st.ForEach, fmt.Sprintf("running: %d items sent so far", len(partial[st.Name]))
 		return a.recordStep(ctx, run.UUID, index, rec, sealed)
 	}
-	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts)).RunStep(ctx, cfg, index, vars, mask, resume, progress)
+	approved, err := a.runApproved(ctx, run, cfg, index)
+	if err != nil {
+		return RunStepResult{}, err
+	}
+	out, err := httpsteps.NewRunner(a.StepClient, httpsteps.WithHostPolicy(opened.Hosts), httpsteps.WithApprovedRun(approved)).RunStep(ctx, cfg, index, vars, mask, resume, progress)
 	res := RunStepResult{StepName: st.Name, Status: out.Status, Skipped: out.Skipped, NotFound: out.NotFound && st.ForEach == "",
 		Kind: out.Record.Kind, Items: len(out.Record.Items), SkipReason: out.Record.SkipReason}
 	if err != nil {
@@ -366,6 +374,19 @@ func (a *Activities) runDecidingStep(ctx context.Context, run store.WorkflowRun,
 		return RunStepResult{}, err
 	}
 	return res, nil
+}
+
+// runApproved reports whether a person approved the run, read from Postgres, when step index needs to
+// know (it carries a secret only as a condition: httpsteps.WithApprovedRun); false otherwise.
+func (a *Activities) runApproved(ctx context.Context, run store.WorkflowRun, cfg httpsteps.Config, index int) (bool, error) {
+	if refs, _ := cfg.StepConditionTaint(index); len(refs) == 0 || run.ApprovalRequestUUID == nil {
+		return false, nil
+	}
+	ap, err := a.WorkflowRuns.GetApproval(ctx, *run.ApprovalRequestUUID)
+	if err != nil {
+		return false, notFoundPermanent(err, "load approval")
+	}
+	return ap.Status == store.ApprovalApproved, nil
 }
 
 // runVars builds the template root: indicator, alert (when the run has one) and only the secrets
@@ -503,7 +524,7 @@ func (a *Activities) outputValue(ctx context.Context, run store.WorkflowRun) (js
 	if err != nil {
 		return nil, false, fmt.Errorf("open secrets to mask the output: %w", err)
 	}
-	masked := httpsteps.NewMasker(append(append([]string(nil), opened.Values...), cfg.DerivedSecretValues(state)...)).Value(val)
+	masked := cfg.RecordOutput(idx, val, httpsteps.NewMasker(append(append([]string(nil), opened.Values...), cfg.DerivedSecretValues(state)...)))
 	raw, err := json.Marshal(masked)
 	if err != nil {
 		return nil, false, fmt.Errorf("encode output: %w", err)

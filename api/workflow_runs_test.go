@@ -41,7 +41,9 @@ func TestRunHumanBypassesAgentOnlyGate(t *testing.T) {
 	r := h.ts.do(t, http.MethodPut, "/v1/workflow-secrets/STEP_TOKEN", admin, map[string]any{"allowed_hosts": []string{"127.0.0.1"}, "value": "s3cr3t-token-value"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	path := "/human/" + uuid.NewString()
-	wf := h.createWorkflow(t, human, h.workflowBody(path, func(b map[string]any) {
+	// An admin's agent_only workflow naming a secret: a human key runs it ungated. A non-admin may
+	// not save it (R4-7: TestAgentOnlyIsNoEscapeForSecrets).
+	wf := h.createWorkflow(t, admin, h.workflowBody(path, func(b map[string]any) {
 		b["steps"] = []any{map[string]any{"name": "act", "method": "POST", "url": h.steps.URL + path,
 			"headers": map[string]any{"X-Token": "{{secrets.STEP_TOKEN}}"}, "json_body": map[string]any{"ip": "{{indicator.value}}"}}}
 	}))

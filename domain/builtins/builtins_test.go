@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-soc/vigil/kit/fieldpath"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/netguard"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -199,10 +200,28 @@ func TestWorkedExample_ContainWhenTwoAgree(t *testing.T) {
 			require.True(t, res.Success, res.Error)
 			require.Equal(t, tc.contained, !res.Steps[5].Skipped)
 			require.Equal(t, tc.contained, slices.Contains(a.paths, "POST /devices/entities/devices-actions/v2"))
-			out := res.Steps[6].Result.(map[string]any)
+			// The record masks it whole: the output reads what the VirusTotal and AbuseIPDB keys bought.
+			require.Equal(t, httpsteps.MaskedValue, res.Steps[6].Result)
+			out := res.Results["output"].(map[string]any)
 			require.Equal(t, tc.contained, out["providers_agree"])
 			require.EqualValues(t, tc.wantContained, out["hosts_contained"])
 			require.EqualValues(t, tc.abuse, out["abuse_score"])
+			if !tc.contained {
+				return
+			}
+			// Under each secret's hosts: Falcon's steps run only because two lookups made with the
+			// VirusTotal and AbuseIPDB keys agree (their when reads them), so they leave those keys'
+			// hosts only in a run a person approved (the workflow's approval_mode is always).
+			policy := httpsteps.HostPolicy{}
+			for name, host := range map[string]string{"VIRUSTOTAL_API_KEY": "www.virustotal.com", "ABUSEIPDB_API_KEY": "api.abuseipdb.com",
+				"FALCON_BASE_URL": "api.crowdstrike.com", "FALCON_CLIENT_ID": "api.crowdstrike.com", "FALCON_CLIENT_SECRET": "api.crowdstrike.com"} {
+				policy["secrets."+name] = netguard.NewHostList([]string{host})
+			}
+			res = httpsteps.NewRunner(rehost{a.srv}, httpsteps.WithHostPolicy(policy), httpsteps.WithApprovedRun(true)).Run(context.Background(), cfg, vars, nil)
+			require.True(t, res.Success, res.Error)
+			res = httpsteps.NewRunner(rehost{a.srv}, httpsteps.WithHostPolicy(policy)).Run(context.Background(), cfg, vars, nil)
+			require.False(t, res.Success)
+			require.Contains(t, res.Error, "only a run a person approved may send it to api.crowdstrike.com")
 		})
 	}
 }
@@ -228,5 +247,6 @@ func TestWorkedExample_DisableEveryAccountOnTheAlert(t *testing.T) {
 	require.Equal(t, []string{"POST /tenant-1/oauth2/v2.0/token", "PATCH /v1.0/users/ann", "PATCH /v1.0/users/bob@example.com"}, a.paths)
 	require.Len(t, res.Steps[1].Items, 3)
 	require.True(t, res.Steps[1].Items[1].Skipped)
-	require.Equal(t, map[string]any{"disabled": []any{"ann", "bob@example.com"}, "left_alone": []any{"breakglass-admin"}}, res.Steps[2].Result)
+	require.Equal(t, httpsteps.MaskedValue, res.Steps[2].Result, "the output reads what the Entra secret bought: masked whole in the record")
+	require.Equal(t, map[string]any{"disabled": []any{"ann", "bob@example.com"}, "left_alone": []any{"breakglass-admin"}}, res.Results["output"])
 }

@@ -38,9 +38,11 @@ func approvalRank(mode string) int {
 //   - a step may not send a secret, or what a step received in exchange for one, to a written-out
 //     host outside the secret's allowed_hosts (SecretHostError, 422);
 //   - only an admin may save a workflow that sends what a step received in exchange for a secret
-//     (a value read from {{steps.<name>...}} of a step carrying a secret), or that names a secret
-//     while approval_mode is never, or lower a workflow's approval_mode or required_approvals
-//     (ForbiddenError, 403).
+//     (a value read from {{steps.<name>...}} of a step carrying a secret, or from a code step or a
+//     for_each item after one), or that names a secret with an approval_mode other than always
+//     (never, and agent_only, which does not gate a human key), or lower a workflow's approval_mode or
+//     required_approvals (ForbiddenError, 403). The rule holds on create and on every change of the
+//     definition, so a PATCH adding a secret to an agent_only workflow is refused like a create.
 func CheckSave(ctx context.Context, src SecretSource, actor Actor, before *Definition, after Definition) error {
 	cfg, err := ParseSteps(after.Steps)
 	if err != nil {
@@ -76,8 +78,11 @@ func CheckSave(ctx context.Context, src SecretSource, actor Actor, before *Defin
 			}
 		}
 	}
-	if names := SecretNames(cfg); len(names) > 0 && after.ApprovalMode == store.ApprovalModeNever {
-		return forbid("A workflow that names a secret (" + strings.Join(names, ", ") + ") with approval_mode never runs without a person's approval: saving it needs the admin scope.")
+	// agent_only gates agents only: run with a human key it is never (R4-7), so anything but always lets
+	// a non-admin's secret-naming workflow run without a person's approval.
+	if names := SecretNames(cfg); len(names) > 0 && after.ApprovalMode != store.ApprovalModeAlways {
+		return forbid("A workflow that names a secret (" + strings.Join(names, ", ") + ") with approval_mode " + after.ApprovalMode +
+			" runs without a person's approval when a human key executes it: without the admin scope it must be saved with approval_mode always.")
 	}
 	return nil
 }

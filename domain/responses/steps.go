@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/netguard"
@@ -193,7 +194,10 @@ func (s *Service) Test(ctx context.Context, actor Actor, req TestRequest) (TestR
 			return TestResult{}, err
 		}
 	}
-	res := httpsteps.NewRunner(doer, httpsteps.WithHostPolicy(opened.Hosts)).Run(ctx, cfg, vars, opened.Values)
+	// A step carrying a secret only as a condition may leave its hosts in an approved run: a dry run shows
+	// what a run by this caller would do, approved when its runs wait for a person.
+	approved := approvals.Needed(w.ApprovalMode, actor.TriggerSource())
+	res := httpsteps.NewRunner(doer, httpsteps.WithHostPolicy(opened.Hosts), httpsteps.WithApprovedRun(approved)).Run(ctx, cfg, vars, opened.Values)
 	return TestResult{WorkflowName: w.Name, Result: res}, nil
 }
 

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strings"
+	"time"
 
-	starjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
@@ -16,9 +17,10 @@ import (
 
 // Bounds of a code step (kind: code): a Starlark function main(ctx) evaluated in the worker.
 const (
-	MaxCodeLen         = 64 << 10  // bytes of source
-	MaxCodeSteps       = 1_000_000 // Starlark execution steps of one evaluation
-	MaxCodeMemoryBytes = 16 << 20  // bytes one evaluation may allocate through sized operations
+	MaxCodeLen         = 64 << 10        // bytes of source
+	MaxCodeSteps       = 1_000_000       // Starlark execution steps of one evaluation
+	MaxCodeMemoryBytes = 16 << 20        // bytes one evaluation may allocate through sized operations
+	MaxCodeWallTime    = 2 * time.Second // wall-clock time of one evaluation, whatever the caller's context
 	codeFilename       = "code"
 	meterKey           = "vigil.meter"
 	rewritePrefix      = "_vigil_"
@@ -145,6 +147,8 @@ func codeErrorOf(err error) *CodeError {
 func cleanMsg(msg string) string {
 	msg = strings.ReplaceAll(msg, "in "+rewritePrefix+"op: ", "")
 	msg = strings.ReplaceAll(msg, "in "+rewritePrefix+"call: ", "")
+	msg = strings.ReplaceAll(msg, "in "+rewritePrefix+"slice: ", "")
+	msg = strings.ReplaceAll(msg, "in "+rewritePrefix+"key: ", "")
 	return msg
 }
 
@@ -153,11 +157,15 @@ func cleanMsg(msg string) string {
 // stopped at the same operation: deterministic, like the step bound.
 type meter struct {
 	used, limit int64
+	thread      *starlark.Thread // whose step count work is charged to (meter.work)
 }
 
 var errMemory = fmt.Errorf("memory bound exceeded: a code step may allocate at most %d MB", MaxCodeMemoryBytes>>20)
 
 func (m *meter) charge(n int64) error {
+	if n >= unrenderable {
+		return errUnrenderable
+	}
 	if n < 0 || m.used+n > m.limit {
 		m.used = m.limit + 1
 		return errMemory
@@ -220,13 +228,23 @@ func (in *codeInput) with(item any, withItem bool) (starlark.Value, error) {
 // MaxCodeMemoryBytes of sized allocations, cancelled with ctx. It returns main's value as plain Go
 // (nil, bool, int64, float64, string, []any, map[string]any).
 func (c *compiledCode) run(ctx context.Context, input *codeInput, item any, withItem bool) (any, *CodeError) {
-	m := &meter{limit: MaxCodeMemoryBytes}
+	v, _, err := c.runCounted(ctx, input, item, withItem)
+	return v, err
+}
+
+// runCounted is run, also returning the execution steps the evaluation took.
+func (c *compiledCode) runCounted(ctx context.Context, input *codeInput, item any, withItem bool) (_ any, steps uint64, _ *CodeError) {
 	thread := &starlark.Thread{Name: "code step", Print: func(*starlark.Thread, string) {}}
+	m := &meter{limit: MaxCodeMemoryBytes, thread: thread}
 	thread.SetMaxExecutionSteps(MaxCodeSteps)
-	thread.OnMaxSteps = func(th *starlark.Thread) {
-		th.Cancel(fmt.Sprintf("step bound exceeded: a code step may run at most %d execution steps", MaxCodeSteps))
-	}
+	thread.OnMaxSteps = func(th *starlark.Thread) { th.Cancel(stepBoundMsg) }
 	thread.SetLocal(meterKey, m)
+	// The wall-clock bound holds whatever the caller's context says (a dry run in the API, an
+	// activity with a long step timeout): the thread stops at its next step once it has passed.
+	wall := time.AfterFunc(MaxCodeWallTime, func() {
+		thread.Cancel(fmt.Sprintf("time bound exceeded: a code step may run at most %s", MaxCodeWallTime))
+	})
+	defer wall.Stop()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -236,31 +254,32 @@ func (c *compiledCode) run(ctx context.Context, input *codeInput, item any, with
 		case <-done:
 		}
 	}()
+	defer func() { steps = thread.ExecutionSteps() }()
 	globals, err := c.prog.Init(thread, codePredeclared())
 	if err != nil {
-		return nil, codeErrorOf(err)
+		return nil, 0, codeErrorOf(err)
 	}
 	globals.Freeze()
 	mainFn, ok := globals["main"].(*starlark.Function)
 	if !ok {
-		return nil, &CodeError{Msg: "main is not a function"}
+		return nil, 0, &CodeError{Msg: "main is not a function"}
 	}
 	arg, err := input.with(item, withItem)
 	if err != nil {
-		return nil, &CodeError{Msg: "ctx: " + err.Error()}
+		return nil, 0, &CodeError{Msg: "ctx: " + err.Error()}
 	}
 	out, err := starlark.Call(thread, mainFn, starlark.Tuple{arg}, nil)
 	if err != nil {
-		return nil, codeErrorOf(err)
+		return nil, 0, codeErrorOf(err)
 	}
 	v, err := fromStarlark(out, 0)
 	if err != nil {
-		return nil, &CodeError{Msg: "main returned " + err.Error()}
+		return nil, 0, &CodeError{Msg: "main returned " + err.Error()}
 	}
 	if err := m.charge(estimateGo(v, m.limit-m.used)); err != nil {
-		return nil, &CodeError{Msg: err.Error() + " (the returned value)"}
+		return nil, 0, &CodeError{Msg: err.Error() + " (the returned value)"}
 	}
-	return v, nil
+	return v, 0, nil
 }
 
 // codePredeclared are the names a code step sees besides Starlark's universe: the metering calls
@@ -268,21 +287,27 @@ func (c *compiledCode) run(ctx context.Context, input *codeInput, item any, with
 // their input, and json (encode, decode, indent). There is no load, no time, no random, no I/O.
 func codePredeclared() starlark.StringDict {
 	d := starlark.StringDict{
-		rewritePrefix + "op":   starlark.NewBuiltin(rewritePrefix+"op", meteredOp),
-		rewritePrefix + "call": starlark.NewBuiltin(rewritePrefix+"call", meteredCall),
-		"getattr":              starlark.NewBuiltin("getattr", meteredGetattr),
+		rewritePrefix + "op":    starlark.NewBuiltin(rewritePrefix+"op", meteredOp),
+		rewritePrefix + "call":  starlark.NewBuiltin(rewritePrefix+"call", meteredCall),
+		rewritePrefix + "key":   starlark.NewBuiltin(rewritePrefix+"key", meteredKey),
+		rewritePrefix + "slice": starlark.NewBuiltin(rewritePrefix+"slice", meteredSlice),
+		"getattr":               starlark.NewBuiltin("getattr", meteredGetattr),
+		"int":                   intBuiltin(starlark.Universe["int"].(*starlark.Builtin)),
 	}
-	for _, name := range []string{"list", "tuple", "sorted", "dict", "set", "zip", "enumerate", "reversed"} {
-		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), lenCharge)
+	for _, name := range []string{"list", "tuple", "zip", "enumerate", "reversed"} {
+		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), lenCharge, argsWork)
 	}
-	for _, name := range []string{"str", "repr", "bytes"} {
-		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), valueCharge)
+	for _, name := range []string{"dict", "set"} {
+		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), lenCharge, tableWork)
 	}
-	members := starlark.StringDict{}
-	for _, name := range []string{"encode", "encode_indent", "indent", "decode"} {
-		members[name] = sizedBuiltin(starjson.Module.Members[name].(*starlark.Builtin), valueCharge)
+	d["sorted"] = sizedBuiltin(starlark.Universe["sorted"].(*starlark.Builtin), lenCharge, sortWork)
+	for _, name := range []string{"min", "max", "any", "all", "float", "hash"} {
+		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), nil, argsWork)
 	}
-	d["json"] = &starlarkstruct.Module{Name: "json", Members: members}
+	for _, name := range []string{"str", "repr", "bytes", "print", "fail"} {
+		d[name] = sizedBuiltin(starlark.Universe[name].(*starlark.Builtin), valueCharge, valueCharge)
+	}
+	d["json"] = &starlarkstruct.Module{Name: "json", Members: jsonMembers()}
 	return d
 }
 
@@ -309,10 +334,48 @@ func valueCharge(args starlark.Tuple, limit int64) int64 {
 	return n
 }
 
-func sizedBuiltin(b *starlark.Builtin, cost func(starlark.Tuple, int64) int64) *starlark.Builtin {
+// argsWork: a builtin walking its arguments (iterating, comparing, hashing their elements).
+func argsWork(args starlark.Tuple, limit int64) int64 {
+	var n int64
+	for _, a := range args {
+		n += workEstimate(a, limit-n, 0)
+	}
+	return n
+}
+
+// tableWork: building a dict or a set from an iterable inserts each element.
+func tableWork(args starlark.Tuple, limit int64) int64 {
+	n := argsWork(args, limit)
+	for _, a := range args {
+		if l := starlark.Len(a); l > 0 {
+			n += int64(l) * insertWork
+		}
+	}
+	return n
+}
+
+// sortWork: sorting compares each element about log2(n) times.
+func sortWork(args starlark.Tuple, limit int64) int64 {
+	n := argsWork(args, limit)
+	if len(args) > 0 {
+		if l := starlark.Len(args[0]); l > 1 {
+			n *= int64(bits.Len(uint(l)))
+		}
+	}
+	return n
+}
+
+// sizedBuiltin wraps b: before it runs, mem (nil: nothing) is charged to the memory bound and work
+// to the step bound.
+func sizedBuiltin(b *starlark.Builtin, mem, work func(starlark.Tuple, int64) int64) *starlark.Builtin {
 	return starlark.NewBuiltin(b.Name(), func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		m := meterOf(thread)
-		if err := m.charge(cost(args, m.limit-m.used)); err != nil {
+		if mem != nil {
+			if err := m.charge(mem(args, m.limit-m.used)); err != nil {
+				return nil, err
+			}
+		}
+		if err := m.work(work(args, m.workLimit())); err != nil {
 			return nil, err
 		}
 		return starlark.Call(thread, b, args, kwargs)
@@ -322,7 +385,10 @@ func sizedBuiltin(b *starlark.Builtin, cost func(starlark.Tuple, int64) int64) *
 // estimate is the size a value takes when rendered or copied, counting a value once per reference
 // (a list holding one large string 1000 times renders 1000 copies); it stops counting past limit.
 func estimate(v starlark.Value, limit int64, depth int) int64 {
-	if depth > maxConvertDepth || limit < 0 {
+	if depth > maxConvertDepth {
+		return unrenderable
+	}
+	if limit < 0 {
 		return limit + 1
 	}
 	switch x := v.(type) {
@@ -333,6 +399,9 @@ func estimate(v starlark.Value, limit int64, depth int) int64 {
 	case starlark.Int:
 		if _, ok := x.Int64(); ok {
 			return slot
+		}
+		if x.BigInt().BitLen() > MaxIntDigits*10/3 { // its decimal text: quadratic to render
+			return unrenderable
 		}
 		return int64(x.BigInt().BitLen()/8) + slot
 	case starlark.Indexable: // list, tuple
@@ -410,7 +479,10 @@ func seqLen(v starlark.Value) (int64, bool) {
 func opCost(op string, x, y starlark.Value, limit int64) int64 {
 	lx, okx := seqLen(x)
 	ly, oky := seqLen(y)
-	switch strings.TrimSuffix(op, "=") {
+	if op == "+=" {
+		op = "+"
+	}
+	switch op {
 	case "+", "|":
 		if okx && oky {
 			return lx + ly
@@ -440,13 +512,13 @@ func opCost(op string, x, y starlark.Value, limit int64) int64 {
 func mulCost(size int64, n starlark.Int) int64 {
 	k, ok := n.Int64()
 	if !ok || k > math.MaxInt32 {
-		return math.MaxInt64 / 2
+		return math.MaxInt64 / 8
 	}
 	if k <= 0 {
 		return slot
 	}
-	if size > 0 && k > (math.MaxInt64/2)/size {
-		return math.MaxInt64 / 2
+	if size > 0 && k > (math.MaxInt64/8)/size {
+		return math.MaxInt64 / 8
 	}
 	return size * k
 }
@@ -462,8 +534,22 @@ func meteredOp(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple
 	op, _ := starlark.AsString(args[0])
 	x, y := args[1], args[2]
 	m := meterOf(thread)
-	if err := m.charge(opCost(op, x, y, m.limit-m.used)); err != nil {
+	cost := opCost(op, x, y, m.limit-m.used)
+	if err := m.charge(cost); err != nil {
 		return nil, err
+	}
+	if err := m.work(opWork(op, x, y, m.workLimit(), cost)); err != nil {
+		return nil, err
+	}
+	if tok, ok := compareTokens[op]; ok {
+		if tok == syntax.IN || tok == syntax.NOT_IN {
+			return starlark.Binary(tok, x, y)
+		}
+		b, err := starlark.Compare(tok, x, y)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.Bool(b), nil
 	}
 	if op == "+=" {
 		if l, ok := x.(*starlark.List); ok {
@@ -481,7 +567,7 @@ func meteredOp(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple
 			return l, nil
 		}
 	}
-	tok, ok := opTokens[strings.TrimSuffix(op, "=")]
+	tok, ok := opTokens[strings.TrimSuffix(op, "=")] // "+=" on anything but a list is +
 	if !ok {
 		return nil, errors.New("internal: unknown operator " + op)
 	}
@@ -565,6 +651,9 @@ func methodCost(recv starlark.Value, name string, args starlark.Tuple, limit int
 func callMethod(thread *starlark.Thread, recv starlark.Value, name string, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	m := meterOf(thread)
 	if err := m.charge(methodCost(recv, name, args, m.limit-m.used)); err != nil {
+		return nil, err
+	}
+	if err := m.work(methodWork(recv, name, args, m.workLimit())); err != nil {
 		return nil, err
 	}
 	attr, err := getAttr(recv, name)
@@ -661,6 +750,12 @@ func strLit(pos syntax.Position, s string) *syntax.Literal {
 	return &syntax.Literal{Token: syntax.STRING, TokenPos: pos, Raw: fmt.Sprintf("%q", s), Value: s}
 }
 
+// keyCall wraps an index or a dict key: _vigil_key(k) charges hashing it (meteredKey).
+func keyCall(k syntax.Expr) syntax.Expr {
+	pos, _ := k.Span()
+	return &syntax.CallExpr{Fn: ident(pos, rewritePrefix+"key"), Lparen: pos, Rparen: pos, Args: []syntax.Expr{k}}
+}
+
 func opCall(pos syntax.Position, op string, x, y syntax.Expr) syntax.Expr {
 	return &syntax.CallExpr{Fn: ident(pos, rewritePrefix+"op"), Lparen: pos, Rparen: pos,
 		Args: []syntax.Expr{strLit(pos, op), x, y}}
@@ -694,7 +789,8 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 	case *syntax.BinaryExpr:
 		x.X, x.Y = rewriteExpr(x.X), rewriteExpr(x.Y)
 		switch x.Op {
-		case syntax.PLUS, syntax.STAR, syntax.PERCENT, syntax.PIPE:
+		case syntax.PLUS, syntax.STAR, syntax.PERCENT, syntax.PIPE,
+			syntax.EQL, syntax.NEQ, syntax.LT, syntax.LE, syntax.GT, syntax.GE, syntax.IN, syntax.NOT_IN:
 			return opCall(x.OpPos, x.Op.String(), x.X, x.Y)
 		}
 		return x
@@ -736,7 +832,7 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 		x.Cond, x.True, x.False = rewriteExpr(x.Cond), rewriteExpr(x.True), rewriteExpr(x.False)
 		return x
 	case *syntax.DictEntry:
-		x.Key, x.Value = rewriteExpr(x.Key), rewriteExpr(x.Value)
+		x.Key, x.Value = keyCall(rewriteExpr(x.Key)), rewriteExpr(x.Value)
 		return x
 	case *syntax.DictExpr:
 		rewriteExprs(x.List)
@@ -745,7 +841,7 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 		x.X = rewriteExpr(x.X)
 		return x
 	case *syntax.IndexExpr:
-		x.X, x.Y = rewriteExpr(x.X), rewriteExpr(x.Y)
+		x.X, x.Y = rewriteExpr(x.X), keyCall(rewriteExpr(x.Y))
 		return x
 	case *syntax.LambdaExpr:
 		for _, p := range x.Params {
@@ -762,8 +858,15 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 		x.X = rewriteExpr(x.X)
 		return x
 	case *syntax.SliceExpr:
-		x.X, x.Lo, x.Hi, x.Step = rewriteExpr(x.X), rewriteExpr(x.Lo), rewriteExpr(x.Hi), rewriteExpr(x.Step)
-		return x
+		args := []syntax.Expr{rewriteExpr(x.X)}
+		for _, e := range []syntax.Expr{x.Lo, x.Hi, x.Step} {
+			if e == nil {
+				args = append(args, ident(x.Lbrack, "None"))
+			} else {
+				args = append(args, rewriteExpr(e))
+			}
+		}
+		return &syntax.CallExpr{Fn: ident(x.Lbrack, rewritePrefix+"slice"), Lparen: x.Lbrack, Args: args, Rparen: x.Rbrack}
 	case *syntax.TupleExpr:
 		rewriteExprs(x.List)
 		return x

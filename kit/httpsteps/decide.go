@@ -2,6 +2,7 @@ package httpsteps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -147,6 +148,7 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 	if ind, ok := root[namespaceIndicator].(map[string]any); ok {
 		indicatorValue, _ = ind["value"].(string)
 	}
+	masks := cfg.recordMask(i)
 	masker := NewMasker(append(collectSecrets(root), mask...))
 	rec := StepRecord{StepName: st.Name, StepIndex: i, IndicatorValue: indicatorValue, RequestHeaders: map[string]string{},
 		RequestQueryParams: map[string]string{}, ResponseHeaders: map[string]string{}, When: st.When, ForEach: st.ForEach}
@@ -156,6 +158,10 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 		rec.RequestMethod, rec.RequestURL = strings.ToUpper(st.Method), st.URL
 	}
 	fail := func(err error) (StepRun, error) {
+		var xe *ExprError
+		if errors.As(err, &xe) && ((xe.Field == "when" && masks.when) || (xe.Field == "for_each" && masks.items)) {
+			err = withheld(xe)
+		}
 		var se error = asStepError(i, st.Name, err)
 		if be, ok := err.(*BuildError); ok {
 			se = be
@@ -179,7 +185,7 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 	r.input = nil // ctx of code steps, converted on first use for this step
 
 	if st.ForEach == "" {
-		run, err := r.runOne(ctx, cfg, i, root, act, nil, masker, mask)
+		run, err := r.runOne(ctx, cfg, i, root, act, nil, masker, mask, masks)
 		run.Record.When, run.Record.DurationMS = st.When, r.now().Sub(start).Milliseconds()
 		if err != nil {
 			if st.Optional && run.Record.StepName != "" {
@@ -209,6 +215,12 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 	if len(items) > MaxForEachItems {
 		return fail(&ExprError{Field: "for_each", Msg: fmt.Sprintf("gave %d items; at most %d are allowed", len(items), MaxForEachItems)})
 	}
+	recordItem := masker.Value
+	if masks.items { // the items are computed from what a step received for a secret
+		mask = appendStrings(append([]string(nil), mask...), items, 0)
+		masker = NewMasker(append(collectSecrets(root), mask...))
+		recordItem = func(any) any { return MaskedValue }
+	}
 	rec.Items = make([]StepRecord, 0, len(items))
 	statuses, responses, headers, results := make([]any, len(items)), make([]any, len(items)), make([]any, len(items)), make([]any, len(items))
 	ran := 0
@@ -220,12 +232,12 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 			itemAct := maps.Clone(act)
 			itemAct[namespaceItem] = item
 			var err error
-			run, err = r.runOne(ctx, cfg, i, root, itemAct, &item, masker, mask)
+			run, err = r.runOne(ctx, cfg, i, root, itemAct, &item, masker, mask, masks)
 			if err != nil {
 				if run.Record.StepName == "" { // its when failed, or its request could not be built
 					return fail(fmt.Errorf("item %d: %w", k, err))
 				}
-				run.Record.ItemIndex, run.Record.Item = intPtr(k), masker.Value(item)
+				run.Record.ItemIndex, run.Record.Item = intPtr(k), recordItem(item)
 				rec.Items = append(rec.Items, run.Record)
 				if st.Optional {
 					rec.Skipped = true
@@ -237,7 +249,7 @@ func (r *Runner) RunStep(ctx context.Context, cfg Config, i int, root map[string
 				rec.DurationMS = r.now().Sub(start).Milliseconds()
 				return StepRun{Record: rec}, err
 			}
-			run.Record.ItemIndex, run.Record.Item = intPtr(k), masker.Value(item)
+			run.Record.ItemIndex, run.Record.Item = intPtr(k), recordItem(item)
 			if progress != nil && !st.IsCode() {
 				if err := progress(k, ItemDone{Record: run.Record, Vars: run.Vars}); err != nil {
 					return StepRun{Record: rec}, err
@@ -287,7 +299,7 @@ func asStepError(i int, name string, err error) *StepError {
 // runOne runs one execution of step i (the step, or one item of it): when, then HTTP or code. It
 // returns a record whose StepName is empty when the failure is not the step's own (then the caller
 // records it).
-func (r *Runner) runOne(ctx context.Context, cfg Config, i int, root, act map[string]any, item *any, masker *Masker, mask []string) (StepRun, error) {
+func (r *Runner) runOne(ctx context.Context, cfg Config, i int, root, act map[string]any, item *any, masker *Masker, mask []string, masks recordMask) (StepRun, error) {
 	st := cfg.Steps[i]
 	if st.When != "" {
 		_, withItem := act[namespaceItem]
@@ -302,12 +314,15 @@ func (r *Runner) runOne(ctx context.Context, cfg Config, i int, root, act map[st
 		if !isTrue(v) {
 			rec := emptyRecord(cfg, i, root)
 			rec.Skipped, rec.When, rec.WhenValue = true, st.When, masker.Value(v)
+			if _, isBool := v.(bool); masks.when && !isBool { // a value computed from what a step received for a secret
+				rec.WhenValue = MaskedValue
+			}
 			rec.SkipReason = "when is not true"
 			return StepRun{Record: rec, Vars: skippedVars(), Skipped: true}, nil
 		}
 	}
 	if st.IsCode() {
-		return r.runCode(ctx, cfg, i, root, act, masker)
+		return r.runCode(ctx, cfg, i, root, act, masker, masks)
 	}
 	vars := root
 	if item != nil {
@@ -344,7 +359,7 @@ func emptyRecord(cfg Config, i int, root map[string]any) StepRecord {
 
 // runCode evaluates a code step's main(ctx) with ctx = indicator, alert, steps and item: never
 // secrets. Its value, masked, is recorded as result.
-func (r *Runner) runCode(ctx context.Context, cfg Config, i int, root, act map[string]any, masker *Masker) (StepRun, error) {
+func (r *Runner) runCode(ctx context.Context, cfg Config, i int, root, act map[string]any, masker *Masker, masks recordMask) (StepRun, error) {
 	st := cfg.Steps[i]
 	start := r.now()
 	rec := emptyRecord(cfg, i, root)
@@ -379,10 +394,17 @@ func (r *Runner) runCode(ctx context.Context, cfg Config, i int, root, act map[s
 	v, cerr := prog.run(cctx, r.input, item, withItem)
 	rec.DurationMS = r.now().Sub(start).Milliseconds()
 	if cerr != nil {
-		se := asStepError(i, st.Name, cerr)
+		var err error = cerr
+		if masks.result {
+			err = withheld(cerr)
+		}
+		se := asStepError(i, st.Name, err)
 		rec.Error = masker.String(se.Error())
 		return StepRun{Record: rec}, se
 	}
 	rec.Result = masker.Value(v)
+	if masks.result { // computed from what a step received for a secret: reversed, split, encoded
+		rec.Result = MaskedValue
+	}
 	return StepRun{Record: rec, Vars: map[string]any{"status": 0, "response": nil, "headers": map[string]any{}, "result": v, "skipped": false}}, nil
 }

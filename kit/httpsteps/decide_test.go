@@ -179,8 +179,15 @@ func TestRun_ForEachBounds(t *testing.T) {
 	res = runDecisions(t, `[`+codeStep("m", "def main(ctx):\n  return 1000000 * 1000000 + 3 * 10000000")+`]`, nil)
 	require.True(t, res.Success, res.Error)
 	require.EqualValues(t, 1000030000000, res.Steps[0].Result, "multiplying ints is not repeating a sequence")
-	res = runDecisions(t, `[`+codeStep("scan", "def main(ctx):\n  s = 'ab' * 500000\n  n = 0\n  for i in range(1000):\n    if s.startswith('ab') and s.find('zz') < 0:\n      n += 1\n  return n")+`]`, nil)
-	require.True(t, res.Success, "reading a 1 MB string a thousand times allocates nothing: %s", res.Error)
+	scan := func(times int) httpsteps.Result {
+		return runDecisions(t, `[`+codeStep("scan", fmt.Sprintf("def main(ctx):\n  s = 'ab' * 500000\n  n = 0\n  for i in range(%d):\n    if s.startswith('ab') and s.find('zz') < 0:\n      n += 1\n  return n", times))+`]`, nil)
+	}
+	res = scan(100)
+	require.True(t, res.Success, "reading a 1 MB string a hundred times allocates nothing and is within the step bound: %s", res.Error)
+	// Searching it a thousand times is a gigabyte of work: charged to the step bound (R4-4).
+	res = scan(1000)
+	require.False(t, res.Success)
+	require.Contains(t, res.Error, "step bound exceeded")
 	res = runDecisions(t, `[`+`{"name":"c","kind":"code","for_each":"[1,2,3]","when":"item != 2","code":"def main(ctx):\n  return ctx['item'] * 10"}]`, nil)
 	require.True(t, res.Success, res.Error)
 	require.Equal(t, []any{int64(10), nil, int64(30)}, []any{res.Steps[0].Items[0].Result, res.Steps[0].Items[1].Result, res.Steps[0].Items[2].Result})

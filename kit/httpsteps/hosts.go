@@ -30,13 +30,24 @@ type HostPolicy map[string]netguard.HostList
 // WithHostPolicy binds the Runner's requests to p.
 func WithHostPolicy(p HostPolicy) Option { return func(r *Runner) { r.hosts = p } }
 
+// WithApprovedRun says the steps run in a run a person approved (a gated run whose approval request
+// was approved, or a dry run of a workflow whose runs are gated): a step carrying a credential only
+// as a condition (its when reads what a step received for it) may then be sent outside the
+// credential's hosts. Without it such a step is refused like a step carrying the value.
+func WithApprovedRun(approved bool) Option { return func(r *Runner) { r.approved = approved } }
+
 // SecretHostError is a step refused by the host policy. Via names the earlier step whose outputs
 // (received in exchange for Ref) the step would send; "" when the step names Ref itself.
 type SecretHostError struct {
 	Ref, Host, Via string
+	Condition      bool // the step carries Ref only as a condition, and the run was not approved
 }
 
 func (e *SecretHostError) Error() string {
+	if e.Condition {
+		return fmt.Sprintf("%s: whether this step runs is decided by step %s's response, received in exchange for %s; only a run a person approved may send it to %s (not in %s's allowed hosts)",
+			CodeSecretHostNotAllowed, e.Via, e.Ref, e.Host, e.Ref)
+	}
 	if e.Via != "" {
 		return fmt.Sprintf("%s: a value from step %s's response, received in exchange for %s, may not be sent to %s (not in %s's allowed hosts)",
 			CodeSecretHostNotAllowed, e.Via, e.Ref, e.Host, e.Ref)
@@ -44,9 +55,10 @@ func (e *SecretHostError) Error() string {
 	return fmt.Sprintf("%s: %s may not be sent to %s (not in its allowed hosts)", CodeSecretHostNotAllowed, e.Ref, e.Host)
 }
 
-// checkHosts applies the policy to p (nil: nothing to check).
-func (p HostPolicy) checkHosts(req PreparedRequest) error {
-	if p == nil || len(req.CredentialRefs) == 0 {
+// checkHosts applies the policy to p (nil: nothing to check): every reference the step carries as
+// data must allow the host, and, unless the run was approved, every one it carries as a condition.
+func (p HostPolicy) checkHosts(req PreparedRequest, approved bool) error {
+	if p == nil || len(req.CredentialRefs)+len(req.ConditionRefs) == 0 {
 		return nil
 	}
 	u, err := url.Parse(req.URL)
@@ -57,6 +69,14 @@ func (p HostPolicy) checkHosts(req PreparedRequest) error {
 	for _, ref := range req.CredentialRefs {
 		if list, ok := p[ref]; !ok || !list.Matches(host, port) {
 			return &SecretHostError{Ref: ref, Host: u.Host, Via: req.DerivedVia[ref]}
+		}
+	}
+	if approved {
+		return nil
+	}
+	for _, ref := range req.ConditionRefs {
+		if list, ok := p[ref]; !ok || !list.Matches(host, port) {
+			return &SecretHostError{Ref: ref, Host: u.Host, Via: req.ConditionVia[ref], Condition: true}
 		}
 	}
 	return nil

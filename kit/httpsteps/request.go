@@ -36,6 +36,11 @@ type PreparedRequest struct {
 	// DerivedVia maps each of CredentialRefs the step carries only through an earlier step's outputs
 	// to that step's name.
 	DerivedVia map[string]string
+	// ConditionRefs are the references the step carries only as a condition (its when reads a step
+	// carrying them: Config.StepConditionTaint), with the step each comes through in ConditionVia:
+	// outside their hosts the step may be sent only in a run a person approved.
+	ConditionRefs []string
+	ConditionVia  map[string]string
 }
 
 // BuildError is a step that could not be rendered (unknown variable, bad URL, oversized output). It
@@ -103,6 +108,7 @@ func buildRequest(cfg Config, i int, st Step, vars map[string]any) (PreparedRequ
 		}
 	}
 	p.CredentialRefs, p.DerivedVia = credentialRefs(cfg, i, urlTpl)
+	p.ConditionRefs, p.ConditionVia = cfg.taintAt(i, []string{urlTpl}, TaintCondition)
 	rawURL, err := renderURLTemplate(urlTpl, vars)
 	if err != nil {
 		return p, fmt.Errorf("url: %w", err)

@@ -35,6 +35,7 @@ type Runner struct {
 	now      func() time.Time
 	maxBytes int64
 	hosts    HostPolicy
+	approved bool                     // WithApprovedRun
 	exprs    *exprEnv                 // when/for_each, built on first use
 	codes    map[string]*compiledCode // code steps compiled, by source
 	input    *codeInput               // the running step's ctx for code, frozen
@@ -169,7 +170,7 @@ func (r *Runner) Do(ctx context.Context, p PreparedRequest, extraSecrets ...stri
 		return out, se
 	}
 
-	if err := r.hosts.checkHosts(p); err != nil {
+	if err := r.hosts.checkHosts(p, r.approved); err != nil {
 		return fail(KindPermanent, 0, 0, err)
 	}
 	timeout := p.Timeout
@@ -381,6 +382,7 @@ type Result struct {
 	Steps         []StepRecord   `json:"steps"`
 	FinalResponse any            `json:"-"` // unmasked decoded response of the last step that ran successfully
 	Responses     map[string]any `json:"-"` // unmasked decoded responses by step name
+	Results       map[string]any `json:"-"` // unmasked code step results by step name (records may mask them whole)
 	DurationMS    int64          `json:"duration_ms"`
 }
 
@@ -415,7 +417,7 @@ func (r Result) Extract(exts []Extraction) map[string]any {
 // record in addition to the auth.* and secrets.* values found in vars.
 func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secrets []string) (res Result) {
 	start := r.now()
-	res = Result{Responses: map[string]any{}, Steps: []StepRecord{}}
+	res = Result{Responses: map[string]any{}, Results: map[string]any{}, Steps: []StepRecord{}}
 	defer func() { res.DurationMS = r.now().Sub(start).Milliseconds() }()
 
 	root := maps.Clone(vars)
@@ -443,6 +445,7 @@ func (r *Runner) Run(ctx context.Context, cfg Config, vars map[string]any, secre
 			stepVars[st.Name] = run.Vars
 			if !run.Skipped {
 				res.Responses[st.Name] = run.Vars["response"]
+				res.Results[st.Name] = run.Vars["result"]
 			}
 			if run.NotFound { // a not_found_status ends the call, as for a plain step
 				res.Success, res.NotFound = true, true
