@@ -149,3 +149,33 @@ func (x *Exclusions) excludesHost(h string) bool {
 	}
 	return false
 }
+
+// DefaultExclusions is the list a new installation starts with: the vendors' own consoles,
+// documentation and schema hosts, which alerts link to and which are never what an alert is about.
+// It is written once, when no list was ever stored (store.SeedExclusions); an admin's edits stay.
+var DefaultExclusions = []string{
+	// Microsoft: Azure and Defender portals, documentation, schemas, Graph and ARM endpoints.
+	"portal.azure.com", "*.portal.azure.com", "security.microsoft.com", "*.security.microsoft.com",
+	"securitycenter.microsoft.com", "securitycenter.windows.com", "ti.defender.microsoft.com",
+	"learn.microsoft.com", "docs.microsoft.com", "go.microsoft.com", "aka.ms", "schemas.microsoft.com",
+	"graph.microsoft.com", "management.azure.com", "portal.cloudappsecurity.com", "*.portal.cloudappsecurity.com",
+	"compliance.microsoft.com", "purview.microsoft.com", "entra.microsoft.com", "intune.microsoft.com",
+	"protection.office.com", "admin.microsoft.com",
+	// Splunk, Elastic.
+	"*.splunkcloud.com", "docs.splunk.com", "splunkbase.splunk.com", "www.elastic.co", "elastic.co",
+	"*.found.io", "*.elastic-cloud.com", "*.kb.us-east-1.aws.found.io",
+	// Schemas and frameworks.
+	"schema.ocsf.io", "json-schema.org", "www.w3.org", "schemas.xmlsoap.org", "attack.mitre.org",
+	"cve.mitre.org", "cwe.mitre.org", "nvd.nist.gov", "www.cisa.gov",
+	// AWS and Google Cloud consoles and documentation.
+	"console.aws.amazon.com", "*.console.aws.amazon.com", "docs.aws.amazon.com", "aws.amazon.com",
+	"console.cloud.google.com", "cloud.google.com", "*.googleapis.com",
+	// Cloud service principals that name the provider's own services in audit records.
+	"cloudtrail.amazonaws.com", "guardduty.amazonaws.com", "securityhub.amazonaws.com", "config.amazonaws.com",
+	"inspector2.amazonaws.com", "iam.amazonaws.com", "sts.amazonaws.com", "ec2.amazonaws.com",
+	"lambda.amazonaws.com",
+	// Other vendors' consoles.
+	"falcon.crowdstrike.com", "*.falcon.crowdstrike.com", "falcon.us-2.crowdstrike.com",
+	"falcon.eu-1.crowdstrike.com", "*.sentinelone.net", "*.okta.com", "*.oktapreview.com",
+	"platform.securityscorecard.io", "support.securityscorecard.com",
+}

@@ -73,6 +73,7 @@ const (
 	keyReference          // links to consoles and documentation: no indicators below
 	keyVersion            // version strings and OIDs: no IPs
 	keyID                 // identifiers: no hashes
+	keyLabel              // names of malware, threats and signatures: no domains, also below
 )
 
 // walk scans node. class is the class of the nearest key above it.
@@ -98,6 +99,9 @@ func (s *scanner) walk(node any, class keyClass, depth int) {
 			c := classifyKey(k)
 			if c == keyReference {
 				continue
+			}
+			if class == keyLabel {
+				c = keyLabel
 			}
 			s.path = append(s.path, k)
 			s.walk(v[k], c, depth+1)
@@ -270,7 +274,7 @@ func (s *scanner) plainToken(tok string, prev byte, class keyClass) {
 		}
 		return
 	}
-	if dots >= 1 {
+	if dots >= 1 && prev != '*' && class != keyLabel { // *.example.com is a certificate's or a rule's pattern
 		if d, ok := scanDomain(tok); ok {
 			s.candidate(TypeDomain, d)
 			return
@@ -279,9 +283,9 @@ func (s *scanner) plainToken(tok string, prev byte, class keyClass) {
 	if class == keyID {
 		return
 	}
-	// Hashes: exact-length hex runs between non-alphanumeric bytes; a run of only digits or only
-	// letters is an id or a word, not a hash.
-	for _, part := range strings.FieldsFunc(tok, func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
+	// Hashes: exact-length hex runs between separators or dots ('-' and '_' join a run to a name:
+	// amsistream-1D89…); a run of only digits or only letters is an id or a word, not a hash.
+	for _, part := range strings.Split(tok, ".") {
 		if t, ok := hashType(part); ok {
 			s.candidate(t, part)
 		}
@@ -370,7 +374,7 @@ func scanDomain(tok string) (string, bool) {
 	if fieldWords[tld] && fieldSets[labels[0]] {
 		return "", false
 	}
-	if camelCase(tok) {
+	if camelCase(tok) || pascalLast(tok) {
 		return "", false
 	}
 	if _, icann := publicsuffix.PublicSuffix(tld); !icann {
@@ -391,6 +395,17 @@ func camelCase(s string) bool {
 		}
 	}
 	return false
+}
+
+// pascalLast reports a last label written Capitalized (Microsoft.Security, System.Net): a namespace,
+// not a host name, which is written in one case.
+func pascalLast(s string) bool {
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	l := s[i+1:]
+	return l[0] >= 'A' && l[0] <= 'Z' && l[1] >= 'a' && l[1] <= 'z'
 }
 
 // fileExtensions are last labels that make a dotted name a file name. Some are also top-level
@@ -439,7 +454,7 @@ func classifyKey(k string) keyClass {
 	switch {
 	case n == "":
 		return keyPlain
-	case referenceKeys[n], strings.HasPrefix(k, "$"), strings.HasPrefix(k, "@odata"):
+	case referenceKeys[n], personKeys[n], strings.HasPrefix(k, "$"), strings.HasPrefix(k, "@odata"):
 		return keyReference
 	case strings.HasSuffix(n, "link") || strings.HasSuffix(n, "links"):
 		return keyReference
@@ -452,6 +467,10 @@ func classifyKey(k string) keyClass {
 		return keyPlain
 	case strings.Contains(n, "version") || strings.HasSuffix(n, "ver") || strings.HasSuffix(n, "build") || n == "oid" || strings.HasSuffix(n, "oid"):
 		return keyVersion
+	case labelKeys[n]:
+		return keyLabel
+	case strings.Contains(n, "digest") || strings.Contains(n, "layerhash") || strings.HasSuffix(n, "arn"):
+		return keyID
 	case strings.HasSuffix(n, "id") || strings.HasSuffix(n, "ids") || strings.HasSuffix(n, "guid") || strings.HasSuffix(n, "uuid"):
 		if strings.HasSuffix(n, "hashid") {
 			return keyPlain
@@ -460,6 +479,17 @@ func classifyKey(k string) keyClass {
 	}
 	return keyPlain
 }
+
+// personKeys name the people working the alert in the sender (the assigned analyst, a comment's
+// author): not what the alert is about.
+var personKeys = setOf("owner", "assignedto", "assignee", "assigneduser", "createdby", "modifiedby",
+	"lastmodifiedby", "updatedby", "closedby", "resolvedby", "author", "analyst", "reviewer",
+	"muteinitiator", "comments", "lastupdatedby", "incidentowner")
+
+// labelKeys name malware, threat and signature families, whose names parse like host names
+// (infection.family, pva.torrent.openinternet).
+var labelKeys = setOf("malware", "malwarename", "family", "families", "threatname", "threatfamily",
+	"malwarefamily", "signaturename", "classification", "detectionname", "virusname")
 
 // referenceKeys name references to documentation or to the sender's own console.
 var referenceKeys = setOf("href", "reference", "references", "documentation", "docs", "doc", "schema",
@@ -470,7 +500,7 @@ var referenceKeys = setOf("href", "reference", "references", "documentation", "d
 // alertWebUrl, incidentUrl, results_url) rather than a URL the alert is about (url, request_url).
 var consoleWords = []string{"portal", "console", "web", "alert", "incident", "result", "help", "doc",
 	"investigation", "detail", "kibana", "view", "ui", "search", "remediation", "rule", "reference",
-	"info", "learn", "case", "ticket", "finding", "report", "dashboard", "permalink", "self", "api", "schema"}
+	"info", "learn", "case", "ticket", "external", "finding", "report", "dashboard", "permalink", "self", "api", "schema"}
 
 func squashKey(k string) string {
 	var b strings.Builder
