@@ -598,7 +598,7 @@ func TestPipeline_LinkAndRecordConcurrently(t *testing.T) {
 	for i, id := range alerts {
 		wg.Go(func() {
 			var err error
-			links[i], err = e.st.LinkExtraction(ctx, id, flip(i, keys), "extraction", "generic", &ref)
+			links[i], err = e.st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: flip(i, keys)}, "extraction", "generic", &ref)
 			errs <- err
 		})
 	}
