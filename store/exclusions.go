@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
 // ExtractionExclusions is the never-indicator list (API.md §4, one row): the entries extraction
@@ -73,4 +75,14 @@ func (s *Store) LockExtractionExclusions(ctx context.Context) (ExtractionExclusi
 		return ExtractionExclusions{}, fmt.Errorf("lock extraction exclusions: %w", mapErr(err))
 	}
 	return x, nil
+}
+
+// Exclusions returns the never-indicator list parsed (uncached; the worker reads it through
+// ingest.ExclusionCache).
+func (s *Store) Exclusions(ctx context.Context) (*indicators.Exclusions, error) {
+	x, err := s.ExtractionExclusions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return indicators.NewExclusions(x.Entries), nil
 }
