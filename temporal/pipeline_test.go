@@ -401,6 +401,16 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id))
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id))
 
+	// Each link says which passes found it and where (pass 3: the mapping's path; pass 4: the string's).
+	status, li := e.do(t, http.MethodGet, "/v1/alerts/"+id.String()+"/indicators", "")
+	require.Equal(t, http.StatusOK, status)
+	byValue := map[string]any{}
+	for _, x := range li["data"].([]any) {
+		byValue[x.(map[string]any)["value"].(string)] = x.(map[string]any)["extracted_by"]
+	}
+	require.Equal(t, []any{map[string]any{"pass": float64(3), "field_path": "extra.hosts.*.addr"},
+		map[string]any{"pass": float64(4), "field_path": "extra.hosts.0.addr"}}, byValue[h1])
+
 	// Search attributes for the Temporal UI.
 	desc, err := e.c.DescribeWorkflowExecution(context.Background(), ids.Alert(id), "")
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -254,7 +255,7 @@ func (x *extractor) pass(n int, run func(emitFunc)) []Indicator {
 			return
 		}
 		ind := Indicator{Type: t, Value: norm}
-		if n > 1 && x.exclude.Excludes(ind) {
+		if n > 1 && (x.exclude.Excludes(ind) || ind.Type == TypeAccount && builtinAccounts[strings.ToLower(ind.Value)]) {
 			x.res.Scan.Excluded++
 			return
 		}
@@ -277,6 +278,11 @@ func (x *extractor) pass(n int, run func(emitFunc)) []Indicator {
 	})
 	return out
 }
+
+// builtinAccounts are the operating systems' own accounts, which every host has: not an indicator
+// when a mapping or pass 4 finds one (pass 1 keeps what a plugin names explicitly).
+var builtinAccounts = setOf("system", "local service", "network service", "nt authority\\system",
+	"nt authority\\local service", "nt authority\\network service", "localsystem", "-", "n/a", "none", "null", "unknown")
 
 func (x *extractor) addOrigin(i int, o Origin) {
 	os := x.origins[i]

@@ -1,6 +1,7 @@
 package indicators
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -65,18 +66,22 @@ func (s *scanner) halt(reason string) {
 
 func (s *scanner) pathString() string { return strings.Join(s.path, ".") }
 
-// keyClass is what a key says about the values under it.
+// keyClass is what a key says about the values under it, and under every key below it: a set of
+// guards.
 type keyClass uint8
 
 const (
-	keyPlain     keyClass = iota
-	keyReference          // links to consoles and documentation: no indicators below
-	keyVersion            // version strings and OIDs: no IPs
-	keyID                 // identifiers: no hashes
-	keyLabel              // names of malware, threats and signatures: no domains, also below
+	keyPlain     keyClass = 0
+	keyReference keyClass = 1 << iota // links to consoles and documentation, people: nothing below
+	noIP                              // version strings and OIDs
+	noHash                            // identifiers, thumbprints, fingerprints, commits
+	noDomain                          // names of malware, threats, datasets; a user's AD domain
+	keyVersion   = noIP | noHash
+	keyID        = noHash
+	keyLabel     = noDomain
 )
 
-// walk scans node. class is the class of the nearest key above it.
+// walk scans node. class is the union of the classes of the keys above it.
 func (s *scanner) walk(node any, class keyClass, depth int) {
 	if s.stop {
 		return
@@ -97,12 +102,10 @@ func (s *scanner) walk(node any, class keyClass, depth int) {
 				return
 			}
 			c := classifyKey(k)
-			if c == keyReference {
+			if c&keyReference != 0 {
 				continue
 			}
-			if class == keyLabel {
-				c = keyLabel
-			}
+			c |= class
 			s.path = append(s.path, k)
 			s.walk(v[k], c, depth+1)
 			s.path = s.path[:len(s.path)-1]
@@ -137,6 +140,12 @@ func (s *scanner) scanString(v string, class keyClass) {
 		s.halt("more than " + strconv.Itoa(s.budget.Bytes) + " bytes")
 	}
 	s.stats.Bytes += len(v)
+	if embedded, ok := embeddedJSON(v); ok {
+		// A JSON document inside a string (Sentinel's Entities, Elastic's event.original): walked like
+		// the payload, under the string's path, so the key guards apply inside it too.
+		s.walk(embedded, class, len(s.path)+1)
+		return
+	}
 	if len(v) < 7 { // the shortest candidate is an IPv6 "a::b" or a domain "a.bc"; 7 skips most noise cheaply
 		if len(v) < 4 || !strings.ContainsAny(v, ".:") {
 			return
@@ -144,6 +153,23 @@ func (s *scanner) scanString(v string, class keyClass) {
 	}
 	text := refang(v)
 	s.scanText(text, class)
+}
+
+// embeddedJSON decodes a string that holds a JSON object or array.
+func embeddedJSON(v string) (any, bool) {
+	t := strings.TrimSpace(v)
+	if len(t) < 2 || !(t[0] == '{' && t[len(t)-1] == '}' || t[0] == '[' && t[len(t)-1] == ']') {
+		return nil, false
+	}
+	var out any
+	if err := json.Unmarshal([]byte(t), &out); err != nil {
+		return nil, false
+	}
+	switch out.(type) {
+	case map[string]any, []any:
+		return out, true
+	}
+	return nil, false
 }
 
 // candidate hands one value to the extractor, within the candidate budget.
@@ -190,9 +216,7 @@ func (s *scanner) scanText(text string, class keyClass) {
 			if s.stop {
 				return
 			}
-			if class != keyReference {
-				s.candidate(TypeURL, u)
-			}
+			s.candidate(TypeURL, u)
 			b.WriteString(text[last:start])
 			b.WriteByte(' ')
 			last = end
@@ -242,7 +266,7 @@ func (s *scanner) token(tok string, prev byte, class keyClass) {
 	if strings.IndexByte(tok, ':') >= 0 {
 		if strings.Count(tok, ":") >= 2 {
 			if addr, err := netip.ParseAddr(tok); err == nil && addr.Is6() {
-				if class != keyVersion && usefulIP(addr) {
+				if class&noIP == 0 && usefulIP(addr) {
 					s.candidate(TypeIP, addr.String())
 				}
 				return
@@ -266,7 +290,7 @@ func (s *scanner) token(tok string, prev byte, class keyClass) {
 func (s *scanner) plainToken(tok string, prev byte, class keyClass) {
 	dots := strings.Count(tok, ".")
 	if dots == 3 && isDigitsAndDots(tok) {
-		if class == keyVersion || prev == 'v' || prev == 'V' {
+		if class&noIP != 0 || prev == 'v' || prev == 'V' {
 			return // a version string, not an address (guard: version strings)
 		}
 		if addr, err := netip.ParseAddr(tok); err == nil && usefulIP(addr) {
@@ -274,13 +298,15 @@ func (s *scanner) plainToken(tok string, prev byte, class keyClass) {
 		}
 		return
 	}
-	if dots >= 1 && prev != '*' && class != keyLabel { // *.example.com is a certificate's or a rule's pattern
+	// *.example.com is a certificate's or a rule's pattern; a name after a slash is a path's part
+	// (/Applications/Terminal.app).
+	if dots >= 1 && prev != '*' && prev != '/' && prev != '\\' && class&noDomain == 0 {
 		if d, ok := scanDomain(tok); ok {
 			s.candidate(TypeDomain, d)
 			return
 		}
 	}
-	if class == keyID {
+	if class&noHash != 0 {
 		return
 	}
 	// Hashes: exact-length hex runs between separators or dots ('-' and '_' join a run to a name:
@@ -301,11 +327,14 @@ func (s *scanner) emailToken(tok string) {
 	if at <= 0 || at == len(tok)-1 {
 		return
 	}
-	if _, ok := scanDomain(tok[at+1:]); !ok {
-		return
+	d, ok := scanDomain(tok[at+1:])
+	if !ok || sshNamingDomains[d] {
+		return // name@openssh.com is an SSH algorithm's name (RFC 4251 §6), not a mailbox
 	}
 	s.candidate(TypeEmail, tok)
 }
+
+var sshNamingDomains = setOf("openssh.com", "libssh.org")
 
 // usefulIP: unspecified, loopback, broadcast and multicast addresses name no host of the alert.
 func usefulIP(a netip.Addr) bool {
@@ -456,7 +485,8 @@ func classifyKey(k string) keyClass {
 		return keyPlain
 	case referenceKeys[n], personKeys[n], strings.HasPrefix(k, "$"), strings.HasPrefix(k, "@odata"):
 		return keyReference
-	case strings.HasSuffix(n, "link") || strings.HasSuffix(n, "links"):
+	case strings.HasSuffix(n, "link") || strings.HasSuffix(n, "links") || strings.HasSuffix(n, "reference") ||
+		strings.HasSuffix(n, "references") || strings.Contains(n, "useragent"):
 		return keyReference
 	case strings.HasSuffix(n, "url") || strings.HasSuffix(n, "uri") || strings.HasSuffix(n, "urls"):
 		for _, w := range consoleWords {
@@ -467,9 +497,13 @@ func classifyKey(k string) keyClass {
 		return keyPlain
 	case strings.Contains(n, "version") || strings.HasSuffix(n, "ver") || strings.HasSuffix(n, "build") || n == "oid" || strings.HasSuffix(n, "oid"):
 		return keyVersion
-	case labelKeys[n]:
+	case labelKeys[n] || strings.HasSuffix(n, "isp") || strings.HasSuffix(n, "ispdomain") || strings.HasSuffix(n, "asorg"):
 		return keyLabel
-	case strings.Contains(n, "digest") || strings.Contains(n, "layerhash") || strings.HasSuffix(n, "arn"):
+	case n == "image" || n == "images":
+		return noHash | noDomain // a container image's reference and digest
+	case strings.Contains(n, "digest") || strings.Contains(n, "layerhash") || strings.HasSuffix(n, "arn") || idWords[n] ||
+		strings.Contains(n, "fingerprint") || strings.Contains(n, "thumbprint") || strings.Contains(n, "imphash") || strings.Contains(n, "dedup") ||
+		strings.HasSuffix(n, "token") || strings.HasSuffix(n, "tokens") || strings.HasSuffix(n, "eventhash"):
 		return keyID
 	case strings.HasSuffix(n, "id") || strings.HasSuffix(n, "ids") || strings.HasSuffix(n, "guid") || strings.HasSuffix(n, "uuid"):
 		if strings.HasSuffix(n, "hashid") {
@@ -489,12 +523,21 @@ var personKeys = setOf("owner", "assignedto", "assignee", "assigneduser", "creat
 // labelKeys name malware, threat and signature families, whose names parse like host names
 // (infection.family, pva.torrent.openinternet).
 var labelKeys = setOf("malware", "malwarename", "family", "families", "threatname", "threatfamily",
-	"malwarefamily", "signaturename", "classification", "detectionname", "virusname")
+	"malwarefamily", "signaturename", "classification", "detectionname", "virusname", "dataset", "module",
+	"namespace", "eventtype", "eventcategory", "organization", "asnorg", "accountdomain", "ntdomain",
+	"userdomain", "upnsuffix", "logondomain", "subjectdomainname", "targetdomainname")
+
+// idWords name host and device identifiers and the hash-like fingerprints of tools (a hex value
+// under them is an id, not a file hash).
+var idWords = setOf("host", "hosts", "hostname", "computer", "device", "machine", "ja3", "ja3s", "hassh",
+	"hasshserver", "ssdeep", "tlsh", "checksum", "etag", "nonce", "signature", "thumbprint", "uniquekey",
+	"uniquekeyv2", "commit", "build")
 
 // referenceKeys name references to documentation or to the sender's own console.
 var referenceKeys = setOf("href", "reference", "references", "documentation", "docs", "doc", "schema",
 	"odatacontext", "odatatype", "odataid", "odatanextlink", "helpuri", "learnmore", "moreinfo", "seealso",
-	"remediation", "recommendation", "recommendations", "remediationsteps", "threatintelreference")
+	"remediation", "recommendation", "recommendations", "remediationsteps", "threatintelreference", "policy",
+	"splunkserver", "si", "searchhead")
 
 // consoleWords, inside a key ending in "url", name a link to a console or documentation (portal_url,
 // alertWebUrl, incidentUrl, results_url) rather than a URL the alert is about (url, request_url).
