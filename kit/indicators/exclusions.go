@@ -173,7 +173,7 @@ var DefaultExclusions = []string{
 	// Cloud service principals that name the provider's own services in audit records.
 	"cloudtrail.amazonaws.com", "guardduty.amazonaws.com", "securityhub.amazonaws.com", "config.amazonaws.com",
 	"inspector2.amazonaws.com", "iam.amazonaws.com", "sts.amazonaws.com", "ec2.amazonaws.com",
-	"lambda.amazonaws.com",
+	"lambda.amazonaws.com", "*.compute.amazonaws.com", // EC2's default names, which spell the address
 	// Other vendors' consoles.
 	"falcon.crowdstrike.com", "*.falcon.crowdstrike.com", "falcon.us-2.crowdstrike.com",
 	"falcon.eu-1.crowdstrike.com", "*.sentinelone.net", "*.okta.com", "*.oktapreview.com",

@@ -190,6 +190,7 @@ func ExtractWith(normalizedFields, raw map[string]any, sourceName string, pass1 
 		seen:    make(map[Indicator]int),
 		merged:  []Indicator{},
 		exclude: opts.Exclusions,
+		strict:  opts.Pass4,
 	}
 	x.res.Pass1 = x.pass(1, func(emit emitFunc) {
 		for _, ind := range pass1 {
@@ -230,6 +231,7 @@ type extractor struct {
 	merged  []Indicator
 	origins [][]Origin
 	exclude *Exclusions
+	strict  bool // the pipeline's extraction (Options.Pass4): publicValue applies to passes 2-4
 }
 
 func (x *extractor) skip(s SkippedValue) {
@@ -259,6 +261,10 @@ func (x *extractor) pass(n int, run func(emitFunc)) []Indicator {
 			x.res.Scan.Excluded++
 			return
 		}
+		if n > 1 && x.strict && !publicValue(ind) {
+			x.skip(SkippedValue{Pass: n, Path: path, Type: t, Value: value, Reason: "a placeholder or a name outside the public DNS"})
+			return
+		}
 		i, ok := x.seen[ind]
 		if !ok {
 			if len(x.merged) >= MaxExtracted {
@@ -277,6 +283,20 @@ func (x *extractor) pass(n int, run func(emitFunc)) []Indicator {
 		x.addOrigin(i, Origin{Pass: n, FieldPath: path})
 	})
 	return out
+}
+
+// publicValue: in the pipeline, a domain found by passes 2-4 must end in an ICANN public suffix
+// (lees-mbp.localdomain, dc01.corp.local name hosts of the sender's own network), and a hash of one
+// repeated digit (000…0) is a placeholder. Ingestion's passes 1-2 (the fingerprint) do not apply it.
+func publicValue(ind Indicator) bool {
+	switch ind.Type {
+	case TypeDomain:
+		_, ok := scanDomain(ind.Value)
+		return ok
+	case TypeMD5, TypeSHA1, TypeSHA256:
+		return strings.Trim(ind.Value, ind.Value[:1]) != ""
+	}
+	return true
 }
 
 // builtinAccounts are the operating systems' own accounts, which every host has: not an indicator

@@ -66,6 +66,16 @@ func (s *scanner) halt(reason string) {
 
 func (s *scanner) pathString() string { return strings.Join(s.path, ".") }
 
+// parentKey is the nearest object key above the current position, array indexes skipped.
+func (s *scanner) parentKey() string {
+	for i := len(s.path) - 1; i >= 0; i-- {
+		if _, err := strconv.Atoi(s.path[i]); err != nil {
+			return s.path[i]
+		}
+	}
+	return ""
+}
+
 // keyClass is what a key says about the values under it, and under every key below it: a set of
 // guards.
 type keyClass uint8
@@ -76,6 +86,7 @@ const (
 	noIP                              // version strings and OIDs
 	noHash                            // identifiers, thumbprints, fingerprints, commits
 	noDomain                          // names of malware, threats, datasets; a user's AD domain
+	noEmail                           // message ids (<id@host>)
 	keyVersion   = noIP | noHash
 	keyID        = noHash
 	keyLabel     = noDomain
@@ -102,8 +113,8 @@ func (s *scanner) walk(node any, class keyClass, depth int) {
 				return
 			}
 			c := classifyKey(k)
-			if c&keyReference != 0 {
-				continue
+			if c&keyReference != 0 || k == "name" && s.parentKey() == "observables" {
+				continue // OCSF observables name the field their value came from (a path, not a host)
 			}
 			c |= class
 			s.path = append(s.path, k)
@@ -140,6 +151,9 @@ func (s *scanner) scanString(v string, class keyClass) {
 		s.halt("more than " + strconv.Itoa(s.budget.Bytes) + " bytes")
 	}
 	s.stats.Bytes += len(v)
+	if strings.HasPrefix(v, "arn:") || strings.HasPrefix(v, "/subscriptions/") {
+		return // a cloud resource's name (AWS ARN, Azure resource id): its parts are not indicators
+	}
 	if embedded, ok := embeddedJSON(v); ok {
 		// A JSON document inside a string (Sentinel's Entities, Elastic's event.original): walked like
 		// the payload, under the string's path, so the key guards apply inside it too.
@@ -255,12 +269,22 @@ func (s *scanner) scanTokens(text string, class keyClass) {
 
 // token classifies one token. prev is the byte before it (0 at the start of the string).
 func (s *scanner) token(tok string, prev byte, class keyClass) {
+	if strings.HasSuffix(tok, "::") || strings.HasPrefix(tok, "::") { // 2a02:cf40::, ::ffff:192.0.2.1
+		if addr, err := netip.ParseAddr(tok); err == nil {
+			if class&noIP == 0 && usefulIP(addr) {
+				s.candidate(TypeIP, addr.String())
+			}
+			return
+		}
+	}
 	tok = strings.Trim(tok, ".:-_")
 	if len(tok) < 3 {
 		return
 	}
 	if strings.IndexByte(tok, '@') >= 0 {
-		s.emailToken(tok)
+		if class&noEmail == 0 {
+			s.emailToken(tok)
+		}
 		return
 	}
 	if strings.IndexByte(tok, ':') >= 0 {
@@ -306,8 +330,8 @@ func (s *scanner) plainToken(tok string, prev byte, class keyClass) {
 			return
 		}
 	}
-	if class&noHash != 0 {
-		return
+	if class&noHash != 0 || prev == '/' || prev == '\\' {
+		return // an id, or a file named by a hash inside a path
 	}
 	// Hashes: exact-length hex runs between separators or dots ('-' and '_' join a run to a name:
 	// amsistream-1D89…); a run of only digits or only letters is an id or a word, not a hash.
@@ -486,8 +510,11 @@ func classifyKey(k string) keyClass {
 	case referenceKeys[n], personKeys[n], strings.HasPrefix(k, "$"), strings.HasPrefix(k, "@odata"):
 		return keyReference
 	case strings.HasSuffix(n, "link") || strings.HasSuffix(n, "links") || strings.HasSuffix(n, "reference") ||
-		strings.HasSuffix(n, "references") || strings.Contains(n, "useragent"):
+		strings.HasSuffix(n, "references") || strings.Contains(n, "useragent") || strings.Contains(n, "article") ||
+		strings.Contains(n, "advisor") || strings.Contains(n, "callstack") || strings.HasPrefix(n, "assigned"):
 		return keyReference
+	case strings.HasSuffix(n, "messageid") || n == "msgid":
+		return noEmail | noHash
 	case strings.HasSuffix(n, "url") || strings.HasSuffix(n, "uri") || strings.HasSuffix(n, "urls"):
 		for _, w := range consoleWords {
 			if strings.Contains(n, w) {
@@ -497,7 +524,9 @@ func classifyKey(k string) keyClass {
 		return keyPlain
 	case strings.Contains(n, "version") || strings.HasSuffix(n, "ver") || strings.HasSuffix(n, "build") || n == "oid" || strings.HasSuffix(n, "oid"):
 		return keyVersion
-	case labelKeys[n] || strings.HasSuffix(n, "isp") || strings.HasSuffix(n, "ispdomain") || strings.HasSuffix(n, "asorg"):
+	case n == "signature" || n == "alertsignature":
+		return noDomain | noHash // an IDS signature's name (ET MALWARE BTGrab.com Spyware …)
+	case labelKeys[n] || hasAnySuffix(n, adDomainKeys) || strings.HasSuffix(n, "isp") || strings.HasSuffix(n, "ispdomain") || strings.HasSuffix(n, "asorg"):
 		return keyLabel
 	case n == "image" || n == "images":
 		return noHash | noDomain // a container image's reference and digest
@@ -524,8 +553,21 @@ var personKeys = setOf("owner", "assignedto", "assignee", "assigneduser", "creat
 // (infection.family, pva.torrent.openinternet).
 var labelKeys = setOf("malware", "malwarename", "family", "families", "threatname", "threatfamily",
 	"malwarefamily", "signaturename", "classification", "detectionname", "virusname", "dataset", "module",
-	"namespace", "eventtype", "eventcategory", "organization", "asnorg", "accountdomain", "ntdomain",
-	"userdomain", "upnsuffix", "logondomain", "subjectdomainname", "targetdomainname")
+	"namespace", "eventtype", "eventcategory", "organization", "asnorg")
+
+// adDomainKeys end keys naming an account's Active Directory or NT domain (NET.example.com): the
+// directory the user belongs to, not a host the alert is about.
+var adDomainKeys = []string{"accountdomain", "ntdomain", "userdomain", "upnsuffix", "logondomain",
+	"subjectdomainname", "targetdomainname"}
+
+func hasAnySuffix(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
 
 // idWords name host and device identifiers and the hash-like fingerprints of tools (a hex value
 // under them is an id, not a file hash).
@@ -543,7 +585,7 @@ var referenceKeys = setOf("href", "reference", "references", "documentation", "d
 // alertWebUrl, incidentUrl, results_url) rather than a URL the alert is about (url, request_url).
 var consoleWords = []string{"portal", "console", "web", "alert", "incident", "result", "help", "doc",
 	"investigation", "detail", "kibana", "view", "ui", "search", "remediation", "rule", "reference",
-	"info", "learn", "case", "ticket", "external", "finding", "report", "dashboard", "permalink", "self", "api", "schema"}
+	"info", "learn", "case", "ticket", "external", "xdr", "finding", "report", "dashboard", "permalink", "self", "api", "schema"}
 
 func squashKey(k string) string {
 	var b strings.Builder
