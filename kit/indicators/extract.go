@@ -146,13 +146,13 @@ type ExtractionResult struct {
 	Pass1          []Indicator    `json:"pass1"`
 	Pass2          []Indicator    `json:"pass2"`
 	Pass3          []Indicator    `json:"pass3"`
-	Pass4          []Indicator    `json:"pass4"`
+	Pass4          []Indicator    `json:"pass4,omitempty"`
 	Indicators     []Indicator    `json:"indicators"`
-	ExtractedBy    [][]Origin     `json:"extracted_by"`
+	ExtractedBy    [][]Origin     `json:"-"` // the API's responses pair them with Indicators
 	Skipped        []SkippedValue `json:"skipped"`
 	SkippedOmitted int            `json:"skipped_omitted"` // skips beyond MaxSkipped
 	Truncated      bool           `json:"truncated"`       // MaxExtracted was reached
-	Scan           ScanStats      `json:"scan"`            // pass 4's visit (zero when pass 4 did not run)
+	Scan           ScanStats      `json:"scan,omitzero"`   // pass 4's visit (zero when pass 4 did not run)
 }
 
 // FingerprintIndicators returns the pass-1 and pass-2 indicators, deduplicated: the set the dedup

@@ -617,9 +617,11 @@ var refanger = strings.NewReplacer(
 	"[AT]", "@", "[@]", "@", "[:]", ":", "[://]", "://",
 )
 
+// containsFold reports whether s contains sub (ASCII, sub lower-case, starting with a letter) in any case.
 func containsFold(s, sub string) bool {
+	up := sub[0] - 'a' + 'A'
 	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
+		if (s[i] == sub[0] || s[i] == up) && strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
 		}
 	}
