@@ -522,7 +522,7 @@ func classifyKey(k string) keyClass {
 			}
 		}
 		return keyPlain
-	case strings.Contains(n, "version") || strings.HasSuffix(n, "ver") || strings.HasSuffix(n, "build") || n == "oid" || strings.HasSuffix(n, "oid"):
+	case strings.Contains(n, "version") || strings.HasSuffix(n, "ver") || strings.HasSuffix(n, "build") || n == "oid" || n == "oids":
 		return keyVersion
 	case n == "signature" || n == "alertsignature":
 		return noDomain | noHash // an IDS signature's name (ET MALWARE BTGrab.com Spyware …)
@@ -605,14 +605,23 @@ func squashKey(k string) string {
 // refang undoes the usual defanging: hxxp(s) → http(s), [.] (.) {.} [dot] (dot) → ., [at] (at) [@] →
 // @, [:] → :, [://] → ://. A string without '[', '(', '{' or "xx" is returned as is.
 func refang(s string) string {
-	if !strings.ContainsAny(s, "[({") && !containsFold(s, "hxxp") {
+	hx := containsFold(s, "hxxp")
+	if !hx && !strings.ContainsAny(s, "[({") {
 		return s
+	}
+	if hx {
+		b := []byte(s)
+		for i := 0; i+4 <= len(b); i++ {
+			if strings.EqualFold(string(b[i:i+4]), "hxxp") {
+				b[i+1], b[i+2] = 't', 't'
+			}
+		}
+		s = string(b)
 	}
 	return refanger.Replace(s)
 }
 
 var refanger = strings.NewReplacer(
-	"hxxps", "https", "hXXps", "https", "HXXPS", "HTTPS", "hxxp", "http", "hXXp", "http", "HXXP", "HTTP",
 	"[.]", ".", "(.)", ".", "{.}", ".", "[dot]", ".", "(dot)", ".", "[DOT]", ".", "[at]", "@", "(at)", "@",
 	"[AT]", "@", "[@]", "@", "[:]", ":", "[://]", "://",
 )

@@ -38,7 +38,7 @@ func TestPass4FindsEveryKindInFreeText(t *testing.T) {
 		"desc": "From 203.0.113.7 to evil[dot]org (mail bob[at]Contoso.com), sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855.",
 		"Entities": [{"Address": "2001:db8::dead:beef"}, {"HostName": "ws-42.corp.contoso.com"}],
 		"hashes": "md5 d41d8cd98f00b204e9800998ecf8427e sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709",
-		"defanged": "hxxp://198.51.100[.]4[:]8080/x and ftp://files.example.net/y"
+		"defanged": "hxxp://198.51.100[.]4[:]8080/x and ftp://files.example.net/y and HxXpS://bad(.)example(.)org/z"
 	}`)
 	res := pass4(t, raw, nil)
 	require.ElementsMatch(t, []string{
@@ -46,6 +46,7 @@ func TestPass4FindsEveryKindInFreeText(t *testing.T) {
 		"hash_sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		"ip:2001:db8::dead:beef", "domain:ws-42.corp.contoso.com", "hash_md5:d41d8cd98f00b204e9800998ecf8427e",
 		"hash_sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709", "url:http://198.51.100.4:8080/x", "url:ftp://files.example.net/y",
+		"url:HttpS://bad.example.org/z", // the case of h, p and s is kept (URLs are stored as given)
 	}, values(res))
 	require.Equal(t, res.Indicators, res.Pass4)
 	for i, ind := range res.Indicators {
