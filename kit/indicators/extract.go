@@ -257,7 +257,7 @@ func (x *extractor) pass(n int, run func(emitFunc)) []Indicator {
 			return
 		}
 		ind := Indicator{Type: t, Value: norm}
-		if n > 1 && (x.exclude.Excludes(ind) || ind.Type == TypeAccount && builtinAccounts[strings.ToLower(ind.Value)]) {
+		if n > 1 && (x.exclude.Excludes(ind) || x.strict && ind.Type == TypeAccount && builtinAccounts[strings.ToLower(ind.Value)]) {
 			x.res.Scan.Excluded++
 			return
 		}
@@ -300,7 +300,8 @@ func publicValue(ind Indicator) bool {
 }
 
 // builtinAccounts are the operating systems' own accounts, which every host has: not an indicator
-// when a mapping or pass 4 finds one (pass 1 keeps what a plugin names explicitly).
+// when, in the pipeline, a mapping or pass 4 finds one (pass 1 keeps what a plugin names explicitly;
+// ingestion's fingerprint keeps them).
 var builtinAccounts = setOf("system", "local service", "network service", "nt authority\\system",
 	"nt authority\\local service", "nt authority\\network service", "localsystem", "-", "n/a", "none", "null", "unknown")
 

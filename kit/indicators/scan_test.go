@@ -74,6 +74,26 @@ func TestPass4Guards(t *testing.T) {
 		{"hashes only at exact length", `{"h": "d41d8cd98f00b204e9800998ecf8427 d41d8cd98f00b204e9800998ecf8427e0"}`},
 		{"addresses that name no host", `{"a": "0.0.0.0 127.0.0.1 255.255.255.255 224.0.0.1 ::1 ::"}`},
 		{"times and MAC addresses are not IPv6", `{"t": "10:00:00 12:34:56.789", "mac": "00:1a:2b:3c:4d:5e"}`},
+		{"the people working the alert", `{"owner": {"email": "analyst@evil.example.com"}, "assignedTo": "x@evil.example.com",
+			"comments": [{"createdBy": "soc@evil.example.com", "comment": "checked 203.0.113.4"}], "muteInitiator": "Unmuted by j@gmail.com",
+			"assigned_user_mail": "aaa@evil.example.com"}`},
+		{"names of malware, signatures and datasets", `{"malware": [{"name": "infection.family", "classification": "pva.torrent.example"}],
+			"alert": {"signature": "ET MALWARE BTGrab.com Spyware"}, "event": {"dataset": "endpoint.events.network"}}`},
+		{"namespaces and paths", `{"ids": "x", "src": "/subscriptions/1/providers/Microsoft.Security/connectors/a", "p": "/Applications/Terminal.app/x",
+			"w": "C:\\Windows\\evil.com", "cert": "certificate for *.example.com"}`},
+		{"an account's directory domain", `{"source_account_domain": "NET.example.com", "UPNSuffix": "contoso.com", "isp": "sioru.com"}`},
+		{"ids, thumbprints, fingerprints, digests, ARNs", `{"code_signature": [{"thumbprint_sha256": "8b9731a4b83e801cda7b918f8194608e91f86b3a86ffb6bb24230b1cc28e1a54"}],
+			"device_fingerprint": "541daf91d15bef64a7e08c946fd9a9d0", "ImageDigest": "sha256:e9e2afad74f4e80511a5cff33d3d989b9797a718425f27e549f5b1f862c058a8",
+			"uid": "arn:aws:ecr:us-east-2:111:repository/x/sha256:e9e2afad74f4e80511a5cff33d3d989b9797a718425f27e549f5b1f862c058a8",
+			"related": {"hosts": ["505d70d89cfa3428f7aac7d2eb3a64c60fd3d843"]}, "event_hash": "e4f07602f507975e9f7ba47c4ae0c417",
+			"quarantine_path": "C:\\.equarantine\\20a65f043449c96f10e538a860a415b55ff46c93", "agent": {"build": {"original": "commit: f8b0ed879ad40ee1ae561ced31ec8a4027a2bf53"}}}`},
+		{"message ids and SSH algorithm names", `{"messageID": "<1234.5678.mail@example.com>", "cmd": "sshd -oCiphers=aes256-gcm@openssh.com,curve25519-sha256@libssh.org"}`},
+		{"OCSF observable names", `{"observables": [{"name": "infection.family", "type": "Other"}]}`},
+		{"user agents, policies, call stacks, advisories", `{"user_agent": {"original": "Mozilla/5.0 Chrome/125.0.0.0 Safari/537.36"},
+			"Endpoint": {"policy": {"artifacts": "e57a7d5638060e9655c64ac1d02f7949b87e5f5f27f2074329608db1e06d645b"}},
+			"call_stack_final_hook_module": {"hash": {"sha256": "e5bfc1a2967fa513177a0327770927d9a2efa5a4f33ac18f716bae7c3f857994"}},
+			"kb_articles": ["https://alas.example.com/ALAS-2020-1337.html"], "xdr_url": "https://tenant.example.com/incident-view/1",
+			"externalUri": "http://www.adwait.com"}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,6 +101,32 @@ func TestPass4Guards(t *testing.T) {
 			require.Empty(t, res.Indicators, "%v", values(res))
 		})
 	}
+}
+
+func TestPass4ReadsJSONInsideStrings(t *testing.T) {
+	t.Parallel()
+	raw := mustJSON(t, `{"Entities": "[{\"Type\":\"ip\",\"Address\":\"198.51.100.9\"},{\"alertLink\":\"https://evil.example.com\"}]"}`)
+	res := pass4(t, raw, nil)
+	require.Equal(t, []string{"ip:198.51.100.9"}, values(res))
+	require.Equal(t, []Origin{{Pass: 4, FieldPath: "Entities.0.Address"}}, res.ExtractedBy[0])
+}
+
+func TestPipelineRulesOnPasses2To4(t *testing.T) {
+	t.Parallel()
+	raw := mustJSON(t, `{"user": {"name": "SYSTEM"}, "u2": "alice", "h": "0000000000000000000000000000000000000000000000000000000000000000",
+		"host": "lees-mbp.localdomain", "d": "evil.example.com"}`)
+	mappings := []Mapping{
+		{FieldPath: "user.name", Type: TypeAccount, Target: TargetRawPayload}, {FieldPath: "u2", Type: TypeAccount, Target: TargetRawPayload},
+		{FieldPath: "h", Type: TypeSHA256, Target: TargetRawPayload}, {FieldPath: "host", Type: TypeDomain, Target: TargetRawPayload},
+		{FieldPath: "d", Type: TypeDomain, Target: TargetRawPayload},
+	}
+	pass1 := []Indicator{{TypeAccount, "SYSTEM"}, {TypeDomain, "lees-mbp.localdomain"}}
+	res := ExtractWith(nil, raw, "generic", pass1, mappings, Options{Pass4: true})
+	require.Equal(t, []string{"account:SYSTEM", "domain:lees-mbp.localdomain", "account:alice", "domain:evil.example.com"}, values(res),
+		"pass 1 keeps what the plugin names; passes 2-4 drop built-in accounts, placeholder hashes, names outside the public DNS")
+	// Ingestion's extraction (the fingerprint) applies none of these.
+	plain := Extract(nil, raw, "generic", nil, mappings)
+	require.Len(t, plain.Indicators, 5)
 }
 
 func TestPass4ExclusionsSparePass1(t *testing.T) {
