@@ -14,15 +14,6 @@ func pass4(t testing.TB, raw map[string]any, ex *Exclusions) ExtractionResult {
 	return ExtractWith(nil, raw, "generic", nil, nil, Options{Pass4: true, Exclusions: ex})
 }
 
-func has(res ExtractionResult, typ Type, value string) bool {
-	for _, ind := range res.Indicators {
-		if ind.Type == typ && ind.Value == value {
-			return true
-		}
-	}
-	return false
-}
-
 func values(res ExtractionResult) []string {
 	out := []string{}
 	for _, ind := range res.Indicators {
