@@ -160,6 +160,10 @@ func (s *scanner) scanString(v string, class keyClass) {
 		s.walk(embedded, class, len(s.path)+1)
 		return
 	}
+	if userKeys[squashKey(s.parentKey())] {
+		s.account(v) // the value of a key naming a user (user_name, processUser, target_user)
+		return
+	}
 	if len(v) < 7 { // the shortest candidate is an IPv6 "a::b" or a domain "a.bc"; 7 skips most noise cheaply
 		if len(v) < 4 || !strings.ContainsAny(v, ".:") {
 			return
@@ -240,8 +244,119 @@ func (s *scanner) scanText(text string, class keyClass) {
 			rest = b.String()
 		}
 	}
+	if strings.IndexByte(rest, '=') >= 0 {
+		s.keyValues(rest)
+	}
+	if containsFold(rest, "user ") || containsFold(rest, "password for ") || containsFold(rest, "publickey for ") {
+		s.phraseUsers(rest)
+	}
 	s.scanTokens(rest, class)
 }
+
+// account takes v as an account name when it looks like one: one line, at most 256 bytes, not a
+// redaction (xxx), not an object.
+func (s *scanner) account(v string) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 256 || strings.ContainsAny(v, "\n\r{}[]<>\"%$") || strings.Trim(strings.ToLower(v), "x*?-") == "" ||
+		isSID(v) || fieldName(strings.ToLower(v)) {
+		return // a redaction, a template (%user.name), a SID (an id: related.user lists both) or a field name
+	}
+	s.candidate(TypeAccount, v)
+}
+
+// isSID reports a Windows security identifier (S-1-5-21-…).
+func isSID(v string) bool {
+	if len(v) < 5 || !strings.EqualFold(v[:4], "s-1-") {
+		return false
+	}
+	for i := 4; i < len(v); i++ {
+		if !(v[i] >= '0' && v[i] <= '9' || v[i] == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldName reports a dotted name whose first label is an ECS field set and whose last is a field
+// word (user.name, process.name): a field's name, not a value.
+func fieldName(v string) bool {
+	first, last, ok := strings.Cut(v, ".")
+	if !ok {
+		return false
+	}
+	if i := strings.LastIndexByte(last, '.'); i >= 0 {
+		last = last[i+1:]
+	}
+	return fieldSets[first] && fieldWords[last]
+}
+
+// userKeys name keys whose value is a user: in objects and in key=value text (Splunk's _raw, CEF,
+// sudo's USER=root).
+var userKeys = setOf("user", "username", "srcuser", "suser", "duser", "targetuser", "targetusername",
+	"subjectusername", "processuser", "samaccountname", "logonuser", "usrname",
+	"sourceusername", "destinationusername", "loginname", "sourceuser", "destuser")
+
+// keyValues reads key=value and key="value" pairs of text whose key names a user.
+func (s *scanner) keyValues(text string) {
+	for i := strings.IndexByte(text, '='); i > 0 && !s.stop; {
+		k := i
+		for k > 0 && (isTokenByte(text[k-1]) || text[k-1] == ':') {
+			k--
+		}
+		key := text[k:i]
+		if d := strings.LastIndexAny(key, ".:"); d >= 0 {
+			key = key[d+1:]
+		}
+		rest := text[i+1:]
+		var val string
+		if strings.HasPrefix(rest, "\"") {
+			if e := strings.IndexByte(rest[1:], '"'); e >= 0 {
+				val = rest[1 : 1+e]
+			}
+		} else {
+			e := strings.IndexAny(rest, " \t\n;,&|)")
+			if e < 0 {
+				e = len(rest)
+			}
+			val = rest[:e]
+		}
+		if userKeys[squashKey(key)] {
+			s.account(val)
+		}
+		next := strings.IndexByte(rest, '=')
+		if next < 0 {
+			return
+		}
+		i = i + 1 + next
+	}
+}
+
+// userPhrases precede a user name in log lines (sshd, PAM, sudo).
+var userPhrases = []string{"for user ", "by user ", "invalid user ", "password for ", "publickey for "}
+
+// phraseUsers reads the user after the phrases of userPhrases (case-insensitive).
+func (s *scanner) phraseUsers(text string) {
+	lower := strings.ToLower(text)
+	for _, p := range userPhrases {
+		for from := 0; !s.stop; {
+			j := strings.Index(lower[from:], p)
+			if j < 0 {
+				break
+			}
+			start := from + j + len(p)
+			end := start
+			for end < len(text) && (isTokenByte(text[end]) || text[end] == '\\') {
+				end++
+			}
+			from = end
+			if name := strings.Trim(text[start:end], ".:-"); name != "" && !userPhraseWords[strings.ToLower(name)] {
+				s.account(name)
+			}
+		}
+	}
+}
+
+var userPhraseWords = setOf("invalid", "illegal", "user", "unknown")
 
 // scanTokens splits text on every byte that cannot be part of an address, a name or a hash.
 func (s *scanner) scanTokens(text string, class keyClass) {
@@ -424,7 +539,7 @@ func scanDomain(tok string) (string, bool) {
 	if allDigits(tld) || fileExtensions[tld] {
 		return "", false
 	}
-	if fieldWords[tld] && fieldSets[labels[0]] {
+	if fieldName(d) {
 		return "", false
 	}
 	if camelCase(tok) || pascalLast(tok) {

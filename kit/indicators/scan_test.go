@@ -94,6 +94,23 @@ func TestPass4Guards(t *testing.T) {
 	}
 }
 
+func TestPass4Accounts(t *testing.T) {
+	t.Parallel()
+	raw := mustJSON(t, `{
+		"threatInfo": {"processUser": "EC2AMAZ-AJ0KANC\\Administrator"},
+		"_raw": "action=\"blocked\", event.UserName=\"keval.sabhani\", target_user=root, user=xxx",
+		"log": "Jan  4 11:14:32 myserver sshd[1]: Failed password for invalid user bob from 203.0.113.50 port 22",
+		"sudo": "centos sudo:   agent : TTY=pts/0 ; PWD=/ ; USER=alice ; COMMAND=/bin/cat",
+		"related": {"user": ["carol", "S-1-12-1-1485667349-1150190949"]},
+		"output": "Kernel module loaded (user=%user.name)", "output_fields": {"user.name": "user.name"},
+		"owner": {"username": "analyst1"}
+	}`)
+	res := pass4(t, raw, nil)
+	require.ElementsMatch(t, []string{"account:keval.sabhani", "account:root", "ip:203.0.113.50", "account:bob",
+		"account:carol", "account:alice", "account:EC2AMAZ-AJ0KANC\\Administrator"}, values(res),
+		"users under user keys, in key=value text and after sshd's phrases; not redactions, SIDs, templates, field names or the alert's owner")
+}
+
 func TestPass4ReadsJSONInsideStrings(t *testing.T) {
 	t.Parallel()
 	raw := mustJSON(t, `{"Entities": "[{\"Type\":\"ip\",\"Address\":\"198.51.100.9\"},{\"alertLink\":\"https://evil.example.com\"}]"}`)
