@@ -87,6 +87,7 @@ const (
 	noHash                            // identifiers, thumbprints, fingerprints, commits
 	noDomain                          // names of malware, threats, datasets; a user's AD domain
 	noEmail                           // message ids (<id@host>)
+	userValue                         // the key names a user: its string values (in arrays too) are accounts; not inherited by keys below
 	keyVersion   = noIP | noHash
 	keyID        = noHash
 	keyLabel     = noDomain
@@ -116,7 +117,7 @@ func (s *scanner) walk(node any, class keyClass, depth int) {
 			if c&keyReference != 0 || k == "name" && s.parentKey() == "observables" {
 				continue // OCSF observables name the field their value came from (a path, not a host)
 			}
-			c |= class
+			c |= class &^ userValue
 			s.path = append(s.path, k)
 			s.walk(v[k], c, depth+1)
 			s.path = s.path[:len(s.path)-1]
@@ -160,7 +161,7 @@ func (s *scanner) scanString(v string, class keyClass) {
 		s.walk(embedded, class, len(s.path)+1)
 		return
 	}
-	if userKeys[squashKey(s.parentKey())] {
+	if class&userValue != 0 {
 		s.account(v) // the value of a key naming a user (user_name, processUser, target_user)
 		return
 	}
@@ -622,6 +623,8 @@ func classifyKey(k string) keyClass {
 	switch {
 	case n == "":
 		return keyPlain
+	case userKeys[n]:
+		return userValue
 	case referenceKeys[n], personKeys[n], strings.HasPrefix(k, "$"), strings.HasPrefix(k, "@odata"):
 		return keyReference
 	case strings.HasSuffix(n, "link") || strings.HasSuffix(n, "links") || strings.HasSuffix(n, "reference") ||
