@@ -133,6 +133,7 @@ func startPipeEnv(dsn, addr, prefix string, codec converter.PayloadCodec) (*pipe
 	e.cases = cases.New(st, alerts.New(st, slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	e.reg = metrics.NewRegistry()
 	e.acts = &activities.Activities{Pipeline: st, Freshness: metrics.NewWorker(e.reg), CaseGroupingWindow: 24 * time.Hour,
+		MaxIndicatorsPerAlert: pipeMaxIndicators,
 		Enrichment: &enrichment.EngineDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
 			// A short cool-down so the outage test sees the circuit probe and close within seconds.
 			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},
@@ -467,6 +468,34 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "added indicator not enriched")
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// pipeMaxIndicators is the harness worker's MAX_INDICATORS_PER_ALERT (no other test links as many).
+const pipeMaxIndicators = 40
+
+// TestPipeline_CapsIndicatorsWithANote: pass 4 finds every address of a free-text field; the pipeline
+// links the first MAX_INDICATORS_PER_ALERT and notes the rest on the alert, once, even after a re-run.
+func TestPipeline_CapsIndicatorsWithANote(t *testing.T) {
+	e := pipelineHarness(t)
+	ips := freshIPs(pipeMaxIndicators + 5)
+	body := fmt.Sprintf(`{"title":"cap %s","severity":"Low","notes":%q}`, uuid.NewString(), "seen: "+strings.Join(ips, ", "))
+	id := e.ingest(t, "generic", body)
+	e.waitEnriched(t, id, 60*time.Second)
+	require.Equal(t, pipeMaxIndicators, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid = ?", id))
+	note := fmt.Sprintf("%d indicators found; the first %d in pass order are linked (MAX_INDICATORS_PER_ALERT)", len(ips), pipeMaxIndicators)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM alerts, jsonb_array_elements(normalized->'normalization_notes') AS n
+		WHERE uuid = ? AND n->>'field' = 'indicators' AND n->>'note' = ?`, id, note))
+	status, li := e.do(t, http.MethodGet, "/v1/alerts/"+id.String()+"/indicators", "")
+	require.Equal(t, http.StatusOK, status)
+	for _, x := range li["data"].([]any) {
+		require.Equal(t, []any{map[string]any{"pass": float64(4), "field_path": "notes"}}, x.(map[string]any)["extracted_by"])
+	}
+
+	status, _ = e.do(t, http.MethodPost, "/v1/alerts/"+id.String()+"/enrich", "")
+	require.Equal(t, http.StatusAccepted, status)
+	e.waitEvents(t, id, "alert_enriched", 2, 60*time.Second)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM alerts, jsonb_array_elements(normalized->'normalization_notes') AS n
+		WHERE uuid = ? AND n->>'field' = 'indicators'`, id), "a re-run adds the note once")
 }
 
 func TestPipeline_NoProvidersStillEnriched_FailedProvidersFailed(t *testing.T) {
