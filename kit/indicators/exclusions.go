@@ -178,7 +178,7 @@ var DefaultExclusions = []string{
 	"falcon.crowdstrike.com", "*.falcon.crowdstrike.com", "falcon.us-2.crowdstrike.com",
 	"falcon.eu-1.crowdstrike.com", "*.sentinelone.net", "*.okta.com", "*.oktapreview.com",
 	"platform.securityscorecard.io", "support.securityscorecard.com", "*.paloaltonetworks.com",
-	"threatinsight.proofpoint.com",
+	"threatinsight.proofpoint.com", "asp.net", // ASP.NET in .NET stack traces and IIS logs
 	// Addresses that name no host: unspecified, loopback, link-local IPv6, multicast, broadcast.
 	"0.0.0.0", "::", "127.0.0.0/8", "::1", "fe80::/10", "224.0.0.0/4", "ff00::/8", "255.255.255.255",
 }

@@ -362,6 +362,7 @@ var userPhraseWords = setOf("invalid", "illegal", "user", "unknown")
 // scanTokens splits text on every byte that cannot be part of an address, a name or a hash.
 func (s *scanner) scanTokens(text string, class keyClass) {
 	start := -1
+	ctx := class // the previous word's guards apply to the next token: "Version 1.2.3.4", "RequestId: <hex>"
 	for i := 0; i <= len(text); i++ {
 		if i < len(text) && isTokenByte(text[i]) {
 			if start < 0 {
@@ -374,13 +375,31 @@ func (s *scanner) scanTokens(text string, class keyClass) {
 			if start > 0 {
 				prev = text[start-1]
 			}
-			s.token(text[start:i], prev, class)
+			tok := text[start:i]
+			s.token(tok, prev, ctx)
+			ctx = class | wordClass(tok)
 			start = -1
 			if s.stop {
 				return
 			}
 		}
 	}
+}
+
+// wordClass is what a word in text says about the token after it: a version word, an id word.
+func wordClass(w string) keyClass {
+	if len(w) > 40 {
+		return keyPlain
+	}
+	n := squashKey(w)
+	switch {
+	case n == "version" || n == "ver" || n == "v" || n == "build" || n == "release":
+		return noIP
+	case strings.HasSuffix(n, "id") || strings.HasSuffix(n, "guid") || strings.HasSuffix(n, "uuid") ||
+		strings.HasSuffix(n, "key") || strings.HasSuffix(n, "token") || strings.HasSuffix(n, "session"):
+		return noHash
+	}
+	return keyPlain
 }
 
 // token classifies one token. prev is the byte before it (0 at the start of the string).
@@ -430,8 +449,8 @@ func (s *scanner) token(tok string, prev byte, class keyClass) {
 func (s *scanner) plainToken(tok string, prev byte, class keyClass) {
 	dots := strings.Count(tok, ".")
 	if dots == 3 && isDigitsAndDots(tok) {
-		if class&noIP != 0 || prev == 'v' || prev == 'V' {
-			return // a version string, not an address (guard: version strings)
+		if class&noIP != 0 || prev == 'v' || prev == 'V' || prev == '/' {
+			return // a version string (v1.2.3.4, Chrome/125.0.0.0), not an address (guard: version strings)
 		}
 		if addr, err := netip.ParseAddr(tok); err == nil && usefulIP(addr) {
 			s.candidate(TypeIP, addr.String())
@@ -540,8 +559,8 @@ func scanDomain(tok string) (string, bool) {
 	if allDigits(tld) || fileExtensions[tld] {
 		return "", false
 	}
-	if fieldName(d) {
-		return "", false
+	if fieldName(d) || (labels[0] == "com" || labels[0] == "org") && len(labels) >= 3 {
+		return "", false // a field's name, or a reversed name (com.example.app: a Java or Android package)
 	}
 	if camelCase(tok) || pascalLast(tok) {
 		return "", false
