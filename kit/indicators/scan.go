@@ -88,6 +88,7 @@ const (
 	noDomain                          // names of malware, threats, datasets; a user's AD domain
 	noEmail                           // message ids (<id@host>)
 	userValue                         // the key names a user: its string values (in arrays too) are accounts; not inherited by keys below
+	ruleText                          // a detection rule's query or search: its string values are logic, not this alert's indicators; not inherited
 	keyVersion   = noIP | noHash
 	keyID        = noHash
 	keyLabel     = noDomain
@@ -117,7 +118,7 @@ func (s *scanner) walk(node any, class keyClass, depth int) {
 			if c&keyReference != 0 || k == "name" && s.parentKey() == "observables" {
 				continue // OCSF observables name the field their value came from (a path, not a host)
 			}
-			c |= class &^ userValue
+			c |= class &^ (userValue | ruleText)
 			s.path = append(s.path, k)
 			s.walk(v[k], c, depth+1)
 			s.path = s.path[:len(s.path)-1]
@@ -160,6 +161,9 @@ func (s *scanner) scanString(v string, class keyClass) {
 		// the payload, under the string's path, so the key guards apply inside it too.
 		s.walk(embedded, class, len(s.path)+1)
 		return
+	}
+	if class&ruleText != 0 {
+		return // field names, wildcards and ranges of a rule's logic (kibana.alert.rule.parameters.query)
 	}
 	if class&userValue != 0 {
 		s.account(v) // the value of a key naming a user (user_name, processUser, target_user)
@@ -291,6 +295,10 @@ func fieldName(v string) bool {
 	return fieldSets[first] && fieldWords[last]
 }
 
+// ruleTextKeys name a detection rule's logic: a query, a search (Splunk's webhook `search`).
+var ruleTextKeys = setOf("query", "kql", "eql", "esql", "spl", "search", "searchquery", "savedsearch",
+	"rulequery", "querytext", "searchstring")
+
 // userKeys name keys whose value is a user: in objects and in key=value text (Splunk's _raw, CEF,
 // sudo's USER=root).
 var userKeys = setOf("user", "username", "srcuser", "suser", "duser", "targetuser", "targetusername",
@@ -376,6 +384,9 @@ func (s *scanner) scanTokens(text string, class keyClass) {
 				prev = text[start-1]
 			}
 			tok := text[start:i]
+			if i+1 < len(text) && text[i] == '/' && text[i+1] >= '0' && text[i+1] <= '9' {
+				ctx |= noIP // 10.0.0.0/8: a range's first address, not a host
+			}
 			s.token(tok, prev, ctx)
 			ctx = class | wordClass(tok)
 			start = -1
@@ -644,6 +655,8 @@ func classifyKey(k string) keyClass {
 		return keyPlain
 	case userKeys[n]:
 		return userValue
+	case ruleTextKeys[n]:
+		return ruleText
 	case referenceKeys[n], personKeys[n], strings.HasPrefix(k, "$"), strings.HasPrefix(k, "@odata"):
 		return keyReference
 	case strings.HasSuffix(n, "link") || strings.HasSuffix(n, "links") || strings.HasSuffix(n, "reference") ||

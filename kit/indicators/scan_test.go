@@ -59,6 +59,8 @@ func TestPass4Guards(t *testing.T) {
 		{"internal names are not domains", `{"host": "WIN-DC01.contoso.local", "dn": "srv.corp", "i": "x.internal"}`},
 		{"field names are not domains", `{"query": "process.name : cmd and user.name : x and host.id : y", "f": "CommandLine.Length"}`},
 		{"version strings are not IPs", `{"os_version": "10.0.1.1", "agent": {"build": "8.1.2.3"}, "m": "agent v1.2.3.4 started", "oid": "1.3.6.1"}`},
+		{"rule logic and ranges", `{"kibana.alert.rule.parameters": {"query": "destination.ip: 203.0.113.1 or dns.question.name: evil.example.com"},
+			"search": "search index=main src=198.51.100.1", "note": "blocked 10.0.0.0/8 and 2001:db8::/32"}`},
 		{"versions in text", `{"m": "Mozilla/5.0 Chrome/125.0.0.0 Safari/537.36, agent Version 8.1.2.3, build 10.2.3.4"}`},
 		{"ids in text are not hashes", `{"m": "RequestId: 0a1b2c3d4e5f60718293a4b5c6d7e8f9 CorrelationId=ffeeddccbbaa99887766554433221100 session 00112233445566778899aabbccddeeff"}`},
 		{"reversed names are packages", `{"m": "installed com.example.app and org.mozilla.fenix.app"}`},
