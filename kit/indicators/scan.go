@@ -303,7 +303,7 @@ var ruleTextKeys = setOf("query", "kql", "eql", "esql", "spl", "search", "search
 // sudo's USER=root).
 var userKeys = setOf("user", "username", "srcuser", "suser", "duser", "targetuser", "targetusername",
 	"subjectusername", "processuser", "samaccountname", "logonuser", "usrname",
-	"sourceusername", "destinationusername", "loginname", "sourceuser", "destuser")
+	"sourceusername", "destinationusername", "loginname", "sourceuser", "destuser", "principalname")
 
 // keyValues reads key=value and key="value" pairs of text whose key names a user.
 func (s *scanner) keyValues(text string) {
@@ -681,7 +681,7 @@ func classifyKey(k string) keyClass {
 	case n == "image" || n == "images":
 		return noHash | noDomain // a container image's reference and digest
 	case strings.Contains(n, "digest") || strings.Contains(n, "layerhash") || strings.HasSuffix(n, "arn") || idWords[n] ||
-		strings.Contains(n, "fingerprint") || strings.Contains(n, "thumbprint") || strings.Contains(n, "imphash") || strings.Contains(n, "dedup") ||
+		strings.Contains(n, "fingerprint") || strings.Contains(n, "thumbprint") || strings.Contains(n, "bytes") || strings.Contains(n, "disasm") || strings.Contains(n, "imphash") || strings.Contains(n, "dedup") ||
 		strings.HasSuffix(n, "token") || strings.HasSuffix(n, "tokens") || strings.HasSuffix(n, "eventhash"):
 		return keyID
 	case strings.HasSuffix(n, "id") || strings.HasSuffix(n, "ids") || strings.HasSuffix(n, "guid") || strings.HasSuffix(n, "uuid"):
@@ -729,7 +729,7 @@ var idWords = setOf("host", "hosts", "hostname", "computer", "device", "machine"
 var referenceKeys = setOf("href", "reference", "references", "documentation", "docs", "doc", "schema",
 	"odatacontext", "odatatype", "odataid", "odatanextlink", "helpuri", "learnmore", "moreinfo", "seealso",
 	"remediation", "recommendation", "recommendations", "remediationsteps", "threatintelreference", "policy",
-	"splunkserver", "si", "searchhead")
+	"splunkserver", "si", "searchhead", "logsource", "logsources")
 
 // consoleWords, inside a key ending in "url", name a link to a console or documentation (portal_url,
 // alertWebUrl, incidentUrl, results_url) rather than a URL the alert is about (url, request_url).

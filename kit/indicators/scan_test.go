@@ -81,9 +81,11 @@ func TestPass4Guards(t *testing.T) {
 		{"ids, thumbprints, fingerprints, digests, ARNs", `{"code_signature": [{"thumbprint_sha256": "8b9731a4b83e801cda7b918f8194608e91f86b3a86ffb6bb24230b1cc28e1a54"}],
 			"device_fingerprint": "541daf91d15bef64a7e08c946fd9a9d0", "ImageDigest": "sha256:e9e2afad74f4e80511a5cff33d3d989b9797a718425f27e549f5b1f862c058a8",
 			"uid": "arn:aws:ecr:us-east-2:111:repository/x/sha256:e9e2afad74f4e80511a5cff33d3d989b9797a718425f27e549f5b1f862c058a8",
-			"related": {"hosts": ["505d70d89cfa3428f7aac7d2eb3a64c60fd3d843"]}, "event_hash": "e4f07602f507975e9f7ba47c4ae0c417",
+			"related": {"hosts": ["505d70d89cfa3428f7aac7d2eb3a64c60fd3d843"]}, "thread": {"start_address_bytes": "c3cc0000cccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+			"start_address_bytes_disasm_hash": "aacb1c801f9030f799e2f7350f053ebb760d42cbe81cd65021063c1c4d1a9c9c"}, "event_hash": "e4f07602f507975e9f7ba47c4ae0c417",
 			"quarantine_path": "C:\\.equarantine\\20a65f043449c96f10e538a860a415b55ff46c93", "agent": {"build": {"original": "commit: f8b0ed879ad40ee1ae561ced31ec8a4027a2bf53"}}}`},
 		{"message ids and SSH algorithm names", `{"messageID": "<1234.5678.mail@example.com>", "cmd": "sshd -oCiphers=aes256-gcm@openssh.com,curve25519-sha256@libssh.org"}`},
+		{"the sender's log sources", `{"log_sources": [{"name": "WindowsAuthServer @ 192.168.1.3"}]}`},
 		{"OCSF observable names", `{"observables": [{"name": "infection.family", "type": "Other"}]}`},
 		{"user agents, policies, call stacks, advisories", `{"user_agent": {"original": "Mozilla/5.0 Chrome/125.0.0.0 Safari/537.36"},
 			"Endpoint": {"policy": {"artifacts": "e57a7d5638060e9655c64ac1d02f7949b87e5f5f27f2074329608db1e06d645b"}},
@@ -108,11 +110,12 @@ func TestPass4Accounts(t *testing.T) {
 		"sudo": "centos sudo:   agent : TTY=pts/0 ; PWD=/ ; USER=alice ; COMMAND=/bin/cat",
 		"related": {"user": ["carol", "S-1-12-1-1485667349-1150190949"]},
 		"output": "Kernel module loaded (user=%user.name)", "output_fields": {"user.name": "user.name"},
-		"owner": {"username": "analyst1"}
+		"owner": {"username": "analyst1"},
+		"resources": [{"data": "{\"AwsIamAccessKey\":{\"PrincipalName\":\"Admin\"}}"}]
 	}`)
 	res := pass4(t, raw, nil)
 	require.ElementsMatch(t, []string{"account:keval.sabhani", "account:root", "ip:203.0.113.50", "account:bob",
-		"account:carol", "account:alice", "account:EC2AMAZ-AJ0KANC\\Administrator"}, values(res),
+		"account:carol", "account:alice", "account:EC2AMAZ-AJ0KANC\\Administrator", "account:Admin"}, values(res),
 		"users under user keys, in key=value text and after sshd's phrases; not redactions, SIDs, templates, field names or the alert's owner")
 }
 
