@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 WORKFLOWCHECK := bin/workflowcheck
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: dev test test-deps lint build bench bench-ingest bench-issue26 temporal-cli tools clean
+.PHONY: dev test test-deps lint build bench bench-ingest bench-issue26 realworld temporal-cli tools clean
 
 dev: $(TEMPORAL)
 	$(GO) run ./cmd/vigil dev
@@ -60,6 +60,11 @@ bench-ingest: $(TEMPORAL)
 # Every figure of issue 26's "What it must show" in one run, each beside its bound (cmd/vigil-load/issue26.sh).
 bench-issue26: $(TEMPORAL)
 	cmd/vigil-load/issue26.sh
+
+# Extraction's recall and precision on the corpus of real payloads, per source and overall
+# (kit/realworld; VIGIL_REALWORLD_DIR=dir to score another corpus, DETAILS=1 for each payload's misses).
+realworld:
+	$(GO) run ./cmd/vigil-load realworld $(if $(DETAILS),-details)
 
 # The Temporal CLI (dev server) is installed pinned from source; the newest releases do not build from
 # the module proxy. About 3.5 minutes cold, cached afterwards.

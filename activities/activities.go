@@ -31,6 +31,10 @@ type Activities struct {
 	// alert into the oldest open case one of whose alerts, seen within the window, shares a Malicious
 	// or Suspicious indicator with it (store.FinishEnrichment); 0 groups nothing.
 	CaseGroupingWindow time.Duration
+	// MaxIndicatorsPerAlert (MAX_INDICATORS_PER_ALERT) caps the indicators extraction links to one
+	// alert, the first in pass order; when more were found the alert gets a normalization note.
+	// 0: indicators.MaxExtracted.
+	MaxIndicatorsPerAlert int
 
 	// AgentEvents delivers events to agents (agent_events.go); nil: its activities fail as not configured.
 	AgentEvents *AgentEventDeps

@@ -20,7 +20,9 @@ import (
 type PipelineStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
-	LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
+	// Exclusions is the never-indicator list, parsed (ingest.ExclusionCache).
+	Exclusions(ctx context.Context) (*indicators.Exclusions, error)
+	LinkExtraction(ctx context.Context, alertID uuid.UUID, links store.ExtractionLinks, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
 	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.FinishEvent, groupWindow time.Duration) (store.FinishedEnrichment, error)
 }
 
@@ -37,24 +39,30 @@ type PipelineInput struct {
 }
 
 // PipelineExtraction is what extraction found: the alert's routing fields and the merged,
-// normalized indicators of the three passes.
+// normalized indicators of the four passes (at most Activities.MaxIndicatorsPerAlert), where each
+// was found and the notes for the alert (the cap, pass 4's budget).
 type PipelineExtraction struct {
-	SourceName string                 `json:"source_name"`
-	Severity   string                 `json:"severity"`
-	RuleRef    *store.RuleReference   `json:"rule_ref,omitempty"`
-	Indicators []indicators.Indicator `json:"indicators"`
-	PassCounts [3]int                 `json:"pass_counts"`
-	Skipped    int                    `json:"skipped"`
-	Truncated  bool                   `json:"truncated,omitempty"`
+	SourceName  string                    `json:"source_name"`
+	Severity    string                    `json:"severity"`
+	RuleRef     *store.RuleReference      `json:"rule_ref,omitempty"`
+	Indicators  []indicators.Indicator    `json:"indicators"`
+	ExtractedBy [][]indicators.Origin     `json:"extracted_by,omitempty"` // parallel to Indicators
+	Notes       []store.NormalizationNote `json:"notes,omitempty"`
+	PassCounts  [3]int                    `json:"pass_counts"`
+	Pass4Count  int                       `json:"pass4_count,omitempty"`
+	Skipped     int                       `json:"skipped"`
+	Truncated   bool                      `json:"truncated,omitempty"`
 }
 
 // PipelineLinkInput links extracted indicators, and the source rule when there is a reference, to
 // the alert.
 type PipelineLinkInput struct {
-	AlertUUID  string                 `json:"alert_uuid"`
-	Indicators []indicators.Indicator `json:"indicators"`
-	SourceName string                 `json:"source_name,omitempty"`
-	RuleRef    *store.RuleReference   `json:"rule_ref,omitempty"`
+	AlertUUID   string                    `json:"alert_uuid"`
+	Indicators  []indicators.Indicator    `json:"indicators"`
+	ExtractedBy [][]indicators.Origin     `json:"extracted_by,omitempty"` // parallel to Indicators
+	Notes       []store.NormalizationNote `json:"notes,omitempty"`
+	SourceName  string                    `json:"source_name,omitempty"`
+	RuleRef     *store.RuleReference      `json:"rule_ref,omitempty"`
 }
 
 // PipelineLinkResult lists the linked indicators' uuids (input order), how many links are new and
@@ -108,9 +116,11 @@ func alertErr(id uuid.UUID, err error) error {
 	return err
 }
 
-// PipelineExtract (local activity) runs the three extraction passes over the stored alert: pass 1
-// from the plugin output kept at ingest, pass 2 (mappings over the normalized fields) and pass 3
-// (mappings over the raw payload, with array fan-out). Pure reads: safe to retry.
+// PipelineExtract (local activity) runs the four extraction passes over the stored alert: pass 1
+// from the plugin output kept at ingest, pass 2 (mappings over the normalized fields), pass 3
+// (mappings over the raw payload, with array fan-out) and pass 4 (the bounded scan of every string
+// of the raw payload), with the never-indicator list, and keeps at most MaxIndicatorsPerAlert.
+// Pure reads: safe to retry.
 func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (PipelineExtraction, error) {
 	st, err := a.pipeline()
 	if err != nil {
@@ -132,13 +142,45 @@ func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (Pip
 	for i, p := range alert.Normalized.Indicators {
 		pass1[i] = indicators.Indicator{Type: indicators.Type(p.Type), Value: p.Value}
 	}
-	res := indicators.Extract(alert.Normalized.Fields, alert.RawPayload, alert.SourceName, pass1, mappings)
+	excl, err := st.Exclusions(ctx)
+	if err != nil {
+		return PipelineExtraction{}, fmt.Errorf("load extraction exclusions: %w", err)
+	}
+	res := indicators.ExtractWith(alert.Normalized.Fields, alert.RawPayload, alert.SourceName, pass1, mappings,
+		indicators.Options{Pass4: true, Exclusions: excl})
 	if len(res.Skipped) > 0 {
 		activity.GetLogger(ctx).Info("extraction skipped values", "alert_uuid", id.String(), "skipped", len(res.Skipped)+res.SkippedOmitted)
 	}
+	inds, by, notes := capIndicators(res, a.MaxIndicatorsPerAlert)
 	return PipelineExtraction{SourceName: alert.SourceName, Severity: alert.Severity, RuleRef: alert.Normalized.RuleRef,
-		Indicators: res.Indicators, PassCounts: [3]int{len(res.Pass1), len(res.Pass2), len(res.Pass3)},
-		Skipped: len(res.Skipped) + res.SkippedOmitted, Truncated: res.Truncated}, nil
+		Indicators: inds, ExtractedBy: by, Notes: notes, PassCounts: [3]int{len(res.Pass1), len(res.Pass2), len(res.Pass3)},
+		Pass4Count: len(res.Pass4), Skipped: len(res.Skipped) + res.SkippedOmitted, Truncated: res.Truncated}, nil
+}
+
+// capIndicators keeps the first max indicators of res (pass order: the plugin's first) and says in
+// a normalization note (field "indicators") when more were found or pass 4 stopped at its budget.
+func capIndicators(res indicators.ExtractionResult, max int) ([]indicators.Indicator, [][]indicators.Origin, []store.NormalizationNote) {
+	if max <= 0 || max > indicators.MaxExtracted {
+		max = indicators.MaxExtracted
+	}
+	inds, by := res.Indicators, res.ExtractedBy
+	var notes []store.NormalizationNote
+	switch {
+	case len(inds) > max:
+		more := fmt.Sprintf("%d", len(inds))
+		if res.Truncated {
+			more = "more than " + more
+		}
+		notes = append(notes, store.NormalizationNote{Field: "indicators", Note: fmt.Sprintf(
+			"%s indicators found; the first %d in pass order are linked (MAX_INDICATORS_PER_ALERT)", more, max)})
+		inds, by = inds[:max], by[:max]
+	case res.Truncated:
+		notes = append(notes, store.NormalizationNote{Field: "indicators", Note: fmt.Sprintf(
+			"more than %d indicators found; the first %d in pass order are linked", indicators.MaxExtracted, len(inds))})
+	case res.Scan.Stopped != "":
+		notes = append(notes, store.NormalizationNote{Field: "indicators", Note: "pass 4 scanned part of the payload: " + res.Scan.Stopped})
+	}
+	return inds, by, notes
 }
 
 // PipelineLink (local activity) upserts the indicators globally on (type, value), links them to
@@ -157,7 +199,8 @@ func (a *Activities) PipelineLink(ctx context.Context, in PipelineLinkInput) (Pi
 	for i, ind := range in.Indicators {
 		keys[i] = store.IndicatorKey{Type: string(ind.Type), Value: ind.Value}
 	}
-	l, err := st.LinkExtraction(ctx, id, keys, "extraction", in.SourceName, in.RuleRef)
+	l, err := st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: keys, ExtractedBy: in.ExtractedBy, Notes: in.Notes},
+		"extraction", in.SourceName, in.RuleRef)
 	if err != nil {
 		return PipelineLinkResult{}, alertErr(id, err)
 	}
@@ -193,7 +236,7 @@ func (a *Activities) PipelinePrepare(ctx context.Context, in PipelineInput) (Pip
 		return PipelinePrepared{}, err
 	}
 	link, err := a.PipelineLink(ctx, PipelineLinkInput{AlertUUID: in.AlertUUID, Indicators: ext.Indicators,
-		SourceName: ext.SourceName, RuleRef: ext.RuleRef})
+		ExtractedBy: ext.ExtractedBy, Notes: ext.Notes, SourceName: ext.SourceName, RuleRef: ext.RuleRef})
 	if err != nil {
 		return PipelinePrepared{}, err
 	}

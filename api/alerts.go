@@ -63,7 +63,7 @@ func (s *Server) alertRoutes() {
 		Description: "Oldest first.", Scopes: read, Response: []findingResponse{}}, s.listFindings)
 	s.add(route{Method: http.MethodGet, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "List an alert's indicators",
 		Description: "Enriched indicators; provider raw responses are stripped (GET /v1/indicators/{uuid} has them).",
-		Scopes:      read, Response: []indicatorResponse{}}, s.listAlertIndicators)
+		Scopes:      read, Response: []alertIndicatorResponse{}}, s.listAlertIndicators)
 	s.add(route{Method: http.MethodPost, Path: "/v1/alerts/:uuid/indicators", Tag: tag, Summary: "Add indicators to an alert",
 		Description: "1..100 `{value, type?}`; a missing type is inferred from the value. Each is upserted globally on (type, value) and linked. With enrich=true (absent: enrich=" + strconv.FormatBool(alerts.EnrichAddedByDefault) + ") the alert's pipeline re-runs to enrich them (202-style: queued through the outbox).",
 		Scopes:      write, Query: addIndicatorsQuery{}, Body: addIndicatorsRequest{}, Response: addIndicatorsResponse{}, Status: http.StatusCreated}, s.addAlertIndicators)
@@ -511,8 +511,16 @@ func (s *Server) listAlertIndicators(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := mapSlice(rows, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) })
+	out := mapSlice(rows, func(ind store.Indicator) alertIndicatorResponse {
+		return alertIndicatorResponse{indicatorResponse: toIndicatorResponse(ind, true), ExtractedBy: ind.ExtractedBy}
+	})
 	return respond(c, http.StatusOK, out)
+}
+
+// alertIndicatorResponse is an indicator linked to an alert, with where extraction found it.
+type alertIndicatorResponse struct {
+	indicatorResponse
+	ExtractedBy []indicators.Origin `json:"extracted_by" doc:"Each extraction pass that found it for this alert and where ({pass, field_path}: pass 1 without a path, passes 2-3 the mapping's field path, pass 4 the path in the raw payload); null for a link made before extraction recorded it, or added by an analyst."`
 }
 
 type addIndicatorsQuery struct {

@@ -15,6 +15,7 @@ type configRules struct {
 	integrations *config.Integrations
 	providers    *config.Providers
 	extractions  *config.Extractions
+	exclusions   *config.Exclusions
 }
 
 // newConfigRules builds them; cache is ingestion's cache of integrations and mappings.
@@ -31,5 +32,6 @@ func newConfigRules(d Deps, cache config.CacheInvalidator) configRules {
 		integrations: config.NewIntegrations(d.Integrations, d.Audit, d.SourceRegistry, sealer, cache),
 		providers:    config.NewProviders(d.Audit, d.Enrichment.Sealer),
 		extractions:  config.NewExtractions(d.Enrichment.Store, d.Audit),
+		exclusions:   config.NewExclusions(d.Mappings, d.Audit),
 	}
 }

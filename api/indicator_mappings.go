@@ -26,6 +26,7 @@ type IndicatorMappingStore interface {
 	UpdateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping, columns ...string) error
 	DeleteIndicatorMapping(ctx context.Context, id uuid.UUID) error
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
+	ExtractionExclusions(ctx context.Context) (store.ExtractionExclusions, error)
 }
 
 func (s *Server) indicatorMappingRoutes() {
@@ -40,6 +41,12 @@ func (s *Server) indicatorMappingRoutes() {
 	s.add(route{Method: http.MethodPost, Path: "/v1/indicator-mappings/test-extraction", Tag: tag, Summary: "Try extraction on a payload",
 		Description: "Runs the source plugin and the three passes with the active mappings; nothing is stored.",
 		Scopes:      admin, Body: testExtractionRequest{}, Response: testExtractionResponse{}}, s.testExtraction)
+	s.add(route{Method: http.MethodGet, Path: "/v1/extraction-exclusions", Tag: tag, Summary: "Get the never-indicator list",
+		Description: "Host names, domains (*.example.com covers the names below), IP addresses and CIDR ranges that extraction passes 2-4 never report; pass 1's explicit indicators are kept. A new installation starts with the vendors' consoles and documentation hosts.",
+		Scopes:      admin, Response: exclusionsResponse{}}, s.getExclusions)
+	s.add(route{Method: http.MethodPut, Path: "/v1/extraction-exclusions", Tag: tag, Summary: "Replace the never-indicator list",
+		Description: "Replaces the whole list; entries are stored canonical (lower-case, ranges masked), sorted and without repeats. Applies to pipelines started a few seconds later (the worker's cache); links already made stay. Audited.",
+		Scopes:      admin, Body: putExclusionsRequest{}, Response: exclusionsResponse{}}, s.putExclusions)
 	s.add(route{Method: http.MethodGet, Path: "/v1/indicator-mappings/:uuid", Tag: tag, Summary: "Get an indicator mapping",
 		Scopes: admin, Response: mappingResponse{}}, s.getMapping)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/indicator-mappings/:uuid", Tag: tag, Summary: "Update an indicator mapping",
@@ -182,6 +189,47 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	return c.SendStatus(http.StatusNoContent)
 }
 
+type exclusionsResponse struct {
+	Entries   []string   `json:"entries"`
+	UpdatedAt *time.Time `json:"updated_at" doc:"null: the list was never stored."`
+}
+
+type putExclusionsRequest struct {
+	Entries []string `json:"entries" required:"true" maxItems:"1000" doc:"Host names, domains, *.domain, IP addresses, CIDR ranges."`
+}
+
+func toExclusionsResponse(x store.ExtractionExclusions) exclusionsResponse {
+	out := exclusionsResponse{Entries: x.Entries}
+	if out.Entries == nil {
+		out.Entries = []string{}
+	}
+	if !x.UpdatedAt.IsZero() {
+		t := x.UpdatedAt.UTC()
+		out.UpdatedAt = &t
+	}
+	return out
+}
+
+func (s *Server) getExclusions(c *fiber.Ctx) error {
+	x, err := s.config.exclusions.Get(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, toExclusionsResponse(x))
+}
+
+func (s *Server) putExclusions(c *fiber.Ctx) error {
+	var req putExclusionsRequest
+	if err := bindBody(c, &req); err != nil {
+		return err
+	}
+	x, err := s.config.exclusions.Put(c.UserContext(), s.actor(c), req.Entries)
+	if err != nil {
+		return inBody(err)
+	}
+	return respond(c, http.StatusOK, toExclusionsResponse(x))
+}
+
 type testExtractionRequest struct {
 	SourceName string          `json:"source_name" required:"true" minLength:"1" maxLength:"100"`
 	RawPayload json.RawMessage `json:"raw_payload" required:"true" doc:"The source's payload object."`
@@ -200,11 +248,20 @@ type normalizedPreview struct {
 	Notes          []store.Note           `json:"normalization_notes" doc:"The fallbacks the plugin used and the payload fields it ignored ([] when none), as the alert would list them."`
 }
 
+// extractedIndicator is an indicator with where extraction found it.
+type extractedIndicator struct {
+	Type        indicators.Type     `json:"type" enum:"$indicator_type"`
+	Value       string              `json:"value"`
+	ExtractedBy []indicators.Origin `json:"extracted_by" doc:"Each pass that found it and where: pass 1 without a path (the plugin), passes 2-3 the mapping's field path, pass 4 the path of the string in the raw payload."`
+}
+
 type testExtractionResponse struct {
 	Pass1          []indicators.Indicator    `json:"pass1"`
 	Pass2          []indicators.Indicator    `json:"pass2"`
 	Pass3          []indicators.Indicator    `json:"pass3"`
-	Indicators     []indicators.Indicator    `json:"indicators" doc:"Merged in pass order, deduplicated on (type, value)."`
+	Pass4          []indicators.Indicator    `json:"pass4" doc:"The scan of every string of the raw payload (docs/SOURCES.md \"Pass 4\")."`
+	Indicators     []extractedIndicator      `json:"indicators" doc:"Merged in pass order, deduplicated on (type, value), without the never-indicator list's entries (passes 2-4), as the pipeline links them (before MAX_INDICATORS_PER_ALERT)."`
+	Scan           indicators.ScanStats      `json:"scan" doc:"What pass 4 visited, why it stopped early when it did, and how many values the never-indicator list dropped."`
 	Skipped        []indicators.SkippedValue `json:"skipped"`
 	SkippedOmitted int                       `json:"skipped_omitted"`
 	Truncated      bool                      `json:"truncated"`
@@ -239,7 +296,18 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	res := indicators.Extract(n.Fields, payload, plugin.Name(), n.Indicators, mappings)
+	excl, err := s.deps.Mappings.ExtractionExclusions(c.UserContext())
+	if err != nil {
+		return err
+	}
+	res := indicators.ExtractWith(n.Fields, payload, plugin.Name(), n.Indicators, mappings,
+		indicators.Options{Pass4: true, Exclusions: indicators.NewExclusions(excl.Entries)})
+	// The fingerprint is ingestion's: passes 1-2 without the never-indicator list.
+	fp := ingest.Fingerprint(n, plugin.Name(), indicators.Extract(n.Fields, nil, plugin.Name(), n.Indicators, mappings))
+	found := make([]extractedIndicator, len(res.Indicators))
+	for i, ind := range res.Indicators {
+		found[i] = extractedIndicator{Type: ind.Type, Value: ind.Value, ExtractedBy: res.ExtractedBy[i]}
+	}
 	prev := normalizedPreview{Title: n.Title, Severity: string(n.Severity), SourceSeverity: n.SourceSeverity, Description: n.Description,
 		Tags: n.Tags, Fields: n.Fields, Pass1Raw: n.Indicators, Notes: ingest.Notes(n.Notes)}
 	if !n.OccurredAt.IsZero() {
@@ -255,7 +323,7 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	if prev.Pass1Raw == nil {
 		prev.Pass1Raw = []indicators.Indicator{}
 	}
-	return respond(c, http.StatusOK, testExtractionResponse{Pass1: res.Pass1, Pass2: res.Pass2, Pass3: res.Pass3, Indicators: res.Indicators,
-		Skipped: res.Skipped, SkippedOmitted: res.SkippedOmitted, Truncated: res.Truncated,
-		Fingerprint: ingest.Fingerprint(n, plugin.Name(), res), Normalized: prev})
+	return respond(c, http.StatusOK, testExtractionResponse{Pass1: res.Pass1, Pass2: res.Pass2, Pass3: res.Pass3, Pass4: res.Pass4,
+		Indicators: found, Scan: res.Scan, Skipped: res.Skipped, SkippedOmitted: res.SkippedOmitted, Truncated: res.Truncated,
+		Fingerprint: fp, Normalized: prev})
 }

@@ -78,10 +78,12 @@ func TestIndicatorMappingsAPI(t *testing.T) {
 	ts := newAlertServer(t, nil)
 	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
 
-	r := ts.do(t, http.MethodGet, "/v1/indicator-mappings?is_system=true&page_size=100", admin, nil)
+	r := ts.do(t, http.MethodGet, "/v1/indicator-mappings?is_system=true&extraction_target=normalized&page_size=100", admin, nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	sys := r.JSON(t)["data"].([]any)
 	require.Len(t, sys, 14, "the pass-2 system mappings are seeded once")
+	systemRows, err := builtins.SystemMappings()
+	require.NoError(t, err)
 	first := sys[0].(map[string]any)
 	require.Equal(t, "src_ip", first["field_path"])
 	require.Equal(t, "normalized", first["extraction_target"])
@@ -96,7 +98,7 @@ func TestIndicatorMappingsAPI(t *testing.T) {
 	d = alertData(t, ts.do(t, http.MethodPatch, "/v1/indicator-mappings/"+sysID, admin, map[string]any{"is_active": true}))
 	require.Equal(t, true, d["is_active"])
 
-	path := "Entities.*.Address"
+	path := "Custom.*.Address" // Entities.*.Address is a system mapping of sentinel
 	r = ts.do(t, http.MethodPost, "/v1/indicator-mappings", admin, map[string]any{"source_name": "sentinel", "field_path": path, "indicator_type": "ip", "extraction_target": "raw_payload"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
 	custom := r.JSON(t)["data"].(map[string]any)
@@ -106,7 +108,7 @@ func TestIndicatorMappingsAPI(t *testing.T) {
 
 	// test-extraction uses it (pass 3) with fan-out; nothing stored.
 	r = ts.do(t, http.MethodPost, "/v1/indicator-mappings/test-extraction", admin, map[string]any{"source_name": "sentinel",
-		"raw_payload": map[string]any{"properties": map[string]any{"title": "t", "severity": "High"}, "Entities": []any{map[string]any{"Address": "45.33.32.1"}, map[string]any{"Address": "45.33.32.2"}, map[string]any{"Address": "nope"}}}})
+		"raw_payload": map[string]any{"properties": map[string]any{"title": "t", "severity": "High"}, "Custom": []any{map[string]any{"Address": "45.33.32.1"}, map[string]any{"Address": "45.33.32.2"}, map[string]any{"Address": "nope"}}}})
 	res := alertData(t, r)
 	require.Len(t, res["pass3"], 2)
 	require.NotEmpty(t, res["skipped"])
@@ -148,5 +150,5 @@ func TestIndicatorMappingsAPI(t *testing.T) {
 	// Seeding again changes nothing.
 	require.NoError(t, builtins.SeedSources(context.Background(), ts.Store, ts.Server.deps.SourceRegistry))
 	r = ts.do(t, http.MethodGet, "/v1/indicator-mappings?is_system=true", admin, nil)
-	require.Equal(t, float64(14), r.JSON(t)["meta"].(map[string]any)["total"])
+	require.Equal(t, float64(len(systemRows)), r.JSON(t)["meta"].(map[string]any)["total"])
 }

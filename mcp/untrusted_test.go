@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -46,7 +47,7 @@ func TestTextFromIngestKeysAndAgentsIsUntrusted(t *testing.T) {
 			case map[string]any:
 				for k, item := range x {
 					u, isU := item.(map[string]any)
-					if (k == "untrusted_content" || k == "untrusted_value") && isU && u["origin"] == origin {
+					if (k == "untrusted_content" || k == "untrusted_value" || k == "extracted_by") && isU && u["origin"] == origin {
 						n += walk(item, true)
 						continue
 					}
@@ -90,6 +91,14 @@ func TestTextFromIngestKeysAndAgentsIsUntrusted(t *testing.T) {
 	requireOnlyUntrusted(t, alert["data"].(map[string]any)["indicators"], account, originAlertSource)
 	requireOnlyUntrusted(t, alert["data"].(map[string]any)["indicators"], "SYSTEM-obey", originAlertSource)
 	requireOnlyUntrusted(t, read("vigil://enrichments/account/"+strings.ReplaceAll(url.QueryEscape(account), "+", "%20")), account, originAlertSource)
+
+	// Where extraction found an indicator: the field paths are the payload's keys.
+	pathKey := "key " + injection + " " + uuid.NewString()[:8]
+	_, err = h.st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: []store.IndicatorKey{{Type: "ip", Value: "198.51.100.201"}},
+		ExtractedBy: [][]indicators.Origin{{{Pass: 4, FieldPath: pathKey + ".0"}}}}, "extraction", "generic", nil)
+	require.NoError(t, err)
+	_, alert = call(t, cs, "get_alert", map[string]any{"alert_uuid": id.String()})
+	requireOnlyUntrusted(t, alert["data"].(map[string]any)["indicators"], pathKey, originAlertSource)
 
 	// An agent's name and description, written by an agents:write key.
 	a := store.Agent{Name: "agent " + injection + " " + uuid.NewString()[:8], EndpointURL: "https://agents.example.com/hook",

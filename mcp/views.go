@@ -180,6 +180,10 @@ type indicatorView struct {
 	UntrustedContent *untrusted `json:"untrusted_content"`
 	// UntrustedValue holds the value of a free-text type (account, url), origin alert_source.
 	UntrustedValue *untrusted `json:"untrusted_value,omitempty"`
+	// ExtractedBy is where extraction found the indicator for this alert ({pass, field_path}; the
+	// paths are the payload's keys, so origin alert_source); absent for links made before
+	// extraction recorded it and for indicators added by hand.
+	ExtractedBy *untrusted `json:"extracted_by,omitempty"`
 }
 
 // toIndicatorView renders an alert's indicator: as on REST, without the providers' raw responses.
@@ -196,6 +200,9 @@ func indicatorViewWith(ind store.Indicator, results map[string]any) indicatorVie
 		UntrustedContent: wrapUntrusted(originProvider, map[string]any{"enrichment_results": results})}
 	if freeTextValue(ind.Type) {
 		v.Value, v.UntrustedValue = "", wrapUntrusted(originAlertSource, map[string]any{"value": ind.Value})
+	}
+	if ind.ExtractedBy != nil {
+		v.ExtractedBy = wrapUntrusted(originAlertSource, map[string]any{"extracted_by": ind.ExtractedBy})
 	}
 	return v
 }

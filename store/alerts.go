@@ -664,10 +664,11 @@ func (s *Store) AlertIndicators(ctx context.Context, alertID uuid.UUID) ([]Indic
 // statement; an alert without indicators is absent.
 func (s *Store) alertsIndicators(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]Indicator, error) {
 	var rows []struct {
-		Indicator `bun:",extend"`
-		AlertUUID uuid.UUID `bun:"alert_uuid,scanonly"`
+		Indicator   `bun:",extend"`
+		AlertUUID   uuid.UUID           `bun:"alert_uuid,scanonly"`
+		ExtractedBy []indicators.Origin `bun:"extracted_by,scanonly,type:jsonb"`
 	}
-	err := s.db.NewSelect().Model(&rows).ColumnExpr("indicator.*, ai.alert_uuid").
+	err := s.db.NewSelect().Model(&rows).ColumnExpr("indicator.*, ai.alert_uuid, ai.extracted_by").
 		Join("JOIN alert_indicators AS ai ON ai.indicator_uuid = indicator.uuid").
 		Where("ai.alert_uuid IN (?)", bun.List(ids)).OrderExpr("indicator.type, indicator.value").Scan(ctx)
 	if err != nil {
@@ -675,6 +676,7 @@ func (s *Store) alertsIndicators(ctx context.Context, ids []uuid.UUID) (map[uuid
 	}
 	out := make(map[uuid.UUID][]Indicator, len(ids))
 	for _, r := range rows {
+		r.Indicator.ExtractedBy = r.ExtractedBy
 		out[r.AlertUUID] = append(out[r.AlertUUID], r.Indicator)
 	}
 	return out, nil
@@ -723,7 +725,7 @@ func (s *Store) AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 // the indicators in input order and how many links are new. Idempotent. ErrNotFound when the alert
 // does not exist.
 func (s *Store) LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
-	l, err := s.LinkExtraction(ctx, alertID, keys, source, "", nil)
+	l, err := s.LinkExtraction(ctx, alertID, ExtractionLinks{Keys: keys}, source, "", nil)
 	return l.Indicators, l.NewLinks, err
 }
 
@@ -734,15 +736,36 @@ type Linked struct {
 	RuleUUID   uuid.UUID // uuid.Nil without a rule reference
 }
 
+// NormalizationNote is one entry of an alert's normalized.normalization_notes: a field and what a
+// fallback or a limit did to it (API.md §2).
+type NormalizationNote struct {
+	Field string `json:"field"`
+	Note  string `json:"note"`
+}
+
+// ExtractionLinks is what the pipeline links to an alert: the indicators, where extraction found
+// each (parallel to Keys; nil or a nil element stores NULL) and notes for the alert.
+type ExtractionLinks struct {
+	Keys        []IndicatorKey
+	ExtractedBy [][]indicators.Origin
+	// Notes are appended to the alert's normalized.normalization_notes, each once: a note whose
+	// field already has a note there is not added again (a retry or a re-run adds nothing).
+	Notes []NormalizationNote
+}
+
 // LinkExtraction is the pipeline's link step in one transaction (one commit): the indicators as in
-// LinkIndicators and, when rule is set, the alert's detection rule, found by (sourceName,
-// rule.SourceRuleID) or created as a stub named rule.Name. Idempotent; concurrent calls create one
-// stub (the unique index on the source reference). ErrNotFound when the alert does not exist.
-func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []IndicatorKey, source, sourceName string, rule *RuleReference) (Linked, error) {
+// LinkIndicators (a new link records its extracted_by; an existing link is not rewritten), the notes
+// and, when rule is set, the alert's detection rule, found by (sourceName, rule.SourceRuleID) or
+// created as a stub named rule.Name. Idempotent; concurrent calls create one stub (the unique index
+// on the source reference). ErrNotFound when the alert does not exist.
+func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, links ExtractionLinks, source, sourceName string, rule *RuleReference) (Linked, error) {
 	var l Linked
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		if l.Indicators, l.NewLinks, err = s.lockAndLinkIndicators(ctx, tx, alertID, keys, source); err != nil {
+		if l.Indicators, l.NewLinks, err = s.lockAndLinkIndicators(ctx, tx, alertID, links.Keys, source, links.ExtractedBy); err != nil {
+			return err
+		}
+		if err := addNormalizationNotes(ctx, tx, alertID, links.Notes); err != nil {
 			return err
 		}
 		if rule == nil || rule.SourceRuleID == "" {
@@ -763,26 +786,34 @@ func (s *Store) LinkExtraction(ctx context.Context, alertID uuid.UUID, keys []In
 // holds off, a change of the alert's case (joinCase locks the alert FOR NO KEY UPDATE, the finish
 // FOR UPDATE), so the new links take the case the alert is in when they commit
 // (alert_indicators.case_uuid, the grouping lookup's copy: migration 20261127020000).
-func (s *Store) lockAndLinkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
+func (s *Store) lockAndLinkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string, origins [][]indicators.Origin) ([]Indicator, int, error) {
 	var one int
 	if err := tx.NewSelect().Model((*Alert)(nil)).ColumnExpr("1").Where("uuid = ?", alertID).For("SHARE").Scan(ctx, &one); err != nil {
 		return nil, 0, fmt.Errorf("alert %s: %w", alertID, mapErr(err))
 	}
-	return s.linkIndicators(ctx, tx, alertID, keys, source)
+	return s.linkIndicators(ctx, tx, alertID, keys, source, origins)
 }
 
-func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string) ([]Indicator, int, error) {
+func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID, keys []IndicatorKey, source string, origins [][]indicators.Origin) ([]Indicator, int, error) {
 	inds, err := s.UpsertIndicators(ctx, tx, keys)
 	if err != nil || len(inds) == 0 {
 		return inds, 0, err
 	}
 	ids := make([]uuid.UUID, len(inds))
+	by := make([]string, len(inds)) // "" stores NULL
 	for i, ind := range inds {
 		ids[i] = ind.UUID
+		if i < len(origins) && len(origins[i]) > 0 {
+			b, err := json.Marshal(origins[i])
+			if err != nil {
+				return nil, 0, fmt.Errorf("encode extracted_by: %w", err)
+			}
+			by[i] = string(b)
+		}
 	}
-	res, err := tx.NewRaw(`INSERT INTO alert_indicators (alert_uuid, indicator_uuid, source)
-		SELECT ?, u, ? FROM unnest(?::uuid[]) AS u ORDER BY u
-		ON CONFLICT (alert_uuid, indicator_uuid) DO NOTHING`, alertID, source, pgdialectArray(ids)).Exec(ctx)
+	res, err := tx.NewRaw(`INSERT INTO alert_indicators (alert_uuid, indicator_uuid, source, extracted_by)
+		SELECT ?, u, ?, NULLIF(e, '')::jsonb FROM unnest(?::uuid[], ?::text[]) AS t(u, e) ORDER BY u
+		ON CONFLICT (alert_uuid, indicator_uuid) DO NOTHING`, alertID, source, pgdialectArray(ids), pgdialectArray(by)).Exec(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("link %d indicators to alert %s: %w", len(ids), alertID, mapErr(err))
 	}
@@ -797,6 +828,26 @@ func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID
 		}
 	}
 	return inds, int(n), nil
+}
+
+// addNormalizationNotes appends notes to the alert's normalized.normalization_notes (created when
+// absent), skipping a note whose field already has one there.
+func addNormalizationNotes(ctx context.Context, tx bun.Tx, alertID uuid.UUID, notes []NormalizationNote) error {
+	for _, n := range notes {
+		note, err := json.Marshal([]NormalizationNote{n})
+		if err != nil {
+			return fmt.Errorf("encode normalization note: %w", err)
+		}
+		field, _ := json.Marshal([]map[string]string{{"field": n.Field}})
+		_, err = tx.NewRaw(`UPDATE alerts SET normalized = jsonb_set(coalesce(normalized, '{}'), '{normalization_notes}',
+				coalesce(normalized->'normalization_notes', '[]') || ?::jsonb)
+			WHERE uuid = ? AND NOT coalesce(normalized->'normalization_notes', '[]') @> ?::jsonb`,
+			string(note), alertID, string(field)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("add normalization note to alert %s: %w", alertID, mapErr(err))
+		}
+	}
+	return nil
 }
 
 // hasVerdict reports whether any of inds is above Pending (only then can a new link change an

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/vigil-soc/vigil/kit/indicators"
 )
 
 // Indicator is a global indicator of compromise, unique on (Type, Value). Values are stored
@@ -28,6 +30,9 @@ type Indicator struct {
 	EnrichmentResults  map[string]any `bun:"enrichment_results,type:jsonb"`
 	CreatedAt          time.Time      `bun:"created_at"`
 	UpdatedAt          time.Time      `bun:"updated_at"`
+	// ExtractedBy is set by the reads of an alert's indicators: where extraction found this
+	// indicator for that alert (alert_indicators.extracted_by; nil for older links and analysts' adds).
+	ExtractedBy []indicators.Origin `bun:"-"`
 }
 
 // IndicatorKey identifies an indicator by its natural key.

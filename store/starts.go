@@ -116,7 +116,7 @@ func (s *Store) LinkIndicatorsForEnrichment(ctx context.Context, alertID uuid.UU
 	var added int
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		if inds, added, err = s.lockAndLinkIndicators(ctx, tx, alertID, keys, source); err != nil {
+		if inds, added, err = s.lockAndLinkIndicators(ctx, tx, alertID, keys, source, nil); err != nil {
 			return err
 		}
 		ids := make([]string, len(inds))

@@ -133,6 +133,7 @@ func startPipeEnv(dsn, addr, prefix string, codec converter.PayloadCodec) (*pipe
 	e.cases = cases.New(st, alerts.New(st, slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	e.reg = metrics.NewRegistry()
 	e.acts = &activities.Activities{Pipeline: st, Freshness: metrics.NewWorker(e.reg), CaseGroupingWindow: 24 * time.Hour,
+		MaxIndicatorsPerAlert: pipeMaxIndicators,
 		Enrichment: &enrichment.EngineDeps{Store: st, Box: box, HTTP: guard.HTTPClient(time.Minute),
 			// A short cool-down so the outage test sees the circuit probe and close within seconds.
 			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},
@@ -401,6 +402,16 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 	require.Equal(t, 1, e.count(t, "SELECT count(*) FROM activity_events WHERE alert_uuid = ? AND event_type = 'alert_enriched'", id))
 	require.Equal(t, 0, e.count(t, "SELECT count(*) FROM alert_outbox WHERE alert_uuid = ?", id))
 
+	// Each link says which passes found it and where (pass 3: the mapping's path; pass 4: the string's).
+	status, li := e.do(t, http.MethodGet, "/v1/alerts/"+id.String()+"/indicators", "")
+	require.Equal(t, http.StatusOK, status)
+	byValue := map[string]any{}
+	for _, x := range li["data"].([]any) {
+		byValue[x.(map[string]any)["value"].(string)] = x.(map[string]any)["extracted_by"]
+	}
+	require.Equal(t, []any{map[string]any{"pass": float64(3), "field_path": "extra.hosts.*.addr"},
+		map[string]any{"pass": float64(4), "field_path": "extra.hosts.0.addr"}}, byValue[h1])
+
 	// Search attributes for the Temporal UI.
 	desc, err := e.c.DescribeWorkflowExecution(context.Background(), ids.Alert(id), "")
 	require.NoError(t, err)
@@ -457,6 +468,34 @@ func TestPipeline_IngestToEnriched(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "added indicator not enriched")
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// pipeMaxIndicators is the harness worker's MAX_INDICATORS_PER_ALERT (no other test links as many).
+const pipeMaxIndicators = 40
+
+// TestPipeline_CapsIndicatorsWithANote: pass 4 finds every address of a free-text field; the pipeline
+// links the first MAX_INDICATORS_PER_ALERT and notes the rest on the alert, once, even after a re-run.
+func TestPipeline_CapsIndicatorsWithANote(t *testing.T) {
+	e := pipelineHarness(t)
+	ips := freshIPs(pipeMaxIndicators + 5)
+	body := fmt.Sprintf(`{"title":"cap %s","severity":"Low","notes":%q}`, uuid.NewString(), "seen: "+strings.Join(ips, ", "))
+	id := e.ingest(t, "generic", body)
+	e.waitEnriched(t, id, 60*time.Second)
+	require.Equal(t, pipeMaxIndicators, e.count(t, "SELECT count(*) FROM alert_indicators WHERE alert_uuid = ?", id))
+	note := fmt.Sprintf("%d indicators found; the first %d in pass order are linked (MAX_INDICATORS_PER_ALERT)", len(ips), pipeMaxIndicators)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM alerts, jsonb_array_elements(normalized->'normalization_notes') AS n
+		WHERE uuid = ? AND n->>'field' = 'indicators' AND n->>'note' = ?`, id, note))
+	status, li := e.do(t, http.MethodGet, "/v1/alerts/"+id.String()+"/indicators", "")
+	require.Equal(t, http.StatusOK, status)
+	for _, x := range li["data"].([]any) {
+		require.Equal(t, []any{map[string]any{"pass": float64(4), "field_path": "notes"}}, x.(map[string]any)["extracted_by"])
+	}
+
+	status, _ = e.do(t, http.MethodPost, "/v1/alerts/"+id.String()+"/enrich", "")
+	require.Equal(t, http.StatusAccepted, status)
+	e.waitEvents(t, id, "alert_enriched", 2, 60*time.Second)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM alerts, jsonb_array_elements(normalized->'normalization_notes') AS n
+		WHERE uuid = ? AND n->>'field' = 'indicators'`, id), "a re-run adds the note once")
 }
 
 // A pipeline that finished is Enriched, with no provider to call and with every provider call failed
@@ -602,7 +641,7 @@ func TestPipeline_LinkAndRecordConcurrently(t *testing.T) {
 	for i, id := range alerts {
 		wg.Go(func() {
 			var err error
-			links[i], err = e.st.LinkExtraction(ctx, id, flip(i, keys), "extraction", "generic", &ref)
+			links[i], err = e.st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: flip(i, keys)}, "extraction", "generic", &ref)
 			errs <- err
 		})
 	}

@@ -11,10 +11,12 @@
 //	vigil-load provider -addr 127.0.0.1:9900                                                a local enrichment provider
 //	vigil-load pgbench-log -prefix-log pgb                                                   percentiles of pgbench --log files (floor.sql)
 //	vigil-load seed-case -dsn DSN -alert UUID                                               an open case holding the alert (grouping.sh)
+//	vigil-load realworld [-dir kit/sources/testdata/realworld] [-details]                  extraction's recall and precision on the
+//	                    corpus of real payloads, per source and overall (a table; VIGIL_REALWORLD_DIR also sets the directory)
 //	vigil-load diskstall -dev vda                                                           until interrupted, a line per span ≥ 100 ms in which the
 //	                    device completed no I/O with some in flight (start Unix ms, length ms; issue26.sh)
 //
-// Every command but diskstall (a line per stall) prints one JSON object.
+// Every command but diskstall (a line per stall) and realworld (a table) prints one JSON object.
 package main
 
 import (
@@ -65,7 +67,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: vigil-load ingest|enriched|list|backlog|reruns|probe|seed|seed-analyst|seed-cases|bulk|provider|agent-latency|pgbench-log|diskstall [flags]")
+		return errors.New("usage: vigil-load ingest|enriched|list|backlog|reruns|probe|seed|seed-analyst|seed-cases|bulk|provider|agent-latency|pgbench-log|realworld|diskstall [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8000", "API base URL")
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	caseAlert := fs.String("alert", "", "seed-case: the uuid of the alert the new case holds")
 	sharedIP := fs.String("shared-ip", "", "backlog: one more IP every alert carries (the grouping benchmark's case indicator)")
 	dev := fs.String("dev", "", "diskstall: the block device as /proc/diskstats names it (vda, nvme0n1)")
+	corpusDir := fs.String("dir", "", "realworld: the corpus directory (default $VIGIL_REALWORLD_DIR, else kit/sources/testdata/realworld)")
+	details := fs.Bool("details", false, "realworld: list what each payload missed and extracted beyond its labels")
 	slowLog := fs.String("slow-log", "", "ingest: a file to write each answer slower than 50 ms to (its scheduled send time in Unix ms, its latency in ms)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -192,6 +196,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return seedCase(ctx, enc, *dsn, *caseAlert)
 	case "pgbench-log":
 		return pgbenchLog(enc, *logPrefix)
+	case "realworld":
+		return realWorld(out, *corpusDir, *details)
 	case "diskstall":
 		if *dev == "" {
 			return errors.New("diskstall: -dev is required")

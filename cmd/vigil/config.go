@@ -20,44 +20,45 @@ import (
 // config is every setting of every subcommand, read once from the environment. README.md's
 // configuration table lists the same variables; keep the two together.
 type config struct {
-	DatabaseURL        string
-	DatabaseMaxConns   int
-	AutoMigrate        bool
-	APIAddr            string
-	MCPAddr            string
-	MCPPort            int // MCP_PORT (API.md §11): the port of MCPAddr when MCP_ADDR is unset; 0 when unset
-	PublicBaseURL      string
-	TemporalAddress    string
-	TemporalNamespace  string
-	TemporalUIURL      string // TEMPORAL_UI_URL: the Temporal Web UI the console links runs to; empty links none
-	TaskQueuePrefix    string
-	RateLimitPerMinute int
-	RateLimitStore     string
-	TrustedProxyCount  int
-	MaxBodyMB          int
-	MaxConnsPerIP      int
-	EncryptionKey      string
-	SSRFAllowedHosts   []string
-	ProviderEnvAllow   []string  // PROVIDER_ENV_ALLOWLIST: variables env_var_mapping may read beyond the builtins' names
-	ProviderEnv        store.Env // environment lookups for providers' env_var_mapping (allowed names only, Vigil's own settings hidden)
-	AlertDedupHours    int
-	CaseGroupingHours  int // CASE_GROUPING_WINDOW_HOURS: a finished alert joins the open case it shares a Malicious/Suspicious indicator with; 0 turns grouping off
-	PipelineMaxFlight  int
-	PipelineRerunMax   int              // PIPELINE_RERUN_MAX_IN_FLIGHT: re-runs among PipelineMaxFlight
-	PipelineBusyFlight int              // PIPELINE_BUSY_IN_FLIGHT: pipelines while ingest is busy (0: none; ≥ PipelineMaxFlight: no pacing), when PipelineLatencyMS is 0
-	PipelineLatencyMS  int              // PIPELINE_INGEST_LATENCY_TARGET_MS: ingest latency the busy cap follows (AIMD; default 25); 0: the fixed PIPELINE_BUSY_IN_FLIGHT
-	CircuitFailures    int              // consecutive failed calls that open a provider's circuit
-	CircuitCooldownSec int              // seconds an open circuit refuses calls before a probe
-	Retention          retention.Policy // RAW_PAYLOAD_RETENTION_DAYS, ALERT_RETENTION_DAYS, AUDIT_RETENTION_DAYS (0: keep)
-	Version            string
-	LogLevel           slog.Level
-	LogFormat          string
-	Approvals          approvals.Config   // APPROVAL_NOTIFIER and its channel settings (PublicBaseURL filled from PUBLIC_BASE_URL)
-	SlackSigningSecret string             // verifies Slack approval callbacks
-	MetricsAddr        string             // METRICS_ADDR: /metrics listener; empty serves none
-	Temporal           temporal.Config    // TLS files and API key (address, namespace and prefix above)
-	PayloadKeys        []payloadcodec.Key // TEMPORAL_PAYLOAD_KEYS: the codec's ring; empty: one key derived from ENCRYPTION_KEY
-	WorkerTuning       temporal.WorkerTuning
+	DatabaseURL           string
+	DatabaseMaxConns      int
+	AutoMigrate           bool
+	APIAddr               string
+	MCPAddr               string
+	MCPPort               int // MCP_PORT (API.md §11): the port of MCPAddr when MCP_ADDR is unset; 0 when unset
+	PublicBaseURL         string
+	TemporalAddress       string
+	TemporalNamespace     string
+	TemporalUIURL         string // TEMPORAL_UI_URL: the Temporal Web UI the console links runs to; empty links none
+	TaskQueuePrefix       string
+	RateLimitPerMinute    int
+	RateLimitStore        string
+	TrustedProxyCount     int
+	MaxBodyMB             int
+	MaxConnsPerIP         int
+	EncryptionKey         string
+	SSRFAllowedHosts      []string
+	ProviderEnvAllow      []string  // PROVIDER_ENV_ALLOWLIST: variables env_var_mapping may read beyond the builtins' names
+	ProviderEnv           store.Env // environment lookups for providers' env_var_mapping (allowed names only, Vigil's own settings hidden)
+	AlertDedupHours       int
+	MaxIndicatorsPerAlert int // MAX_INDICATORS_PER_ALERT: links extraction keeps per alert
+	CaseGroupingHours     int // CASE_GROUPING_WINDOW_HOURS: a finished alert joins the open case it shares a Malicious/Suspicious indicator with; 0 turns grouping off
+	PipelineMaxFlight     int
+	PipelineRerunMax      int              // PIPELINE_RERUN_MAX_IN_FLIGHT: re-runs among PipelineMaxFlight
+	PipelineBusyFlight    int              // PIPELINE_BUSY_IN_FLIGHT: pipelines while ingest is busy (0: none; ≥ PipelineMaxFlight: no pacing), when PipelineLatencyMS is 0
+	PipelineLatencyMS     int              // PIPELINE_INGEST_LATENCY_TARGET_MS: ingest latency the busy cap follows (AIMD; default 25); 0: the fixed PIPELINE_BUSY_IN_FLIGHT
+	CircuitFailures       int              // consecutive failed calls that open a provider's circuit
+	CircuitCooldownSec    int              // seconds an open circuit refuses calls before a probe
+	Retention             retention.Policy // RAW_PAYLOAD_RETENTION_DAYS, ALERT_RETENTION_DAYS, AUDIT_RETENTION_DAYS (0: keep)
+	Version               string
+	LogLevel              slog.Level
+	LogFormat             string
+	Approvals             approvals.Config   // APPROVAL_NOTIFIER and its channel settings (PublicBaseURL filled from PUBLIC_BASE_URL)
+	SlackSigningSecret    string             // verifies Slack approval callbacks
+	MetricsAddr           string             // METRICS_ADDR: /metrics listener; empty serves none
+	Temporal              temporal.Config    // TLS files and API key (address, namespace and prefix above)
+	PayloadKeys           []payloadcodec.Key // TEMPORAL_PAYLOAD_KEYS: the codec's ring; empty: one key derived from ENCRYPTION_KEY
+	WorkerTuning          temporal.WorkerTuning
 }
 
 // setting describes one environment variable; the table drives parsing and `vigil help`.
@@ -126,6 +127,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"ALERT_DEDUP_WINDOW_HOURS", "24", "Window in which a repeated alert is deduplicated; 0 disables.", intSetting(func(c *config) *int { return &c.AlertDedupHours }, 0, 24*365)},
+		{"MAX_INDICATORS_PER_ALERT", "500", "Worker: the most indicators extraction links to one alert, the first in pass order (the plugin's, then the mappings', then pass 4's); when more were found the alert gets a normalization note. At most 2000.", intSetting(func(c *config) *int { return &c.MaxIndicatorsPerAlert }, 1, 2000)},
 		{"CASE_GROUPING_WINDOW_HOURS", "24", "Worker: a finished alert sharing a Malicious or Suspicious indicator with an alert of an open case (Open or Investigating) seen within this many hours joins that case (the oldest such case); 0 turns grouping off.", intSetting(func(c *config) *int { return &c.CaseGroupingHours }, 0, 24*365)},
 		{"PIPELINE_MAX_IN_FLIGHT", "256", "Alert pipelines started and not yet finished, over every worker; past it new alerts wait in the outbox.", intSetting(func(c *config) *int { return &c.PipelineMaxFlight }, 1, 100_000)},
 		{"PIPELINE_RERUN_MAX_IN_FLIGHT", "8", "Re-runs (POST /v1/alerts/{uuid}/enrich, the healer's after a provider outage) among the pipelines in flight, over every worker, while alerts arrive (one created in the last 10 s): new alerts' first runs are claimed first and share the machine with at most this many re-runs. With no new alert for 10 s re-runs may take every place.", intSetting(func(c *config) *int { return &c.PipelineRerunMax }, 1, 100_000)},

@@ -246,7 +246,8 @@ func serveWorker(ctx context.Context, cfg config, log *slog.Logger, st *store.St
 	acts := &activities.Activities{Log: log, Freshness: wm, CaseGroupingWindow: time.Duration(cfg.CaseGroupingHours) * time.Hour}
 	acts.Enrichment = enrichmentDeps(st, box, cfg)
 	go purgeEnrichmentCache(ctx, st, log, 10*time.Minute)
-	acts.Pipeline = pipelineStore{Store: st, mappings: ingestrules.NewMappingCache(st)}
+	acts.Pipeline = pipelineStore{Store: st, mappings: ingestrules.NewMappingCache(st), exclusions: ingestrules.NewExclusionCache(st)}
+	acts.MaxIndicatorsPerAlert = cfg.MaxIndicatorsPerAlert
 	wireWorkflowRunActivities(cfg, st, box, acts)
 	acts.AgentEvents = &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, cfg.PublicBaseURL),
 		Deliverer: newAgentService(cfg, st, box)}
@@ -368,11 +369,18 @@ func (c caseStats) CaseStats(ctx context.Context, from, to time.Time) (metrics.C
 	return metrics.CaseStats{OpenBySeverity: s.OpenBySeverity, MTTCSeconds: s.MTTCSeconds}, err
 }
 
-// pipelineStore is the pipeline activities' store with the indicator mappings read through
-// ingest.MappingCache (once per source and ingest.ConfigTTL, not once per alert).
+// pipelineStore is the pipeline activities' store with the indicator mappings and the
+// never-indicator list read through ingest's caches (once per source and ingest.ConfigTTL, not once
+// per alert).
 type pipelineStore struct {
 	*store.Store
-	mappings *ingestrules.MappingCache
+	mappings   *ingestrules.MappingCache
+	exclusions *ingestrules.ExclusionCache
+}
+
+// Exclusions returns the cached never-indicator list.
+func (p pipelineStore) Exclusions(ctx context.Context) (*indicators.Exclusions, error) {
+	return p.exclusions.Exclusions(ctx)
 }
 
 // ActiveMappings returns the cached active mappings of sourceName.

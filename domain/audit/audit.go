@@ -26,6 +26,7 @@ const (
 	EnrichmentProvider = "enrichment_provider"
 	FieldExtraction    = "field_extraction"
 	IndicatorMapping   = "indicator_mapping"
+	ExtractionExcl     = "extraction_exclusions" // the never-indicator list (one resource)
 	DetectionRule      = "detection_rule"
 	ContextDocument    = "context_document"
 	Workflow           = "workflow"
@@ -38,7 +39,7 @@ const (
 
 // ResourceTypes lists the resource types an audit event may name (the filter's vocabulary).
 func ResourceTypes() []string {
-	return []string{APIKey, EnrichmentProvider, FieldExtraction, IndicatorMapping, DetectionRule, ContextDocument,
+	return []string{APIKey, EnrichmentProvider, FieldExtraction, IndicatorMapping, ExtractionExcl, DetectionRule, ContextDocument,
 		Workflow, WorkflowSecret, Agent, SourceIntegration, ConsoleSession, Retention}
 }
 

@@ -181,6 +181,7 @@ type ProviderSeeder interface {
 type SourceSeeder interface {
 	SeedSources(ctx context.Context, srcs []store.Source) error
 	SeedSystemMappings(ctx context.Context, ms []store.IndicatorMapping) error
+	SeedExclusions(ctx context.Context, entries []string) error
 }
 
 // WorkflowSeeder writes the system workflows (*store.Store).
@@ -220,7 +221,8 @@ func SeedProviders(ctx context.Context, st ProviderSeeder) error {
 }
 
 // SeedSources writes one sources row per plugin of reg (so GET /v1/sources lists them with stable
-// uuids) and the system indicator mappings (which read the plugins' normalized fields).
+// uuids), the system indicator mappings (which read the plugins' normalized fields) and, when none
+// was ever stored, the default never-indicator list (indicators.DefaultExclusions).
 func SeedSources(ctx context.Context, st SourceSeeder, reg *sources.Registry) error {
 	plugins := reg.All()
 	rows := make([]store.Source, len(plugins))
@@ -245,6 +247,11 @@ func SeedSources(ctx context.Context, st SourceSeeder, reg *sources.Registry) er
 	}
 	if err := st.SeedSystemMappings(ctx, ms); err != nil {
 		return fmt.Errorf("seed system indicator mappings: %w", err)
+	}
+	// The never-indicator list starts as the vendors' consoles and documentation, once: an admin's
+	// list is never reset.
+	if err := st.SeedExclusions(ctx, indicators.DefaultExclusions); err != nil {
+		return err
 	}
 	return nil
 }

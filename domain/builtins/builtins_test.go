@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/netguard"
+	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -69,14 +70,32 @@ func TestDefaultMappings(t *testing.T) {
 	t.Parallel()
 	ms, err := builtins.SystemMappings()
 	require.NoError(t, err)
-	require.Len(t, ms, 14)
 	paths := map[string]indicators.Type{}
+	raw := map[string]bool{}
+	known := map[string]bool{"": true}
+	for _, p := range sources.NewRegistry().All() {
+		known[p.Name()] = true
+	}
 	for _, m := range ms {
 		require.Empty(t, m.Validate(), m.FieldPath)
-		require.Equal(t, indicators.TargetNormalized, m.Target)
-		require.Empty(t, m.SourceName)
 		require.NotEmpty(t, m.Description)
+		require.True(t, known[m.SourceName], "mapping %s names an unknown source %q", m.FieldPath, m.SourceName)
+		if m.Target == indicators.TargetRawPayload {
+			// pass 3 (ECS, Splunk CIM, Sentinel entities, Graph evidence, OCSF, cloud findings): one row per
+			// (source, path, type), as the store's unique key wants.
+			k := m.SourceName + "|" + m.FieldPath + "|" + string(m.Type)
+			require.False(t, raw[k], "duplicate system mapping %s", k)
+			raw[k] = true
+			continue
+		}
+		require.Empty(t, m.SourceName)
 		paths[m.FieldPath] = m.Type
+	}
+	require.Greater(t, len(raw), 100)
+	for _, want := range []string{"elastic|process.parent.hash.sha256|hash_sha256", "elastic|threat.enrichments.*.indicator.ip|ip",
+		"splunk|result.src_ip|ip", "splunk|result.file_hash|hash_sha1", "sentinel|Entities.*.Address|ip",
+		"sentinel|evidence.*.imageFile.sha256|hash_sha256", "|evidences.*.src_endpoint.ip|ip"} {
+		require.True(t, raw[want], want)
 	}
 	require.Equal(t, map[string]indicators.Type{
 		"src_ip": indicators.TypeIP, "dst_ip": indicators.TypeIP, "src_hostname": indicators.TypeDomain, "dst_hostname": indicators.TypeDomain,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // ConfigTTL bounds how long a process uses a source integration or the indicator mappings it read,
@@ -76,5 +77,32 @@ func NewMappingCache(st MappingStore) *MappingCache {
 func (m *MappingCache) ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error) {
 	return m.cache.get(sourceName, func() ([]indicators.Mapping, error) {
 		return m.store.ActiveMappings(ctx, sourceName)
+	})
+}
+
+// ExclusionStore reads the never-indicator list.
+type ExclusionStore interface {
+	ExtractionExclusions(ctx context.Context) (store.ExtractionExclusions, error)
+}
+
+// ExclusionCache serves the never-indicator list, parsed, from memory for ConfigTTL: the pipeline's
+// extraction reads it once per ConfigTTL instead of once per alert; a change applies to pipelines
+// started ConfigTTL later at the latest.
+type ExclusionCache struct {
+	store ExclusionStore
+	cache ttlCache[*indicators.Exclusions]
+}
+
+// NewExclusionCache returns a cache reading through st.
+func NewExclusionCache(st ExclusionStore) *ExclusionCache { return &ExclusionCache{store: st} }
+
+// Exclusions returns the parsed list (cached for ConfigTTL).
+func (c *ExclusionCache) Exclusions(ctx context.Context) (*indicators.Exclusions, error) {
+	return c.cache.get("", func() (*indicators.Exclusions, error) {
+		x, err := c.store.ExtractionExclusions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return indicators.NewExclusions(x.Entries), nil
 	})
 }

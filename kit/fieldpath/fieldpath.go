@@ -66,28 +66,28 @@ func walk(node any, segs []string, out *[]any) {
 	}
 	switch v := node.(type) {
 	case map[string]any:
-		// Longest dotted key first: "kibana.alert.rule.name" as one key beats nested lookups.
-		longest := 1
-		if anyKeyHasDot(v) {
-			longest = len(segs)
-		}
-		for n := longest; n >= 1; n-- {
-			key := strings.Join(segs[:n], ".")
-			if key == "*" {
-				keys := make([]string, 0, len(v))
-				for k := range v {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				for _, k := range keys {
-					walk(v[k], segs[1:], out)
-				}
-				return
-			}
-			if child, ok := v[key]; ok {
+		// Longest dotted key first: "kibana.alert.rule.name" as one key beats nested lookups. Looking
+		// the joined keys up costs a few lookups; scanning the map for dotted keys cost a pass over
+		// every key of every object on the path, for every mapping.
+		for n := len(segs); n >= 2; n-- {
+			if child, ok := v[strings.Join(segs[:n], ".")]; ok {
 				walk(child, segs[n:], out)
 				return
 			}
+		}
+		if segs[0] == "*" {
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(v[k], segs[1:], out)
+			}
+			return
+		}
+		if child, ok := v[segs[0]]; ok {
+			walk(child, segs[1:], out)
 		}
 	case []any:
 		seg := segs[0]
@@ -120,13 +120,4 @@ func index(seg string) (int, bool) {
 		return 0, false
 	}
 	return i, true
-}
-
-func anyKeyHasDot(m map[string]any) bool {
-	for k := range m {
-		if strings.Contains(k, ".") {
-			return true
-		}
-	}
-	return false
 }

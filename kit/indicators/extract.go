@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vigil-soc/vigil/kit/fieldpath"
@@ -125,16 +128,31 @@ type SkippedValue struct {
 	Reason string `json:"reason"`
 }
 
-// ExtractionResult is what the three passes produced. Pass1..Pass3 are each normalized and
-// deduplicated within the pass; Indicators is their merge in pass order, deduplicated on (type, value).
+// Origin says where an extraction pass found an indicator: the pass (1-4) and the field path. Pass 1
+// has no path (the plugin does not say where it read a value); passes 2 and 3 give the mapping's field
+// path; pass 4 gives the concrete path of the string in the raw payload (Entities.3.Address).
+type Origin struct {
+	Pass      int    `json:"pass"`
+	FieldPath string `json:"field_path"`
+}
+
+// MaxOrigins bounds the origins recorded per indicator; the first ones in pass order are kept.
+const MaxOrigins = 8
+
+// ExtractionResult is what the passes produced. Pass1..Pass4 are each normalized and deduplicated
+// within the pass; Indicators is their merge in pass order, deduplicated on (type, value), and
+// ExtractedBy[i] lists where Indicators[i] was found.
 type ExtractionResult struct {
 	Pass1          []Indicator    `json:"pass1"`
 	Pass2          []Indicator    `json:"pass2"`
 	Pass3          []Indicator    `json:"pass3"`
+	Pass4          []Indicator    `json:"pass4,omitempty"`
 	Indicators     []Indicator    `json:"indicators"`
+	ExtractedBy    [][]Origin     `json:"-"` // the API's responses pair them with Indicators
 	Skipped        []SkippedValue `json:"skipped"`
 	SkippedOmitted int            `json:"skipped_omitted"` // skips beyond MaxSkipped
 	Truncated      bool           `json:"truncated"`       // MaxExtracted was reached
+	Scan           ScanStats      `json:"scan,omitzero"`   // pass 4's visit (zero when pass 4 did not run)
 }
 
 // FingerprintIndicators returns the pass-1 and pass-2 indicators, deduplicated: the set the dedup
@@ -146,16 +164,33 @@ func (r ExtractionResult) FingerprintIndicators() []Indicator {
 	return Dedup(out)
 }
 
-// Extract runs the three extraction passes over one alert. pass1 is what the source plugin found;
-// pass 2 applies the mappings targeting normalized fields to normalizedFields; pass 3 applies the
-// mappings targeting raw_payload to raw. Only mappings that apply to sourceName are used, in the
-// order given. Values may be strings, numbers or (nested) arrays of them; each value is normalized,
-// and an invalid one is recorded in Skipped rather than failing the extraction.
+// Options turn on the pipeline's parts of extraction: pass 4 and the never-indicator list. The zero
+// value is ingestion's extraction (passes 1-3 as configured, no list), whose passes 1-2 give the
+// dedup fingerprint, so neither pass 4 nor a change of the list can split duplicates.
+type Options struct {
+	Pass4      bool
+	Budget     ScanBudget  // pass 4's budget; zero: DefaultScanBudget
+	Exclusions *Exclusions // applied to passes 2-4; nil: none
+}
+
+// Extract runs passes 1-3 over one alert. pass1 is what the source plugin found; pass 2 applies the
+// mappings targeting normalized fields to normalizedFields; pass 3 applies the mappings targeting
+// raw_payload to raw. Only mappings that apply to sourceName are used, in the order given. Values may
+// be strings, numbers or (nested) arrays of them; each value is normalized, and an invalid one is
+// recorded in Skipped rather than failing the extraction.
 func Extract(normalizedFields, raw map[string]any, sourceName string, pass1 []Indicator, mappings []Mapping) ExtractionResult {
+	return ExtractWith(normalizedFields, raw, sourceName, pass1, mappings, Options{})
+}
+
+// ExtractWith is Extract with the pipeline's options: pass 4 over raw (a bounded scan of every string
+// value, docs/SOURCES.md "Pass 4") and the never-indicator list, which drops values of passes 2-4.
+func ExtractWith(normalizedFields, raw map[string]any, sourceName string, pass1 []Indicator, mappings []Mapping, opts Options) ExtractionResult {
 	x := extractor{
-		res:    ExtractionResult{Skipped: []SkippedValue{}},
-		seen:   make(map[Indicator]struct{}),
-		merged: []Indicator{},
+		res:     ExtractionResult{Skipped: []SkippedValue{}, Pass4: []Indicator{}},
+		seen:    make(map[Indicator]int),
+		merged:  []Indicator{},
+		exclude: opts.Exclusions,
+		strict:  opts.Pass4,
 	}
 	x.res.Pass1 = x.pass(1, func(emit emitFunc) {
 		for _, ind := range pass1 {
@@ -168,16 +203,35 @@ func Extract(normalizedFields, raw map[string]any, sourceName string, pass1 []In
 	x.res.Pass3 = x.pass(3, func(emit emitFunc) {
 		x.applyMappings(emit, raw, sourceName, mappings, TargetRawPayload)
 	})
+	if opts.Pass4 && raw != nil {
+		budget := opts.Budget
+		if budget == (ScanBudget{}) {
+			budget = DefaultScanBudget
+		}
+		x.res.Pass4 = x.pass(4, func(emit emitFunc) {
+			sc := scanner{budget: budget, emit: emit}
+			if budget.Time > 0 {
+				sc.deadline = time.Now().Add(budget.Time)
+			}
+			sc.walk(raw, keyPlain, 0)
+			sc.stats.Excluded = x.res.Scan.Excluded
+			x.res.Scan = sc.stats
+		})
+	}
 	x.res.Indicators = x.merged
+	x.res.ExtractedBy = x.origins
 	return x.res
 }
 
 type emitFunc func(path string, t Type, value string)
 
 type extractor struct {
-	res    ExtractionResult
-	seen   map[Indicator]struct{}
-	merged []Indicator
+	res     ExtractionResult
+	seen    map[Indicator]int // index in merged
+	merged  []Indicator
+	origins [][]Origin
+	exclude *Exclusions
+	strict  bool // the pipeline's extraction (Options.Pass4): publicValue applies to passes 2-4
 }
 
 func (x *extractor) skip(s SkippedValue) {
@@ -189,31 +243,79 @@ func (x *extractor) skip(s SkippedValue) {
 	x.res.Skipped = append(x.res.Skipped, s)
 }
 
-// pass runs one pass and returns its normalized, deduplicated indicators, adding new ones to merged.
+// pass runs one pass and returns its normalized, deduplicated indicators, adding new ones to merged
+// and the pass's origins to every indicator it found.
 func (x *extractor) pass(n int, run func(emitFunc)) []Indicator {
 	out := []Indicator{}
 	inPass := make(map[Indicator]struct{})
 	run(func(path string, t Type, value string) {
-		if len(x.merged) >= MaxExtracted {
-			x.res.Truncated = true
-			return
-		}
 		norm, err := Normalize(t, value)
 		if err != nil {
-			x.skip(SkippedValue{Pass: n, Path: path, Type: t, Value: value, Reason: err.Error()})
+			if n < 4 { // pass 4's candidates are guesses: a miss is not worth a record
+				x.skip(SkippedValue{Pass: n, Path: path, Type: t, Value: value, Reason: err.Error()})
+			}
 			return
 		}
 		ind := Indicator{Type: t, Value: norm}
+		if n > 1 && (x.exclude.Excludes(ind) || x.strict && ind.Type == TypeAccount && builtinAccounts[strings.ToLower(ind.Value)]) {
+			x.res.Scan.Excluded++
+			return
+		}
+		if n > 1 && x.strict && !publicValue(ind) {
+			x.skip(SkippedValue{Pass: n, Path: path, Type: t, Value: value, Reason: "a placeholder or a name outside the public DNS"})
+			return
+		}
+		i, ok := x.seen[ind]
+		if !ok {
+			if len(x.merged) >= MaxExtracted {
+				x.res.Truncated = true
+				return
+			}
+			i = len(x.merged)
+			x.seen[ind] = i
+			x.merged = append(x.merged, ind)
+			x.origins = append(x.origins, nil)
+		}
 		if _, ok := inPass[ind]; !ok {
 			inPass[ind] = struct{}{}
 			out = append(out, ind)
 		}
-		if _, ok := x.seen[ind]; !ok {
-			x.seen[ind] = struct{}{}
-			x.merged = append(x.merged, ind)
-		}
+		x.addOrigin(i, Origin{Pass: n, FieldPath: path})
 	})
 	return out
+}
+
+// publicValue: in the pipeline, a domain found by passes 2-4 must end in an ICANN public suffix
+// (lees-mbp.localdomain, dc01.corp.local name hosts of the sender's own network), and a hash of one
+// repeated digit (000…0) is a placeholder. Ingestion's passes 1-2 (the fingerprint) do not apply it.
+func publicValue(ind Indicator) bool {
+	switch ind.Type {
+	case TypeDomain:
+		_, ok := scanDomain(ind.Value)
+		return ok
+	case TypeMD5, TypeSHA1, TypeSHA256:
+		return strings.Trim(ind.Value, ind.Value[:1]) != ""
+	}
+	return true
+}
+
+// builtinAccounts are the operating systems' own accounts, which every host has: not an indicator
+// when, in the pipeline, a mapping or pass 4 finds one (pass 1 keeps what a plugin names explicitly;
+// ingestion's fingerprint keeps them).
+var builtinAccounts = setOf("system", "local service", "network service", "nt authority\\system",
+	"nt authority\\local service", "nt authority\\network service", "localsystem", "-", "n/a", "none", "null", "unknown")
+
+func (x *extractor) addOrigin(i int, o Origin) {
+	os := x.origins[i]
+	if len(os) >= MaxOrigins {
+		return
+	}
+	for _, have := range os {
+		if have == o {
+			return
+		}
+	}
+	x.origins[i] = append(os, o)
 }
 
 func (x *extractor) applyMappings(emit emitFunc, root map[string]any, sourceName string, mappings []Mapping, target Target) {
@@ -295,4 +397,13 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
