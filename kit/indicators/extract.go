@@ -286,24 +286,21 @@ func (x *extractor) pass(n int, run func(emitFunc)) []Indicator {
 }
 
 // publicValue: in the pipeline, a domain found by passes 2-4 must end in an ICANN public suffix
-// (lees-mbp.localdomain, dc01.corp.local name hosts of the sender's own network), and a hash of one
-// repeated digit (000…0) is a placeholder. Ingestion's passes 1-2 (the fingerprint) do not apply it.
+// (lees-mbp.localdomain, dc01.corp.local name hosts of the sender's own network), and a placeholder
+// (Placeholder: 000…0, xxx, username) is none. Ingestion's passes 1-2 (the fingerprint) do not apply it.
 func publicValue(ind Indicator) bool {
-	switch ind.Type {
-	case TypeDomain:
+	if ind.Type == TypeDomain {
 		_, ok := scanDomain(ind.Value)
 		return ok
-	case TypeMD5, TypeSHA1, TypeSHA256:
-		return strings.Trim(ind.Value, ind.Value[:1]) != ""
 	}
-	return true
+	return !Placeholder(ind.Type, ind.Value)
 }
 
 // builtinAccounts are the operating systems' own accounts, which every host has: not an indicator
 // when, in the pipeline, a mapping or pass 4 finds one (pass 1 keeps what a plugin names explicitly;
 // ingestion's fingerprint keeps them).
 var builtinAccounts = setOf("system", "local service", "network service", "nt authority\\system",
-	"nt authority\\local service", "nt authority\\network service", "localsystem", "-", "n/a", "none", "null", "unknown")
+	"nt authority\\local service", "nt authority\\network service", "localsystem")
 
 func (x *extractor) addOrigin(i int, o Origin) {
 	os := x.origins[i]

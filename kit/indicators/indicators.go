@@ -55,6 +55,29 @@ func Types() []Type {
 	return []Type{TypeIP, TypeDomain, TypeMD5, TypeSHA1, TypeSHA256, TypeURL, TypeEmail, TypeAccount}
 }
 
+// Placeholder reports a value that stands in for an indicator without being one, whoever extracts it
+// (a source plugin's pass 1 or the later passes): an account that is a redaction (xxx, ***), a
+// template word (username, user) or a "no value" word (none, unknown, n/a, null, -); a hash of one
+// repeated digit (CrowdStrike's and others' 000…0 for "no hash"). The one rule both extraction paths
+// read.
+func Placeholder(t Type, v string) bool {
+	v = strings.TrimSpace(v)
+	switch t {
+	case TypeAccount:
+		l := strings.ToLower(v)
+		if strings.Trim(l, "x*?-") == "" {
+			return true
+		}
+		switch l {
+		case "username", "user", "user_name", "none", "unknown", "n/a", "na", "null", "nil", "undefined", "empty":
+			return true
+		}
+	case TypeMD5, TypeSHA1, TypeSHA256:
+		return v != "" && strings.Trim(v, v[:1]) == ""
+	}
+	return false
+}
+
 // IsFreeText reports the types whose values are kept as given rather than parsed into a checked form
 // (an account name, a URL): text whoever wrote the alert or indicator chose, which a reader such as an
 // AI agent must treat as untrusted data.

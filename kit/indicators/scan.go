@@ -118,6 +118,9 @@ func (s *scanner) walk(node any, class keyClass, depth int) {
 			if c&keyReference != 0 || k == "name" && s.parentKey() == "observables" {
 				continue // OCSF observables name the field their value came from (a path, not a host)
 			}
+			if k == "host" && splunkSummary(v) {
+				continue // a summary-indexed event's host is the search head that wrote it
+			}
 			c |= class &^ (userValue | ruleText)
 			s.path = append(s.path, k)
 			s.walk(v[k], c, depth+1)
@@ -133,6 +136,14 @@ func (s *scanner) walk(node any, class keyClass, depth int) {
 			s.path = s.path[:len(s.path)-1]
 		}
 	}
+}
+
+// splunkSummary reports a Splunk event written to a summary index by a search (sourcetype stash:
+// Enterprise Security notables, summary indexing), whose host, source and splunk_server name the
+// Splunk search head that wrote it, not what the alert is about.
+func splunkSummary(event map[string]any) bool {
+	st, _ := event["sourcetype"].(string)
+	return strings.EqualFold(st, "stash")
 }
 
 func (s *scanner) scanString(v string, class keyClass) {
@@ -262,7 +273,7 @@ func (s *scanner) scanText(text string, class keyClass) {
 // redaction (xxx), not an object.
 func (s *scanner) account(v string) {
 	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 256 || strings.ContainsAny(v, "\n\r{}[]<>\"%$") || strings.Trim(strings.ToLower(v), "x*?-") == "" ||
+	if v == "" || len(v) > 256 || strings.ContainsAny(v, "\n\r{}[]<>\"%$") || Placeholder(TypeAccount, v) ||
 		isSID(v) || fieldName(strings.ToLower(v)) {
 		return // a redaction, a template (%user.name), a SID (an id: related.user lists both) or a field name
 	}

@@ -93,7 +93,7 @@ func (Elastic) Normalize(payload map[string]any) Normalized {
 	}
 
 	c := newCollector()
-	walk(payload, func(path []string, v any) { elasticField(c, path, v) })
+	walk(payload, func(path []string, v any, _ map[string]any) { elasticField(c, path, v) })
 	n.Fields, n.Indicators = c.fields, c.inds
 	return n
 }

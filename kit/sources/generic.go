@@ -235,7 +235,7 @@ func (Generic) Normalize(payload map[string]any) Normalized {
 		c.both(f.field, f.typ, textList(&n, payload, f.key)...)
 	}
 	genericArtifacts(c, payload)
-	walk(payload, func(path []string, v any) { genericKeyed(c, path, v) })
+	walk(payload, func(path []string, v any, parent map[string]any) { genericKeyed(c, path, v, parent) })
 	n.Fields, n.Indicators = c.fields, c.inds
 	return n
 }
@@ -367,9 +367,10 @@ var genericKeys = map[string]indicators.Type{
 	"actor_process_image_md5": indicators.TypeMD5, "actor_process_image_sha256": indicators.TypeSHA256,
 }
 
-// genericKeyed reads one leaf by its key (genericKeys). Top-level keys of Vigil's own shape are
-// read by genericFlat, not here.
-func genericKeyed(c *collector, path []string, v any) {
+// genericKeyed reads one leaf by its key (genericKeys); parent is the object holding it. Top-level
+// keys of Vigil's own shape are read by genericFlat, not here. An accountName beside an accountId
+// names a tenant (SentinelOne's management account, a cloud account), not a user.
+func genericKeyed(c *collector, path []string, v any, parent map[string]any) {
 	if len(path) == 1 {
 		for _, f := range genericFlat {
 			if path[0] == f.key {
@@ -391,9 +392,10 @@ func genericKeyed(c *collector, path []string, v any) {
 			c.indicator(t, s)
 		}
 	case indicators.TypeAccount:
-		if !strings.EqualFold(s, "none") && !strings.EqualFold(s, "unknown") {
-			c.both(indicators.FieldActorUsername, t, s)
+		if _, tenant := parent["accountId"]; tenant && strings.EqualFold(path[len(path)-1], "accountName") {
+			return
 		}
+		c.both(indicators.FieldActorUsername, t, s) // placeholders (none, unknown, xxx) are dropped there
 	default:
 		if inferred, ok := indicators.Infer(s); ok && inferred == t {
 			c.both(hashField(t), t, s)

@@ -103,7 +103,7 @@ func (OCSF) Normalize(payload map[string]any) Normalized {
 
 	c := newCollector()
 	ocsfObservables(c, payload)
-	walk(payload, func(path []string, v any) { ocsfField(c, path, v) })
+	walk(payload, func(path []string, v any, _ map[string]any) { ocsfField(c, path, v) })
 	ocsfHashes(c, payload)
 	n.Fields, n.Indicators = c.fields, c.inds
 	return n

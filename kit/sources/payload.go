@@ -201,8 +201,11 @@ func noIndicator(t indicators.Type, v string) bool {
 		a, err := netip.ParseAddr(v)
 		return err == nil && (a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast())
 	case indicators.TypeMD5, indicators.TypeSHA1, indicators.TypeSHA256:
-		return strings.Trim(v, "0") == "" // CrowdStrike's placeholder for "no hash"
+		return indicators.Placeholder(t, v) // CrowdStrike's 000…0 for "no hash"
 	case indicators.TypeAccount:
+		if indicators.Placeholder(t, v) {
+			return true // a redaction (xxx) or a template word (username)
+		}
 		switch strings.ToUpper(v) {
 		case "SYSTEM", "LOCAL SERVICE", "NETWORK SERVICE", `NT AUTHORITY\SYSTEM`, `NT AUTHORITY\LOCAL SERVICE`, `NT AUTHORITY\NETWORK SERVICE`:
 			return true

@@ -179,10 +179,10 @@ func kindOf(v any) string {
 // walk calls fn for every scalar leaf of root with its path: object keys (flat dotted keys split on
 // "."), array levels transparent, keys in sorted order. It visits at most maxWalkNodes nodes and
 // maxWalkDepth levels.
-func walk(root any, fn func(path []string, v any)) {
+func walk(root any, fn func(path []string, v any, parent map[string]any)) {
 	budget := maxWalkNodes
-	var rec func(v any, path []string, depth int)
-	rec = func(v any, path []string, depth int) {
+	var rec func(v any, path []string, depth int, parent map[string]any)
+	rec = func(v any, path []string, depth int, parent map[string]any) {
 		if budget <= 0 || depth > maxWalkDepth {
 			return
 		}
@@ -202,17 +202,17 @@ func walk(root any, fn func(path []string, v any)) {
 				} else {
 					p = append(p, k)
 				}
-				rec(c, p, depth+1)
+				rec(c, p, depth+1, x)
 			}
 		case []any:
 			for _, c := range x {
-				rec(c, path, depth+1)
+				rec(c, path, depth+1, parent)
 			}
 		default:
-			fn(path, v)
+			fn(path, v, parent)
 		}
 	}
-	rec(root, nil, 0)
+	rec(root, nil, 0, nil)
 }
 
 // hasSuffix reports whether path ends with the segments of suffix (a dot path), case-insensitively.

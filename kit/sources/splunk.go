@@ -151,7 +151,7 @@ func (Splunk) Normalize(payload map[string]any) Normalized {
 	}
 	c.field(FieldProcessCommandLine, stringsAt(result, "process")...)
 	// Fields outside the CIM (srcip, username, ...) under the names vendors give them (genericKeys).
-	walk(result, func(path []string, v any) { genericKeyed(c, path, v) })
+	walk(result, func(path []string, v any, parent map[string]any) { genericKeyed(c, path, v, parent) })
 	n.Fields, n.Indicators = c.fields, c.inds
 	return n
 }
