@@ -303,7 +303,7 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	res := indicators.ExtractWith(n.Fields, payload, plugin.Name(), n.Indicators, mappings,
 		indicators.Options{Pass4: true, Exclusions: indicators.NewExclusions(excl.Entries)})
 	// The fingerprint is ingestion's: passes 1-2 without the never-indicator list.
-	fp := ingest.Fingerprint(n, plugin.Name(), indicators.Extract(n.Fields, nil, plugin.Name(), n.Indicators, mappings))
+	fp := ingest.Fingerprint(n, plugin.Name(), indicators.Extract(n.Fields, nil, plugin.Name(), n.Indicators, mappings), payload)
 	found := make([]extractedIndicator, len(res.Indicators))
 	for i, ind := range res.Indicators {
 		found[i] = extractedIndicator{Type: ind.Type, Value: ind.Value, ExtractedBy: res.ExtractedBy[i]}

@@ -222,9 +222,16 @@ func Notes(in []sources.Note) []store.Note {
 	return out
 }
 
-// Fingerprint is the alert's dedup fingerprint from its normalized form and an extraction over it.
-func Fingerprint(n sources.Normalized, source string, res indicators.ExtractionResult) string {
-	return sources.Fingerprint(n.Title, source, res.FingerprintIndicators())
+// Fingerprint is the alert's dedup fingerprint from its normalized form and an extraction over it
+// (passes 1-2); an alert that names nothing (untitled, no such indicator) is fingerprinted by its
+// payload too (sources.PayloadFingerprint), or every such alert of a source would be one alert's
+// repeats.
+func Fingerprint(n sources.Normalized, source string, res indicators.ExtractionResult, payload map[string]any) string {
+	inds := res.FingerprintIndicators()
+	if n.Untitled && len(inds) == 0 {
+		return sources.PayloadFingerprint(n.Title, source, payload)
+	}
+	return sources.Fingerprint(n.Title, source, inds)
 }
 
 // Ingest decodes raw (valid JSON: the payload as received), normalizes it with src's plugin, extracts
@@ -278,7 +285,7 @@ func (s *Service) Ingest(ctx context.Context, src Source, raw []byte, actor stor
 	}
 	in := store.IngestAlert{
 		Title: n.Title, Severity: string(n.Severity), SourceName: name, OccurredAt: n.OccurredAt, Tags: n.Tags,
-		Fingerprint: Fingerprint(n, name, res),
+		Fingerprint: Fingerprint(n, name, res, payload),
 		RawPayload:  clean, Normalized: normalized, ActorType: actor.Type, ActorKeyPrefix: actor.KeyPrefix,
 	}
 	if hostile.Count > 0 || wild > 0 {

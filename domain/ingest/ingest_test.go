@@ -171,8 +171,9 @@ func TestIngest_CommitsNormalizesAndFingerprints(t *testing.T) {
 
 	// The fingerprint is the one Fingerprint computes from passes 1-2; a raw_payload mapping (pass 3),
 	// visible once the cache is invalidated (writes through the API do that), never takes part in it.
-	n := ingest.Normalize(src, map[string]any{"title": title, "src_ip": "10.1.2.3", "custom": map[string]any{"host": "evil.example"}})
-	before := ingest.Fingerprint(n, "generic", indicators.Extract(n.Fields, nil, "generic", n.Indicators, nil))
+	payload := map[string]any{"title": title, "src_ip": "10.1.2.3", "custom": map[string]any{"host": "evil.example"}}
+	n := ingest.Normalize(src, payload)
+	before := ingest.Fingerprint(n, "generic", indicators.Extract(n.Fields, nil, "generic", n.Indicators, nil), payload)
 	require.Equal(t, *a.Fingerprint, before)
 	require.NoError(t, st.CreateIndicatorMapping(ctx, &store.IndicatorMapping{FieldPath: "custom.host", IndicatorType: "domain",
 		ExtractionTarget: "raw_payload", IsActive: true}))
@@ -183,6 +184,21 @@ func TestIngest_CommitsNormalizesAndFingerprints(t *testing.T) {
 	third, err := svc.Ingest(ctx, src, []byte(`{"title": "`+title+`", "severity": "high", "src_ip": "10.1.2.3", "custom": {"host": "evil.example"}}`), actor)
 	require.NoError(t, err)
 	require.True(t, third.Duplicate, "pass 3 does not change the fingerprint")
+
+	// Alerts that name nothing (untitled, no pass-1/2 indicator) are told apart by their payload: two
+	// different ones are two alerts, the same one again is a duplicate.
+	untitledA := []byte(`{"message": "session closed for user root ` + title + `"}`)
+	untitledB := []byte(`{"message": "session opened for user root ` + title + `"}`)
+	ua, err := svc.Ingest(ctx, src, untitledA, actor)
+	require.NoError(t, err)
+	ub, err := svc.Ingest(ctx, src, untitledB, actor)
+	require.NoError(t, err)
+	require.False(t, ub.Duplicate, "a different untitled alert is not a repeat")
+	require.NotEqual(t, ua.AlertUUID, ub.AlertUUID)
+	ua2, err := svc.Ingest(ctx, src, untitledA, actor)
+	require.NoError(t, err)
+	require.True(t, ua2.Duplicate, "the same untitled alert again is")
+	require.Equal(t, ua.AlertUUID, ua2.AlertUUID)
 
 	// The actor is on the created event.
 	evs, _, err := st.ListActivity(ctx, store.ActivityFilter{AlertUUID: &first.AlertUUID, Page: store.Page{Number: 1, Size: 50}})

@@ -81,6 +81,38 @@ func (s *Sum) add(p Payload) {
 	s.Correct += p.Correct
 }
 
+// The bounds of issue 43 over the corpus: overall recall and precision, and each source's.
+const (
+	MinRecall, MinPrecision             = 0.90, 0.95
+	MinSourceRecall, MinSourcePrecision = 0.85, 0.85
+)
+
+// Shortfalls lists every bound the score misses ("" none).
+func (s Score) Shortfalls() []string {
+	var out []string
+	check := func(name string, m Sum, minR, minP float64) {
+		if m.Recall() < minR {
+			out = append(out, fmt.Sprintf("%s recall %.1f %% < %.0f %%", name, 100*m.Recall(), 100*minR))
+		}
+		if m.Precision() < minP {
+			out = append(out, fmt.Sprintf("%s precision %.1f %% < %.0f %%", name, 100*m.Precision(), 100*minP))
+		}
+	}
+	names := make([]string, 0, len(s.Sources))
+	for n := range s.Sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		check(n, *s.Sources[n], MinSourceRecall, MinSourcePrecision)
+	}
+	check("all", s.All, MinRecall, MinPrecision)
+	if s.All.Accepted < s.All.Payloads {
+		out = append(out, fmt.Sprintf("%d of %d payloads refused", s.All.Payloads-s.All.Accepted, s.All.Payloads))
+	}
+	return out
+}
+
 // Case is one labelled payload of the corpus.
 type Case struct {
 	Path    string // the payload file, relative to the corpus directory

@@ -11,6 +11,7 @@ package sources
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -102,6 +103,8 @@ type Normalized struct {
 	Indicators []indicators.Indicator
 	// Notes lists every fallback used and every field ignored, in the order they happened; never nil.
 	Notes []Note
+	// Untitled: the payload had no title and no description, so Title is "Untitled <source> alert".
+	Untitled bool
 }
 
 // note appends a normalization note.
@@ -164,7 +167,7 @@ func Normalize(p Plugin, payload map[string]any, overrides map[string]string) No
 			n.Title = line
 			n.note("title", "no title key of the source; first line of the description used")
 		} else {
-			n.Title = "Untitled " + p.Name() + " alert"
+			n.Title, n.Untitled = "Untitled "+p.Name()+" alert", true
 			n.note("title", "no title key of the source and no description; \""+n.Title+"\" used")
 		}
 	}
@@ -261,6 +264,19 @@ func Fingerprint(title, sourceName string, inds []indicators.Indicator) string {
 		write(k)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// PayloadFingerprint is the dedup key of an alert that names nothing — the untitled fallback and no
+// pass-1 or pass-2 indicator — whose Fingerprint would be the same for every such alert of the source:
+// the title and the source with a digest of the payload (canonical JSON), so that two different
+// untitled alerts are not taken for repeats of one another, while the same payload sent again is.
+func PayloadFingerprint(title, sourceName string, payload map[string]any) string {
+	canon, err := json.Marshal(payload) // map keys sorted: one text per payload
+	if err != nil {
+		canon = []byte(fmt.Sprint(payload))
+	}
+	sum := sha256.Sum256(canon)
+	return Fingerprint(title, sourceName, []indicators.Indicator{{Type: "payload", Value: hex.EncodeToString(sum[:])}})
 }
 
 // Registry holds the known source plugins by name.
