@@ -16,6 +16,8 @@
 #     deliveries received and delivered_per_s (deliveries received over the seconds from the first
 #     ingest to the last receipt); the agent is deleted at the end
 #   CPU_SHARED_IP=198.51.100.1 (one more IP on every alert: grouping.sh's case indicator)
+#   CPU_PAYLOAD=FILE (every alert is this real payload, posted to generic with the run's title and IPs on
+#     top: the pipeline's cost on a real alert's size and strings, issue 43)
 set -euo pipefail
 BENCH_DIR=${BENCH_DIR:-/tmp/vigil-bench}
 source "$BENCH_DIR/env"
@@ -58,7 +60,7 @@ if [ "${CPU_AGENT:-0}" = 1 ]; then
 fi
 start=$(date +%s.%N)
 read -r t0 w0 a0 p0 x0 <<<"$(snapshot)"
-read -r rate drain finished pending <<<"$("$LOAD" backlog -url "$URL" -key "$KEY" -dsn "$DSN" -n "$N" -indicators "$INDS" -wait "${CPU_WAIT:-15m}" -shared-ip "${CPU_SHARED_IP:-}" |
+read -r rate drain finished pending <<<"$("$LOAD" backlog -url "$URL" -key "$KEY" -dsn "$DSN" -n "$N" -indicators "$INDS" -wait "${CPU_WAIT:-15m}" -shared-ip "${CPU_SHARED_IP:-}" -payload "${CPU_PAYLOAD:-}" |
   python3 -c 'import json, sys; e = json.load(sys.stdin)["enrichment"]; print(round(e["enriched_per_second"], 1), round(e["drain_per_second"], 1), e["enriched"] + e["failed"], e["pending"])')"
 delivered=0 delivered_s=0
 if [ "${CPU_AGENT:-0}" = 1 ]; then

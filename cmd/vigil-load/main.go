@@ -4,7 +4,7 @@
 //
 //	vigil-load ingest   -url URL -key KEY -rate 50 -duration 30s [-dsn DSN -wait 2m]   ingest ack (+ ingest→Enriched)
 //	vigil-load list     -url URL -key KEY -rate 20 -duration 30s [-query 'status=Open'] [-path /v1/metrics/summary]  GET /v1/alerts (or path)
-//	vigil-load backlog  -url URL -key KEY -n 2000 -dsn DSN                                 Enriched/s draining a backlog
+//	vigil-load backlog  -url URL -key KEY -n 2000 -dsn DSN [-payload FILE]                 Enriched/s draining a backlog
 //	vigil-load probe    -temporal HOST:PORT -prefix vigil -n 500 -encryption-key KEY        bare one-activity workflows/s
 //	                    (the stack's ENCRYPTION_KEY, or -payload-keys: its TEMPORAL_PAYLOAD_KEYS; the worker must decode what it starts)
 //	vigil-load seed     -dsn DSN -n 100000 [-runs 20000]                                    bulk alerts (and workflow runs) for list and metrics
@@ -93,6 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	rounds := fs.Int("rounds", 10, "bulk requests of 500 alerts, each followed by its undo (bulk)")
 	caseAlert := fs.String("alert", "", "seed-case: the uuid of the alert the new case holds")
 	sharedIP := fs.String("shared-ip", "", "backlog: one more IP every alert carries (the grouping benchmark's case indicator)")
+	payloadFile := fs.String("payload", "", "backlog: a JSON object file (a real alert) every alert carries, with the run's title, severity, tags and indicators on top")
 	dev := fs.String("dev", "", "diskstall: the block device as /proc/diskstats names it (vda, nvme0n1)")
 	corpusDir := fs.String("dir", "", "realworld: the corpus directory (default $VIGIL_REALWORLD_DIR, else kit/sources/testdata/realworld)")
 	details := fs.Bool("details", false, "realworld: list what each payload missed and extracted beyond its labels")
@@ -164,7 +165,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return enc.Encode(map[string]any{"list": res, "path": *path, "query": *query})
 	case "backlog":
-		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait, *sharedIP)
+		var base map[string]any
+		if *payloadFile != "" {
+			raw, err := os.ReadFile(*payloadFile)
+			if err != nil {
+				return fmt.Errorf("-payload: %w", err)
+			}
+			if err := json.Unmarshal(raw, &base); err != nil {
+				return fmt.Errorf("-payload %s: not a JSON object: %w", *payloadFile, err)
+			}
+		}
+		return backlog(ctx, enc, *url, *key, *dsn, *n, *indicators, *wait, *sharedIP, base)
 	case "reruns":
 		// POST /v1/alerts/{uuid}/enrich for n finished alerts of run -run at -rate per second.
 		if *runID == "" || *dsn == "" {
@@ -210,8 +221,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // alertBody is a unique generic alert with n public-looking IPs (the load provider answers for
 // them; nothing leaves the machine: the provider is local), and shared when not "".
 func alertBody(run string, i, n int, shared string) []byte {
-	m := map[string]any{"title": fmt.Sprintf("load %s %d", run, i), "severity": "High", "tags": []string{"load", run},
-		"description": "synthetic load alert", "rule_id": "load-rule"}
+	return alertBodyOn(nil, run, i, n, shared)
+}
+
+// alertBodyOn is alertBody over base (a real payload, posted to generic: its own fields kept, the load
+// run's title, severity, tags and indicators set on top); nil base is the synthetic alert.
+func alertBodyOn(base map[string]any, run string, i, n int, shared string) []byte {
+	m := make(map[string]any, len(base)+6)
+	for k, v := range base {
+		m[k] = v
+	}
+	m["title"], m["severity"], m["tags"] = fmt.Sprintf("load %s %d", run, i), "High", []string{"load", run}
+	if base == nil {
+		m["description"], m["rule_id"] = "synthetic load alert", "load-rule"
+	}
 	var inds []map[string]any
 	for k := range n {
 		inds = append(inds, map[string]any{"type": "ip", "value": fmt.Sprintf("45.%d.%d.%d", 1+(i/65536)%200, (i/256)%256, (i+k*7919)%256)})
@@ -402,7 +425,7 @@ func enrichedLatency(ctx context.Context, dsn, titlePrefix string, wait time.Dur
 
 // backlog ingests n alerts as fast as 16 clients can, then waits until all are enriched and reports
 // the enrichment throughput from the first ingestion to the last enrichment.
-func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, inds int, wait time.Duration, sharedIP string) error {
+func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, inds int, wait time.Duration, sharedIP string, base map[string]any) error {
 	if dsn == "" {
 		return errors.New("backlog needs -dsn")
 	}
@@ -421,7 +444,7 @@ func backlog(ctx context.Context, enc *json.Encoder, url, key, dsn string, n, in
 				if i > n {
 					return
 				}
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/ingest/generic", bytes.NewReader(alertBody(run, i, inds, sharedIP)))
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/ingest/generic", bytes.NewReader(alertBodyOn(base, run, i, inds, sharedIP)))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Authorization", "Bearer "+key)
 				resp, err := hc.Do(req)
