@@ -129,7 +129,10 @@ type Deps struct {
 	Env          store.Env // provider credentials' environment (the dashboard's "configured" providers)
 	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
 	LiveRefresh time.Duration
-	Log         *slog.Logger
+	// MaxBodyBytes bounds a signed-in form's body as MAX_REQUEST_BODY_SIZE_MB bounds the API's (0:
+	// 10 MB): it is read bounded before the CSRF check looks at it.
+	MaxBodyBytes int
+	Log          *slog.Logger
 	// RateLimit is the doors' one request-budget rule (shared with REST and MCP): pages count against
 	// the signed-in key's budget, anything else against the client IP's, sign-in attempts against the
 	// client IP's sign-in budget. Its TrustedProxies also decides whether X-Forwarded-Proto/-Host are
@@ -155,6 +158,9 @@ func New(deps Deps) *Console {
 	}
 	if deps.LiveRefresh <= 0 {
 		deps.LiveRefresh = 10 * time.Second
+	}
+	if deps.MaxBodyBytes <= 0 {
+		deps.MaxBodyBytes = 10 << 20
 	}
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
@@ -331,9 +337,14 @@ func (c *Console) sameSite(ctx *fiber.Ctx) bool {
 	return true
 }
 
-// csrf checks a form post: same site, and the session's token in the csrf field.
+// csrf checks a form post: same site, and the session's token in the csrf field. The form is read
+// bounded first (MaxBodyBytes, the API's body limit): a larger body is refused with 413 before it is
+// buffered (security review round 4, R4-9: a signed-in session's 60 MB form was read whole).
 func (c *Console) csrf(ctx *fiber.Ctx) error {
 	w := whoOf(ctx)
+	if !readBounded(ctx, c.deps.MaxBodyBytes) {
+		return c.render(ctx, http.StatusRequestEntityTooLarge, "login", c.base(ctx, "Too large", "This form is larger than the request body limit."))
+	}
 	if !c.sameSite(ctx) || subtle.ConstantTimeCompare([]byte(ctx.FormValue("csrf")), []byte(w.csrf)) != 1 {
 		return c.render(ctx, http.StatusForbidden, "login", c.base(ctx, "Refused", "This form was not posted from the console page (CSRF check failed)."))
 	}

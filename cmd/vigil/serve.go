@@ -341,7 +341,7 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 
 // newConsole wires the analyst console over the same rules as the API (alerts, responses).
 func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, log *slog.Logger) *console.Console {
-	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log,
+	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log, MaxBodyBytes: cfg.MaxBodyMB << 20,
 		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
 		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
 		Cases: fd.svc.cases, CaseTimeline: fd.svc.timeline,
