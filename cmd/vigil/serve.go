@@ -162,7 +162,9 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	if err != nil {
 		return err
 	}
-	apiDeps.PayloadCodec, apiCfg.CodecAllowedOrigin = codec, urlOrigin(cfg.TemporalUIURL)
+	// The endpoint only displays: a plaintext payload in a history (one a client without the codec
+	// wrote) is shown as it is.
+	apiDeps.PayloadCodec, apiCfg.CodecAllowedOrigin = codec.AllowPlaintext(), urlOrigin(cfg.TemporalUIURL)
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
 	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
