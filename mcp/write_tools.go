@@ -141,10 +141,10 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 				"enrich_requested": added.Enriched},
 				Meta: map[string]any{}}, nil
 		}})
-	s.addTool(srv, who, tool{name: "update_indicator_malice", title: "Override an indicator's malice", scopes: alertsWrite, writes: true,
+	s.addTool(srv, who, tool{name: "update_indicator_malice", title: "Override an indicator's malice", scopes: alerts.IndicatorMaliceScopes, writes: true,
 		description: "Set an indicator's verdict (sticky: enrichment no longer changes it), or omit malice to remove the " +
 			"override and recompute it from the providers' results. It changes the computed malice of every alert the " +
-			"indicator is on. Returns the indicator. Needs alerts:write.",
+			"indicator is on. Returns the indicator. Needs alerts:read and alerts:write.",
 		args: []arg{
 			{name: "indicator_uuid", kind: kindUUID, required: true, doc: "The indicator's uuid (from get_alert)."},
 			{name: "malice", kind: kindString, enum: maliceLevels, doc: "The verdict; omit to remove the override."},
