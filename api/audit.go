@@ -113,6 +113,6 @@ func (s *Server) responsesActor(c *fiber.Ctx) responses.Actor {
 // agentActor is the actor of the agent rules for this request.
 func (s *Server) agentActor(c *fiber.Ctx) agents.Actor {
 	p := principal(c)
-	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, Scopes: p.Scopes, KeyName: p.Name,
+	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, KeyUUID: p.KeyUUID, Scopes: p.Scopes, KeyName: p.Name,
 		RequestID: requestID(c), ClientIP: s.clientIP(c)}
 }
