@@ -67,6 +67,7 @@ type Store interface {
 	CreateConsoleSession(ctx context.Context, s *store.ConsoleSession) error
 	GetConsoleSession(ctx context.Context, idHash []byte) (store.ConsoleSession, error)
 	DeleteConsoleSession(ctx context.Context, idHash []byte) error
+	APIKeyPrefixExists(ctx context.Context, prefix string) (bool, error) // a failed sign-in's claimed prefix
 	ListAlerts(ctx context.Context, f store.AlertFilter) ([]store.Alert, int, error)
 	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
@@ -467,22 +468,48 @@ func (c *Console) signIn(ctx *fiber.Ctx) error {
 	return ctx.Redirect(next, http.StatusSeeOther)
 }
 
-// signInFailed records a refused sign-in: the client address and, when the text has the key format,
-// its display prefix (never the key). A failure to record is logged; the answer stays a 401.
+// signInFailed records a refused sign-in (audit.SignInFailed): the client, unauthenticated, as the
+// actor; when the text has the key format and its prefix is an existing key's, that prefix as what
+// the attempt claimed (never the key, never as the actor). A failure to record is logged; the answer
+// stays a 401.
 func (c *Console) signInFailed(ctx *fiber.Ctx, key string) {
-	a := store.Actor{Type: store.ActorConsole, RequestID: ctx.GetRespHeader(fiber.HeaderXRequestID), ClientIP: c.clientIP(ctx)}
+	a := store.Actor{Type: store.ActorConsole, ClientIP: c.clientIP(ctx)}
+	a.RequestID, a.ClientRequestID = requestIDs(ctx)
+	var claimed string
 	if auth.WellFormed(key) {
-		a.KeyPrefix = auth.Prefix(key)
+		if ok, err := c.deps.Store.APIKeyPrefixExists(ctx.UserContext(), auth.Prefix(key)); err == nil && ok {
+			claimed = auth.Prefix(key)
+		}
 	}
-	if err := audit.SignIn(ctx.UserContext(), c.deps.Store, a, uuid.Nil, false); err != nil && c.deps.Log != nil {
+	if err := audit.SignInFailed(ctx.UserContext(), c.deps.Store, a, claimed); err != nil && c.deps.Log != nil {
 		c.deps.Log.ErrorContext(ctx.UserContext(), "console sign-in not recorded", "err", err)
 	}
+}
+
+// requestIDLocal is where the API's middleware keeps the server's id of the request (api's
+// localsRequestID), clientRequestIDLocal the client's X-Request-ID: the console is mounted on the
+// API's app.
+const requestIDLocal, clientRequestIDLocal = "vigil.request_id", "vigil.client_request_id"
+
+// requestIDs are the server's id of the request (a fresh one when the console runs without the
+// API's middleware) and the client's X-Request-ID, apart (security review round 4, R4-10).
+func requestIDs(ctx *fiber.Ctx) (id, client string) {
+	id, _ = ctx.Locals(requestIDLocal).(string)
+	if id == "" {
+		id = uuid.NewString()
+	}
+	client, _ = ctx.Locals(clientRequestIDLocal).(string)
+	if client == "" {
+		client = audit.ClientRequestID(ctx.Get(fiber.HeaderXRequestID))
+	}
+	return id, client
 }
 
 // actor is the signed-in key acting through the console, as the activity and audit trails record it.
 func (c *Console) actor(ctx *fiber.Ctx, p auth.Principal) store.Actor {
 	a := p.Actor(store.ActorConsole)
-	a.RequestID, a.ClientIP = ctx.GetRespHeader(fiber.HeaderXRequestID), c.clientIP(ctx)
+	a.RequestID, a.ClientRequestID = requestIDs(ctx)
+	a.ClientIP = c.clientIP(ctx)
 	return a
 }
 

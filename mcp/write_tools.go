@@ -197,7 +197,7 @@ func (s *Server) registerExecuteTool(srv *sdk.Server, who principalSource) {
 		},
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
 			who, caller := responses.ActorOf(p, store.ActorMCP), actorOf(ctx, p)
-			who.ClientIP, who.RequestID = caller.ClientIP, caller.RequestID
+			who.ClientIP, who.RequestID, who.ClientRequestID = caller.ClientIP, caller.RequestID, caller.ClientRequestID
 			ex, err := s.cfg.Executor.Execute(ctx, who, responses.ExecuteRequest{
 				WorkflowUUID: *a.uuidPtr("workflow_uuid"), IndicatorType: a.str("indicator_type"), IndicatorValue: a.str("indicator_value"),
 				AlertUUID: a.uuidPtr("alert_uuid"), Reason: a.strPtr("reason"), Confidence: a.numberPtr("confidence")})

@@ -31,8 +31,10 @@ type Actor struct {
 	// request's id (X-Request-ID, "" when the door has none) and the client address by the doors'
 	// one proxy rule (ratelimit.Policy.ClientIP).
 	KeyName   string
-	RequestID string
-	ClientIP  string
+	RequestID string // the server's id of the request (never the client's)
+	// ClientRequestID is the X-Request-ID the client sent, recorded beside RequestID, never as it.
+	ClientRequestID string
+	ClientIP        string
 	// AllowedSources are the acting key's allowed_sources (nil: any source): the alerts of those
 	// sources are the only ones it may change (security review round 4, R4-3). Not recorded.
 	AllowedSources []string

@@ -538,7 +538,9 @@ func (s *Store) DeleteCase(ctx context.Context, id uuid.UUID, actor Actor) error
 		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
 			return fmt.Errorf("record the deletion of case %s: %w", id, mapErr(err))
 		}
-		return nil
+		// In the audit trail too (R4-10), with the same transaction.
+		return s.AppendAuditEvent(ctx, tx, actor.AuditEvent(AuditDeleted, "case", &id, c.Title, map[string]AuditChange{
+			"case_number": {From: c.Number()}, "status": {From: c.Status}, "alert_count": {From: len(alertIDs)}}))
 	})
 }
 

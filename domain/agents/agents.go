@@ -99,6 +99,7 @@ type Actor struct {
 	Scopes    []string
 	// For the audit trail: the key's name, the request's id and the client address.
 	KeyName, RequestID, ClientIP string
+	ClientRequestID              string // the client's X-Request-ID, recorded beside RequestID
 }
 
 // auditor is the actor as the audit trail records it.
@@ -107,7 +108,7 @@ func (a Actor) auditor() store.Actor {
 	if t == "" {
 		t = store.ActorAPI
 	}
-	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientIP: a.ClientIP}
+	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientRequestID: a.ClientRequestID, ClientIP: a.ClientIP}
 }
 
 // registeredScopes is what an agent registered by actor may receive: a copy of the key's scopes (nil
