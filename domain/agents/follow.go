@@ -46,18 +46,21 @@ func KeyLoss(a store.Agent, key *store.APIKey, now time.Time) string {
 	return ""
 }
 
-// effectiveScopes are a's registered scopes that key still holds.
+// effectiveScopes are the scopes both a's registration and key hold (admin counting as every scope
+// on either side: an agent registered by an admin key that keeps alerts:read keeps alerts:read),
+// sorted.
 func effectiveScopes(a store.Agent, key store.APIKey) []string {
 	if a.RegisteredScopes == nil {
 		return nil
 	}
-	kp := auth.Principal{Scopes: key.Scopes}
+	reg, kp := auth.Principal{Scopes: a.RegisteredScopes}, auth.Principal{Scopes: key.Scopes}
 	out := []string{}
-	for _, s := range a.RegisteredScopes {
-		if kp.Has(s) {
+	for _, s := range slices.Concat(a.RegisteredScopes, key.Scopes) {
+		if reg.Has(s) && kp.Has(s) && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -89,7 +92,7 @@ func follow(ctx context.Context, tx *store.Store, a store.Agent, key *store.APIK
 			return err
 		}
 	} else if key != nil {
-		if eff := effectiveScopes(a, *key); eff != nil && !slices.Equal(eff, a.RegisteredScopes) {
+		if eff := effectiveScopes(a, *key); eff != nil && !slices.Equal(eff, slices.Sorted(slices.Values(a.RegisteredScopes))) {
 			a.RegisteredScopes, cols = eff, append(cols, "registered_scopes")
 		}
 	}
