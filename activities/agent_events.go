@@ -42,6 +42,8 @@ type AgentEventPayloads interface {
 // AgentDeliverer makes one recorded delivery attempt (agents.Service).
 type AgentDeliverer interface {
 	Deliver(ctx context.Context, a store.Agent, d agents.Delivery) (agents.Outcome, error)
+	// FollowsKey: whether the agent's registering key still lets it receive (pausing it when not).
+	FollowsKey(ctx context.Context, a store.Agent) (bool, error)
 }
 
 // AgentEventDeps are the agent-event activities' dependencies.
@@ -197,6 +199,12 @@ func (a *Activities) attempt(ctx context.Context, ag store.Agent, events map[uui
 	}
 	if !agents.Receives(ag, e.Event, e.AlertUUID != nil || e.CaseUUID != nil) {
 		return gaveUp, nil // its endpoint moved to a key that cannot read this since it was planned
+	}
+	// Its registering key revoked, expired or reduced since it was planned: paused, nothing sent.
+	if ok, err := deps.Deliverer.FollowsKey(ctx, ag); err != nil {
+		return AttemptResult{}, fmt.Errorf("check the registering key of agent %s: %w", ag.UUID, err)
+	} else if !ok {
+		return gaveUp, nil
 	}
 	data, err := agents.VisibleData(ag, e.Payload)
 	if err != nil {

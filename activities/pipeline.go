@@ -47,7 +47,7 @@ type PipelineExtraction struct {
 	RuleRef     *store.RuleReference      `json:"rule_ref,omitempty"`
 	Indicators  []indicators.Indicator    `json:"indicators"`
 	ExtractedBy [][]indicators.Origin     `json:"extracted_by,omitempty"` // parallel to Indicators
-	Notes       []store.NormalizationNote `json:"notes,omitempty"`
+	Notes       []store.Note `json:"notes,omitempty"`
 	PassCounts  [3]int                    `json:"pass_counts"`
 	Pass4Count  int                       `json:"pass4_count,omitempty"`
 	Skipped     int                       `json:"skipped"`
@@ -60,7 +60,7 @@ type PipelineLinkInput struct {
 	AlertUUID   string                    `json:"alert_uuid"`
 	Indicators  []indicators.Indicator    `json:"indicators"`
 	ExtractedBy [][]indicators.Origin     `json:"extracted_by,omitempty"` // parallel to Indicators
-	Notes       []store.NormalizationNote `json:"notes,omitempty"`
+	Notes       []store.Note `json:"notes,omitempty"`
 	SourceName  string                    `json:"source_name,omitempty"`
 	RuleRef     *store.RuleReference      `json:"rule_ref,omitempty"`
 }
@@ -159,26 +159,26 @@ func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (Pip
 
 // capIndicators keeps the first max indicators of res (pass order: the plugin's first) and says in
 // a normalization note (field "indicators") when more were found or pass 4 stopped at its budget.
-func capIndicators(res indicators.ExtractionResult, max int) ([]indicators.Indicator, [][]indicators.Origin, []store.NormalizationNote) {
+func capIndicators(res indicators.ExtractionResult, max int) ([]indicators.Indicator, [][]indicators.Origin, []store.Note) {
 	if max <= 0 || max > indicators.MaxExtracted {
 		max = indicators.MaxExtracted
 	}
 	inds, by := res.Indicators, res.ExtractedBy
-	var notes []store.NormalizationNote
+	var notes []store.Note
 	switch {
 	case len(inds) > max:
 		more := fmt.Sprintf("%d", len(inds))
 		if res.Truncated {
 			more = "more than " + more
 		}
-		notes = append(notes, store.NormalizationNote{Field: "indicators", Note: fmt.Sprintf(
+		notes = append(notes, store.Note{Field: "indicators", Note: fmt.Sprintf(
 			"%s indicators found; the first %d in pass order are linked (MAX_INDICATORS_PER_ALERT)", more, max)})
 		inds, by = inds[:max], by[:max]
 	case res.Truncated:
-		notes = append(notes, store.NormalizationNote{Field: "indicators", Note: fmt.Sprintf(
+		notes = append(notes, store.Note{Field: "indicators", Note: fmt.Sprintf(
 			"more than %d indicators found; the first %d in pass order are linked", indicators.MaxExtracted, len(inds))})
 	case res.Scan.Stopped != "":
-		notes = append(notes, store.NormalizationNote{Field: "indicators", Note: "pass 4 scanned part of the payload: " + res.Scan.Stopped})
+		notes = append(notes, store.Note{Field: "indicators", Note: "pass 4 scanned part of the payload: " + res.Scan.Stopped})
 	}
 	return inds, by, notes
 }

@@ -20,7 +20,7 @@ func TestCapIndicators(t *testing.T) {
 	require.Len(t, inds, 5)
 	require.Len(t, by, 5)
 	require.Equal(t, "a.4", by[4][0].FieldPath)
-	require.Equal(t, []store.NormalizationNote{{Field: "indicators",
+	require.Equal(t, []store.Note{{Field: "indicators",
 		Note: "7 indicators found; the first 5 in pass order are linked (MAX_INDICATORS_PER_ALERT)"}}, notes)
 
 	inds, _, notes = capIndicators(res, 500)
@@ -29,7 +29,7 @@ func TestCapIndicators(t *testing.T) {
 
 	res.Scan.Stopped = "more than 20000 strings"
 	_, _, notes = capIndicators(res, 500)
-	require.Equal(t, []store.NormalizationNote{{Field: "indicators", Note: "pass 4 scanned part of the payload: more than 20000 strings"}}, notes)
+	require.Equal(t, []store.Note{{Field: "indicators", Note: "pass 4 scanned part of the payload: more than 20000 strings"}}, notes)
 
 	res.Truncated = true
 	_, _, notes = capIndicators(res, 0) // 0: indicators.MaxExtracted

@@ -28,7 +28,7 @@ type AlertStore interface {
 	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
 	AlertIndicators(ctx context.Context, id uuid.UUID) ([]store.Indicator, error)
 	PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *store.Alert, now time.Time) (store.AlertChange, error)) (store.Alert, error)
-	DeleteAlert(ctx context.Context, id uuid.UUID) error
+	DeleteAlert(ctx context.Context, id uuid.UUID, actor store.Actor) error
 	CreateFinding(ctx context.Context, f *store.Finding, actorType string) error
 	ListFindings(ctx context.Context, alertID uuid.UUID) ([]store.Finding, error)
 	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
@@ -428,7 +428,7 @@ func (s *Server) deleteAlert(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Alerts.DeleteAlert(c.UserContext(), id); err != nil {
+	if err := s.deps.Alerts.DeleteAlert(c.UserContext(), id, s.actor(c)); err != nil {
 		return notFoundAs(err, "Alert")
 	}
 	return c.SendStatus(http.StatusNoContent)

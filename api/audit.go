@@ -49,9 +49,11 @@ type auditEventResponse struct {
 	ResourceName string                         `json:"resource_name"`
 	Actor        auditActorResponse             `json:"actor"`
 	Changes      map[string]auditChangeResponse `json:"changes" doc:"Changed fields, {from, to}; secrets and credentials as \"[redacted]\"."`
-	RequestID    *string                        `json:"request_id"`
-	ClientIP     *string                        `json:"client_ip"`
-	CreatedAt    time.Time                      `json:"created_at"`
+	RequestID    *string                        `json:"request_id" doc:"The server's id of the request that made the change."`
+	// ClientRequestID is the X-Request-ID the client sent: its own words, never taken as request_id.
+	ClientRequestID *string   `json:"client_request_id" doc:"The X-Request-ID the client sent (its own words), or null."`
+	ClientIP        *string   `json:"client_ip"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 func toAuditEventResponse(e store.AuditEvent) auditEventResponse {
@@ -61,7 +63,7 @@ func toAuditEventResponse(e store.AuditEvent) auditEventResponse {
 	}
 	return auditEventResponse{UUID: e.UUID, Action: e.Action, ResourceType: e.ResourceType, ResourceUUID: e.ResourceUUID,
 		ResourceName: e.ResourceName, Actor: auditActorResponse{Type: e.ActorType, KeyPrefix: e.ActorKeyPrefix, KeyName: e.ActorKeyName},
-		Changes: changes, RequestID: e.RequestID, ClientIP: e.ClientIP, CreatedAt: e.CreatedAt.UTC()}
+		Changes: changes, RequestID: e.RequestID, ClientRequestID: e.ClientRequestID, ClientIP: e.ClientIP, CreatedAt: e.CreatedAt.UTC()}
 }
 
 type listAuditEventsQuery struct {
@@ -99,20 +101,20 @@ func (s *Server) listAuditEvents(c *fiber.Ctx) error {
 // request id and the client address by the doors' one proxy rule.
 func (s *Server) actor(c *fiber.Ctx) store.Actor {
 	a := principal(c).Actor(store.ActorAPI)
-	a.RequestID, a.ClientIP = requestID(c), s.clientIP(c)
+	a.RequestID, a.ClientRequestID, a.ClientIP = requestID(c), clientRequestID(c), s.clientIP(c)
 	return a
 }
 
 // responsesActor is the actor of the response-workflow rules for this request.
 func (s *Server) responsesActor(c *fiber.Ctx) responses.Actor {
 	a := responses.ActorOf(principal(c), responses.ActorAPI)
-	a.RequestID, a.ClientIP = requestID(c), s.clientIP(c)
+	a.RequestID, a.ClientRequestID, a.ClientIP = requestID(c), clientRequestID(c), s.clientIP(c)
 	return a
 }
 
 // agentActor is the actor of the agent rules for this request.
 func (s *Server) agentActor(c *fiber.Ctx) agents.Actor {
 	p := principal(c)
-	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, Scopes: p.Scopes, KeyName: p.Name,
-		RequestID: requestID(c), ClientIP: s.clientIP(c)}
+	return agents.Actor{Type: store.ActorAPI, KeyPrefix: p.KeyPrefix, KeyUUID: p.KeyUUID, Scopes: p.Scopes, KeyName: p.Name,
+		RequestID: requestID(c), ClientRequestID: clientRequestID(c), ClientIP: s.clientIP(c)}
 }

@@ -230,7 +230,9 @@ func TestEveryConfigurationRouteIsAudited(t *testing.T) {
 		require.Equal(t, s.typ, e["resource_type"], name)
 		require.NotEmpty(t, e["resource_name"], name)
 		require.Equal(t, map[string]any{"type": "api", "key_prefix": prefix, "key_name": "auditor key"}, e["actor"], name)
-		require.Equal(t, reqID, e["request_id"], name)
+		require.Regexp(t, `^[0-9a-f-]{36}$`, e["request_id"], "%s: the server's own id (R4-10)", name)
+		require.NotEqual(t, reqID, e["request_id"], name)
+		require.Equal(t, reqID, e["client_request_id"], "%s: the client's id, beside it", name)
 		require.Equal(t, "127.0.0.1", e["client_ip"], name)
 		changes := e["changes"].(map[string]any)
 		for _, f := range s.changed {

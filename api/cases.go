@@ -36,7 +36,7 @@ func (s *Server) caseRoutes() {
 		return
 	}
 	read := []string{auth.ScopeAlertsRead}
-	write := []string{auth.ScopeAlertsWrite}
+	write := cases.WriteScopes // alerts:read too (R4-3)
 	const tag = "Cases"
 	s.add(route{Method: http.MethodGet, Path: "/v1/cases", Tag: tag, Summary: "List cases",
 		Description: "Case summaries (no indicators). Multi-value filters take comma-separated values. q matches the title or description (case-insensitive substring) or a case number (CASE-12).",

@@ -298,7 +298,7 @@ func TestCases_MalformedOversizedWrongTypeHostile(t *testing.T) {
 
 func TestCases_BodyLimit(t *testing.T) {
 	ts := newAlertServer(t, func(cfg *Config, _ *Deps) { cfg.MaxRequestBodyMB = 1 })
-	key := mustKey(t, ts.Store, auth.ScopeAlertsWrite)
+	key := mustKey(t, ts.Store, auth.ScopeAlertsRead, auth.ScopeAlertsWrite) // a case write needs both (R4-3)
 	big := `{"title": "` + strings.Repeat("a", 2<<20) + `"}`
 	requireError(t, ts.do(t, http.MethodPost, "/v1/cases", key, big), http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
 }

@@ -24,7 +24,7 @@ func codecServer(t *testing.T, mutate func(*Config, *Deps)) (*testServer, *paylo
 	codec, err := payloadcodec.New([]payloadcodec.Key{{ID: "k1", Secret: secret}})
 	require.NoError(t, err)
 	ts := newTestServer(t, func(c *Config, d *Deps) {
-		d.PayloadCodec, c.CodecAllowedOrigin = codec, testUIOrigin
+		d.PayloadCodec, c.CodecAllowedOrigin = codec.AllowPlaintext(), testUIOrigin // as cmd/vigil wires the endpoint
 		if mutate != nil {
 			mutate(c, d)
 		}

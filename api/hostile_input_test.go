@@ -115,8 +115,9 @@ func readSourceFixture(name string) ([]byte, error) {
 
 // TestHostileInputSweep sends every route hostile input: hostile characters in each body field (alone
 // and inside an otherwise valid body), each query parameter and each path parameter; wrong types;
-// deep nesting; a 1e6-element array within the body limit. Nothing may answer 5xx, and every error
-// carries the contract's body (issue 27 item 3).
+// deep nesting; a 1e6-element array within the body limit; the printable text \u0000 and numbers
+// outside float64's range (round 4, R4-8). Nothing may answer 5xx, and every error carries the
+// contract's body (issue 27 item 3).
 func TestHostileInputSweep(t *testing.T) {
 	ts := newSweepServer(t)
 	admin := mustKey(t, ts.Store, auth.ScopeAdmin)
@@ -181,7 +182,10 @@ func TestHostileInputSweep(t *testing.T) {
 		}
 		for i, f := range bodyFields(reflect.TypeOf(r.Body)) {
 			values := append([]string{}, hostileStrings...)
-			values = append(values, `123`, `true`, `{}`, `{"k\u0000": "\ud800"}`, `["\u0000", "\udc00"]`, `[{"x": "\u0000"}]`)
+			values = append(values, `123`, `true`, `{}`, `{"k\u0000": "\ud800"}`, `["\u0000", "\udc00"]`, `[{"x": "\u0000"}]`,
+				// The printable text \u0000 (R4-8: 500 through bun's jsonb literal), alone and inside
+				// arrays and objects; numbers outside float64's range.
+				`"\\u0000"`, `["\\u0000"]`, `{"k": "\\u0000"}`, `1e309`, `-1e309`, `[1e309]`)
 			if i == 0 {
 				values = append(values, deep, huge) // once per route: each costs a few MB
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -33,7 +34,7 @@ func (s *Server) indicatorRoutes() {
 		Scopes:      []string{auth.ScopeEnrichmentsRead}, Response: indicatorDetail{}}, s.getIndicator)
 	s.add(route{Method: http.MethodPatch, Path: "/v1/indicators/:uuid", Tag: tag, Summary: "Override an indicator's malice",
 		Description: "A level is a sticky analyst override (enrichment no longer changes it); null removes the override and recomputes malice from the stored enrichment results.",
-		Scopes:      []string{auth.ScopeAlertsWrite}, Body: patchIndicatorRequest{}, Response: indicatorDetail{}}, s.patchIndicator)
+		Scopes:      alerts.IndicatorMaliceScopes, Body: patchIndicatorRequest{}, Response: indicatorDetail{}}, s.patchIndicator)
 }
 
 // indicatorResponse is SEED-SPEC §2.2's EnrichedIndicator.

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
@@ -18,10 +19,12 @@ import (
 
 const (
 	headerRequestID = "X-Request-ID"
-	localsRequestID = "vigil.request_id"
-	localsPrincipal = "vigil.principal"
-	localsAuthErr   = "vigil.auth_err"
-	localsAuthDone  = "vigil.auth_done"
+	localsRequestID = "vigil.request_id" // the console reads it too (console.requestIDLocal)
+	// localsClientRequestID holds the client's X-Request-ID, kept apart from the request's id.
+	localsClientRequestID = "vigil.client_request_id"
+	localsPrincipal       = "vigil.principal"
+	localsAuthErr         = "vigil.auth_err"
+	localsAuthDone        = "vigil.auth_done"
 )
 
 type ctxKey int
@@ -98,21 +101,35 @@ func (s *Server) readBody(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// setRequestID gives the request the server's own id (a fresh uuid: what logs, error bodies and the
+// audit trail name it by) and keeps the client's X-Request-ID, when it is 1..128 printable ASCII
+// characters, apart: the response echoes it (API.md §0), the audit trail records it as
+// client_request_id, never as the request's id (security review round 4, R4-10: a client chose the
+// audit trail's request ids). Without one, the response carries the server's id.
 func setRequestID(c *fiber.Ctx) string {
-	id := c.Get(headerRequestID)
-	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		id = uuid.NewString()
-	}
+	id := uuid.NewString()
 	c.Locals(localsRequestID, id)
-	c.Set(headerRequestID, id)
+	echo := id
+	if client := audit.ClientRequestID(c.Get(headerRequestID)); client != "" {
+		c.Locals(localsClientRequestID, client)
+		echo = client
+	}
+	c.Set(headerRequestID, echo)
 	return id
 }
 
+// requestID is the server's id of the request.
 func requestID(c *fiber.Ctx) string {
 	if id, ok := c.Locals(localsRequestID).(string); ok {
 		return id
 	}
 	return ""
+}
+
+// clientRequestID is the X-Request-ID the client sent ("" when none or not valid).
+func clientRequestID(c *fiber.Ctx) string {
+	id, _ := c.Locals(localsClientRequestID).(string)
+	return id
 }
 
 func setSecurityHeaders(c *fiber.Ctx) {

@@ -40,19 +40,39 @@ func TestSignInsAreAudited(t *testing.T) {
 	require.Equal(t, k.UUID, *e.ResourceUUID)
 	require.NotEmpty(t, *e.ClientIP)
 
-	// A well-formed key that is not (or no longer) valid: its prefix, never the key.
+	// A well-formed key that is not valid: recorded with no key prefix as its actor (security review
+	// round 4, R4-10: an unauthenticated client chose the actor's prefix, an admin's). An unknown
+	// prefix is not recorded at all; an existing key's prefix is recorded as what the attempt claimed.
+	before := len(signIns(store.AuditSignInFailed, ""))
 	unknown, err := auth.NewKey()
 	require.NoError(t, err)
 	b := h.browser(t)
 	resp, _ := b.do(http.MethodPost, "/console/login", url.Values{"key": {unknown}})
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-	evs = signIns(store.AuditSignInFailed, auth.Prefix(unknown))
-	require.Len(t, evs, 1)
-	require.Nil(t, evs[0].ActorKeyName)
-	require.Nil(t, evs[0].ResourceUUID)
+	require.Empty(t, signIns(store.AuditSignInFailed, auth.Prefix(unknown)))
+	forged := k.KeyPrefix + strings.Repeat("Z", len(good)-len(k.KeyPrefix))
+	resp, _ = b.do(http.MethodPost, "/console/login", url.Values{"key": {forged}}, "X-Request-ID", "4f7c1a2e-forged-request-id")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Empty(t, signIns(store.AuditSignInFailed, k.KeyPrefix), "never under the real key's prefix")
+	evs = signIns(store.AuditSignInFailed, "")
+	require.Len(t, evs, before+2)
+	for _, e := range evs[:2] {
+		require.Nil(t, e.ActorKeyPrefix)
+		require.Nil(t, e.ActorKeyName)
+		require.Nil(t, e.ResourceUUID)
+		require.NotEqual(t, "4f7c1a2e-forged-request-id", *e.RequestID)
+	}
+	claims := map[string]any{}
+	for _, e := range evs[:2] {
+		if c, ok := e.Changes["claimed_key_prefix"]; ok {
+			claims[c.To.(string)] = e.ClientRequestID
+		}
+	}
+	require.Len(t, claims, 1, "only the existing key's prefix is recorded, as claimed")
+	require.Contains(t, claims, k.KeyPrefix)
 
 	// Garbage and an oversized key: recorded without a prefix.
-	before := len(signIns(store.AuditSignInFailed, ""))
+	before = len(signIns(store.AuditSignInFailed, ""))
 	for _, key := range []string{"not-a-key", "<script>alert(1)</script>", strings.Repeat("k", 250), ""} {
 		resp, _ := b.do(http.MethodPost, "/console/login", url.Values{"key": {key}})
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)

@@ -604,7 +604,7 @@ func (c *Console) registerCases(g fiber.Router) {
 	if c.deps.Cases == nil {
 		return
 	}
-	read, write := c.need(auth.ScopeAlertsRead), c.need(auth.ScopeAlertsWrite)
+	read, write := c.need(auth.ScopeAlertsRead), c.need(cases.WriteScopes...) // case writes need alerts:read too (R4-3)
 	g.Get("/cases", c.session, read, c.caseList)
 	g.Post("/cases", c.session, c.csrf, write, c.caseCreate)
 	g.Post("/cases/pick", c.session, c.csrf, write, c.casePick)

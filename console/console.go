@@ -67,6 +67,7 @@ type Store interface {
 	CreateConsoleSession(ctx context.Context, s *store.ConsoleSession) error
 	GetConsoleSession(ctx context.Context, idHash []byte) (store.ConsoleSession, error)
 	DeleteConsoleSession(ctx context.Context, idHash []byte) error
+	APIKeyPrefixExists(ctx context.Context, prefix string) (bool, error) // a failed sign-in's claimed prefix
 	ListAlerts(ctx context.Context, f store.AlertFilter) ([]store.Alert, int, error)
 	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
@@ -129,7 +130,10 @@ type Deps struct {
 	Env          store.Env // provider credentials' environment (the dashboard's "configured" providers)
 	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
 	LiveRefresh time.Duration
-	Log         *slog.Logger
+	// MaxBodyBytes bounds a signed-in form's body as MAX_REQUEST_BODY_SIZE_MB bounds the API's (0:
+	// 10 MB): it is read bounded before the CSRF check looks at it.
+	MaxBodyBytes int
+	Log          *slog.Logger
 	// RateLimit is the doors' one request-budget rule (shared with REST and MCP): pages count against
 	// the signed-in key's budget, anything else against the client IP's, sign-in attempts against the
 	// client IP's sign-in budget. Its TrustedProxies also decides whether X-Forwarded-Proto/-Host are
@@ -155,6 +159,9 @@ func New(deps Deps) *Console {
 	}
 	if deps.LiveRefresh <= 0 {
 		deps.LiveRefresh = 10 * time.Second
+	}
+	if deps.MaxBodyBytes <= 0 {
+		deps.MaxBodyBytes = 10 << 20
 	}
 	c := &Console{deps: deps, pages: map[string]*template.Template{}, md: newMarkdown()}
 	funcs := template.FuncMap{"has": slices.Contains[[]string], "join": strings.Join, "deref": deref,
@@ -331,9 +338,14 @@ func (c *Console) sameSite(ctx *fiber.Ctx) bool {
 	return true
 }
 
-// csrf checks a form post: same site, and the session's token in the csrf field.
+// csrf checks a form post: same site, and the session's token in the csrf field. The form is read
+// bounded first (MaxBodyBytes, the API's body limit): a larger body is refused with 413 before it is
+// buffered (security review round 4, R4-9: a signed-in session's 60 MB form was read whole).
 func (c *Console) csrf(ctx *fiber.Ctx) error {
 	w := whoOf(ctx)
+	if !readBounded(ctx, c.deps.MaxBodyBytes) {
+		return c.render(ctx, http.StatusRequestEntityTooLarge, "login", c.base(ctx, "Too large", "This form is larger than the request body limit."))
+	}
 	if !c.sameSite(ctx) || subtle.ConstantTimeCompare([]byte(ctx.FormValue("csrf")), []byte(w.csrf)) != 1 {
 		return c.render(ctx, http.StatusForbidden, "login", c.base(ctx, "Refused", "This form was not posted from the console page (CSRF check failed)."))
 	}
@@ -456,22 +468,48 @@ func (c *Console) signIn(ctx *fiber.Ctx) error {
 	return ctx.Redirect(next, http.StatusSeeOther)
 }
 
-// signInFailed records a refused sign-in: the client address and, when the text has the key format,
-// its display prefix (never the key). A failure to record is logged; the answer stays a 401.
+// signInFailed records a refused sign-in (audit.SignInFailed): the client, unauthenticated, as the
+// actor; when the text has the key format and its prefix is an existing key's, that prefix as what
+// the attempt claimed (never the key, never as the actor). A failure to record is logged; the answer
+// stays a 401.
 func (c *Console) signInFailed(ctx *fiber.Ctx, key string) {
-	a := store.Actor{Type: store.ActorConsole, RequestID: ctx.GetRespHeader(fiber.HeaderXRequestID), ClientIP: c.clientIP(ctx)}
+	a := store.Actor{Type: store.ActorConsole, ClientIP: c.clientIP(ctx)}
+	a.RequestID, a.ClientRequestID = requestIDs(ctx)
+	var claimed string
 	if auth.WellFormed(key) {
-		a.KeyPrefix = auth.Prefix(key)
+		if ok, err := c.deps.Store.APIKeyPrefixExists(ctx.UserContext(), auth.Prefix(key)); err == nil && ok {
+			claimed = auth.Prefix(key)
+		}
 	}
-	if err := audit.SignIn(ctx.UserContext(), c.deps.Store, a, uuid.Nil, false); err != nil && c.deps.Log != nil {
+	if err := audit.SignInFailed(ctx.UserContext(), c.deps.Store, a, claimed); err != nil && c.deps.Log != nil {
 		c.deps.Log.ErrorContext(ctx.UserContext(), "console sign-in not recorded", "err", err)
 	}
+}
+
+// requestIDLocal is where the API's middleware keeps the server's id of the request (api's
+// localsRequestID), clientRequestIDLocal the client's X-Request-ID: the console is mounted on the
+// API's app.
+const requestIDLocal, clientRequestIDLocal = "vigil.request_id", "vigil.client_request_id"
+
+// requestIDs are the server's id of the request (a fresh one when the console runs without the
+// API's middleware) and the client's X-Request-ID, apart (security review round 4, R4-10).
+func requestIDs(ctx *fiber.Ctx) (id, client string) {
+	id, _ = ctx.Locals(requestIDLocal).(string)
+	if id == "" {
+		id = uuid.NewString()
+	}
+	client, _ = ctx.Locals(clientRequestIDLocal).(string)
+	if client == "" {
+		client = audit.ClientRequestID(ctx.Get(fiber.HeaderXRequestID))
+	}
+	return id, client
 }
 
 // actor is the signed-in key acting through the console, as the activity and audit trails record it.
 func (c *Console) actor(ctx *fiber.Ctx, p auth.Principal) store.Actor {
 	a := p.Actor(store.ActorConsole)
-	a.RequestID, a.ClientIP = ctx.GetRespHeader(fiber.HeaderXRequestID), c.clientIP(ctx)
+	a.RequestID, a.ClientRequestID = requestIDs(ctx)
+	a.ClientIP = c.clientIP(ctx)
 	return a
 }
 

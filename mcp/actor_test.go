@@ -41,8 +41,8 @@ func (b requestIDTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestWriteToolsActAsTheCallingRequest: over streamable HTTP a write tool acts as the key (type mcp,
-// prefix, name) from the request's client address and with its X-Request-ID, as REST and the console
-// do, so what the rule owners record names the request.
+// prefix, name) from the request's client address, with the server's id of the request and its
+// X-Request-ID beside it, as REST and the console do, so what the rule owners record names the request.
 func TestWriteToolsActAsTheCallingRequest(t *testing.T) {
 	spy := &actorSpy{}
 	h := newHarness(t, 1000, func(c *Config) {
@@ -63,5 +63,9 @@ func TestWriteToolsActAsTheCallingRequest(t *testing.T) {
 	spy.mu.Lock()
 	defer spy.mu.Unlock()
 	require.Len(t, spy.actors, 1)
-	require.Equal(t, store.Actor{Type: store.ActorMCP, KeyPrefix: k.KeyPrefix, KeyName: k.Name, RequestID: reqID, ClientIP: "127.0.0.1"}, spy.actors[0])
+	got := spy.actors[0]
+	// The request's id is the server's; the client's X-Request-ID is kept beside it (round 4, R4-10).
+	require.Regexp(t, `^[0-9a-f-]{36}$`, got.RequestID)
+	got.RequestID = ""
+	require.Equal(t, store.Actor{Type: store.ActorMCP, KeyPrefix: k.KeyPrefix, KeyName: k.Name, ClientRequestID: reqID, ClientIP: "127.0.0.1"}, got)
 }

@@ -42,7 +42,7 @@ func (s *Server) registerCaseTools(srv *sdk.Server, who principalSource) {
 	if s.cfg.Cases == nil {
 		return
 	}
-	read, write := []string{auth.ScopeAlertsRead}, []string{auth.ScopeAlertsWrite}
+	read, write := []string{auth.ScopeAlertsRead}, cases.WriteScopes // case writes need alerts:read too (R4-3)
 	caseArg := arg{name: "case_uuid", kind: kindUUID, required: true, doc: "The case's uuid (from search_cases)."}
 	alertsArg := arg{name: "alert_uuids", kind: kindStringList, max: 36, doc: "Alert uuids, 1 to 500 distinct."}
 	moveArg := arg{name: "move", kind: kindBool, doc: "true moves alerts that belong to another case into this one; without it such an alert is refused (ALERT_IN_OTHER_CASE naming it)."}
@@ -73,7 +73,7 @@ func (s *Server) registerCaseTools(srv *sdk.Server, who principalSource) {
 	s.addTool(srv, who, tool{name: "create_case", title: "Create a case", scopes: write, writes: true,
 		description: "Open a case for one incident and put its alerts in it (all or none; an alert belongs to at most " +
 			"one case, see move). Use it when several alerts are the same intrusion, so people work and close them " +
-			"together. severity left out is derived from the alerts. Returns the case as get_case does. Needs alerts:write.",
+			"together. severity left out is derived from the alerts. Returns the case as get_case does. Needs alerts:read and alerts:write.",
 		args: []arg{
 			{name: "title", kind: kindString, required: true, max: cases.MaxTitleLength, doc: "What the incident is, 1 to 500 characters."},
 			{name: "description", kind: kindString, max: cases.MaxDescriptionLength, doc: "What is known so far (markdown)."},
@@ -98,7 +98,7 @@ func (s *Server) registerCaseTools(srv *sdk.Server, who principalSource) {
 	s.addTool(srv, who, tool{name: "add_alerts_to_case", title: "Add alerts to a case", scopes: write, writes: true,
 		description: "Put alerts into a case (1 to 500, all or none). An alert already in the case is no change; an alert " +
 			"of another case is refused naming it (ALERT_IN_OTHER_CASE) unless move=true. Returns the case (without " +
-			"its alert list) and which alerts joined. Needs alerts:write.",
+			"its alert list) and which alerts joined. Needs alerts:read and alerts:write.",
 		args: []arg{caseArg, {name: alertsArg.name, kind: alertsArg.kind, max: alertsArg.max, required: true, doc: alertsArg.doc}, moveArg},
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
 			ids, errs := alertUUIDs(a, true)
@@ -120,7 +120,7 @@ func (s *Server) registerCaseTools(srv *sdk.Server, who principalSource) {
 			"and close_alerts=true also closes every alert of the case that is not Closed with the same classification, each " +
 			"through the alert rules), severity (reset_severity=true derives it from the alerts again), assignee (\"\" " +
 			"unassigns), title, description, tags. Omitted arguments are left unchanged. Returns the case as get_case " +
-			"does, with meta.closed_alerts {succeeded, failed, results} when close_alerts ran. Needs alerts:write.",
+			"does, with meta.closed_alerts {succeeded, failed, results} when close_alerts ran. Needs alerts:read and alerts:write.",
 		args: []arg{caseArg,
 			{name: "status", kind: kindString, enum: caseStatuses, doc: "The new status."},
 			{name: "close_classification", kind: kindString, enum: closeClassifications, doc: "Required when closing; only with Closed."},

@@ -148,3 +148,47 @@ func TestCaseTools(t *testing.T) {
 	require.Equal(t, "second", sc.Title)
 	require.Equal(t, 1, sc.AlertCount, "no bad call changed the case")
 }
+
+// TestCaseToolsBoundBySources replays security review round 4, R4-3 through MCP: an ingest-only key
+// limited to generic may not create a case or set an indicator's verdict (alerts:read is needed too),
+// and a generic-only analyst may not change a case holding another source's alert, nor join one.
+func TestCaseToolsBoundBySources(t *testing.T) {
+	h := newHarness(t, 1000)
+	ctx := context.Background()
+	limited := func(scopes ...string) string {
+		plain, err := auth.NewKey()
+		require.NoError(t, err)
+		k := store.APIKey{UUID: uuid.New(), Name: "generic-only", KeyHash: auth.Hash(plain), KeyPrefix: auth.Prefix(plain),
+			Scopes: scopes, KeyType: auth.KeyTypeHuman, IsActive: true, AllowedSources: []string{"generic"}}
+		require.NoError(t, h.st.CreateAPIKey(ctx, &k))
+		return plain
+	}
+	ingest := h.session(t, limited(auth.ScopeAlertsWrite))
+	analyst := h.session(t, limited(auth.ScopeAlertsRead, auth.ScopeAlertsWrite))
+	own := h.alert(t, "generic "+uuid.NewString())
+	res, err := h.st.Ingest(ctx, store.IngestAlert{Title: "splunk " + uuid.NewString(), Severity: "High", SourceName: "splunk",
+		Fingerprint: uuid.NewString(), RawPayload: []byte(`{}`), Normalized: []byte(`{}`), ActorType: store.ActorAPI}, 0)
+	require.NoError(t, err)
+	victim := res.AlertUUID
+
+	r, body := call(t, ingest, "create_case", map[string]any{"title": "rv4 routine maintenance", "alert_uuids": []string{own.String()}})
+	requireToolError(t, r, body, "FORBIDDEN")
+	var ind string
+	require.NoError(t, h.st.DB().NewRaw("SELECT indicator_uuid::text FROM alert_indicators WHERE alert_uuid = ?", own).Scan(ctx, &ind))
+	r, body = call(t, ingest, "update_indicator_malice", map[string]any{"indicator_uuid": ind, "malice": "Malicious"})
+	requireToolError(t, r, body, "FORBIDDEN")
+
+	r, body = call(t, analyst, "create_case", map[string]any{"title": "rv4 capture", "alert_uuids": []string{own.String(), victim.String()}})
+	requireToolError(t, r, body, "SOURCE_NOT_ALLOWED")
+	c := store.Case{Title: "rv4 admin case " + uuid.NewString()[:8]}
+	require.NoError(t, h.st.CreateCase(ctx, store.CaseCreate{Case: &c, Alerts: []uuid.UUID{victim}, Actor: store.Actor{Type: store.ActorSystem}}))
+	t.Cleanup(func() { _ = h.st.DeleteCase(context.Background(), c.UUID, store.Actor{Type: store.ActorSystem}) })
+	r, body = call(t, analyst, "update_case", map[string]any{"case_uuid": c.UUID.String(), "status": "Investigating"})
+	requireToolError(t, r, body, "SOURCE_NOT_ALLOWED")
+	r, body = call(t, analyst, "add_alerts_to_case", map[string]any{"case_uuid": c.UUID.String(), "alert_uuids": []string{own.String()}})
+	requireToolError(t, r, body, "SOURCE_NOT_ALLOWED")
+	got, err := h.st.GetCase(ctx, c.UUID)
+	require.NoError(t, err)
+	require.Equal(t, store.CaseOpen, got.Status)
+	require.Equal(t, 1, got.AlertCount)
+}

@@ -288,7 +288,7 @@ func (s *Server) registerResources(srv *sdk.Server, who principalSource) {
 		description: "One workflow with its documentation, approval mode and risk level (its HTTP steps are not shown).",
 		read: byUUID("Workflow", s.cfg.Workflows.GetWorkflow, func(w store.Workflow) workflowView {
 			v := toWorkflowView(w)
-			v.Documentation = w.Documentation
+			v.UntrustedContent = wrapUntrusted(originWorkflowDefinition, map[string]any{"description": w.Description, "documentation": w.Documentation})
 			return v
 		})})
 }

@@ -299,7 +299,7 @@ func TestUnknownAndDeleted(t *testing.T) {
 		require.Equal(t, tc.msg, body["error"].(map[string]any)["message"])
 	}
 	id := h.alert(t, "MCP deleted "+uuid.NewString())
-	require.NoError(t, h.st.DeleteAlert(ctx, id))
+	require.NoError(t, h.st.DeleteAlert(ctx, id, store.Actor{Type: store.ActorSystem}))
 	res, body := call(t, cs, "get_alert", map[string]any{"alert_uuid": id.String()})
 	requireToolError(t, res, body, "NOT_FOUND")
 	for _, uri := range []string{"vigil://alerts/" + id.String(), "vigil://alerts/" + id.String() + "/context",

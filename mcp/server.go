@@ -20,6 +20,7 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/errcode"
@@ -177,18 +178,16 @@ type ctxKey int
 const (
 	ctxPrincipal ctxKey = iota
 	ctxToken
-	ctxClientIP  // the client address by the doors' one proxy rule
-	ctxRequestID // the request's X-Request-ID (the client's when valid, else generated)
+	ctxClientIP        // the client address by the doors' one proxy rule
+	ctxRequestID       // the server's id of the request (a fresh uuid)
+	ctxClientRequestID // the client's X-Request-ID when valid ("" otherwise), kept apart
 )
 
-// requestIDOf is the request's id: the client's X-Request-ID when it is 1..128 printable ASCII
-// characters (the REST rule), else a fresh uuid.
-func requestIDOf(r *http.Request) string {
-	id := r.Header.Get("X-Request-ID")
-	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		return uuid.NewString()
-	}
-	return id
+// requestIDOf is the request's id, the server's own (a fresh uuid), and the client's X-Request-ID
+// when it is 1..128 printable ASCII characters (the REST rule; "" otherwise), which the response
+// echoes and the audit trail records beside the id, never as it (security review round 4, R4-10).
+func requestIDOf(r *http.Request) (id, client string) {
+	return uuid.NewString(), audit.ClientRequestID(r.Header.Get("X-Request-ID"))
 }
 
 // actorOf is p acting through MCP, as the activity and audit trails record it: with the calling
@@ -198,6 +197,7 @@ func actorOf(ctx context.Context, p auth.Principal) store.Actor {
 	a := p.Actor(store.ActorMCP)
 	a.ClientIP, _ = ctx.Value(ctxClientIP).(string)
 	a.RequestID, _ = ctx.Value(ctxRequestID).(string)
+	a.ClientRequestID, _ = ctx.Value(ctxClientRequestID).(string)
 	return a
 }
 
@@ -301,10 +301,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeHTTPError(w, http.StatusUnauthorized, code, msg, nil)
 			return
 		}
-		reqID := requestIDOf(r)
-		w.Header().Set("X-Request-ID", reqID)
+		reqID, clientID := requestIDOf(r)
+		echo := reqID
+		if clientID != "" {
+			echo = clientID
+		}
+		w.Header().Set("X-Request-ID", echo)
 		ctx := context.WithValue(context.WithValue(r.Context(), ctxPrincipal, p), ctxToken, token)
 		ctx = context.WithValue(context.WithValue(ctx, ctxClientIP, caller.IP), ctxRequestID, reqID)
+		ctx = context.WithValue(ctx, ctxClientRequestID, clientID)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -40,6 +40,10 @@ const (
 	originAgentRegistration = "agent_registration"
 	// originAssignment: the assignee handle a key holder set on an alert.
 	originAssignment = "alert_assignment"
+	// originWorkflowDefinition: a workflow's description and documentation, which any workflows:write
+	// key writes (security review round 4, R4-11); the workflow keeps no author to tell an admin's
+	// text from another key's, so it is always marked.
+	originWorkflowDefinition = "workflow_definition"
 )
 
 // freeTextValue reports an indicator value kept as given (account, url: indicators.IsFreeText): it
@@ -316,27 +320,30 @@ func toContextDocumentView(d store.ContextDocument) contextDocumentView {
 // Workflows, runs, approvals.
 
 type workflowView struct {
-	UUID                   uuid.UUID `json:"uuid"`
-	Name                   string    `json:"name"`
-	Description            *string   `json:"description"`
-	WorkflowType           string    `json:"workflow_type"`
-	IndicatorTypes         []string  `json:"indicator_types"`
-	State                  string    `json:"state"`
-	ApprovalMode           string    `json:"approval_mode"`
-	ApprovalTimeoutSeconds int       `json:"approval_timeout_seconds"`
-	RequiredApprovals      int       `json:"required_approvals"`
-	RiskLevel              string    `json:"risk_level"`
-	TimeoutSeconds         int       `json:"timeout_seconds"`
-	Tags                   []string  `json:"tags"`
-	IsSystem               bool      `json:"is_system"`
-	Version                int       `json:"version"`
-	CreatedAt              time.Time `json:"created_at"`
-	UpdatedAt              time.Time `json:"updated_at"`
-	Documentation          *string   `json:"documentation,omitempty"`
+	UUID uuid.UUID `json:"uuid"`
+	Name string    `json:"name"`
+	// UntrustedContent holds the description (and, for one workflow, the documentation): text a
+	// workflows:write key wrote, read by an agent before it calls execute_workflow.
+	UntrustedContent       *untrusted `json:"untrusted_content"`
+	WorkflowType           string     `json:"workflow_type"`
+	IndicatorTypes         []string   `json:"indicator_types"`
+	State                  string     `json:"state"`
+	ApprovalMode           string     `json:"approval_mode"`
+	ApprovalTimeoutSeconds int        `json:"approval_timeout_seconds"`
+	RequiredApprovals      int        `json:"required_approvals"`
+	RiskLevel              string     `json:"risk_level"`
+	TimeoutSeconds         int        `json:"timeout_seconds"`
+	Tags                   []string   `json:"tags"`
+	IsSystem               bool       `json:"is_system"`
+	Version                int        `json:"version"`
+	CreatedAt              time.Time  `json:"created_at"`
+	UpdatedAt              time.Time  `json:"updated_at"`
 }
 
+// toWorkflowView is a workflow as lists show it: its description inside untrusted content.
 func toWorkflowView(w store.Workflow) workflowView {
-	return workflowView{UUID: w.UUID, Name: w.Name, Description: w.Description, WorkflowType: w.WorkflowType,
+	return workflowView{UUID: w.UUID, Name: w.Name, UntrustedContent: wrapUntrusted(originWorkflowDefinition, map[string]any{"description": w.Description}),
+		WorkflowType:   w.WorkflowType,
 		IndicatorTypes: nonNil(w.IndicatorTypes), State: w.State, ApprovalMode: w.ApprovalMode, ApprovalTimeoutSeconds: w.ApprovalTimeoutSeconds,
 		RequiredApprovals: w.RequiredApprovals, RiskLevel: w.RiskLevel, TimeoutSeconds: w.TimeoutSeconds, Tags: nonNil(w.Tags),
 		IsSystem: w.IsSystem, Version: w.Version, CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC()}

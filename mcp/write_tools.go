@@ -141,10 +141,10 @@ func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {
 				"enrich_requested": added.Enriched},
 				Meta: map[string]any{}}, nil
 		}})
-	s.addTool(srv, who, tool{name: "update_indicator_malice", title: "Override an indicator's malice", scopes: alertsWrite, writes: true,
+	s.addTool(srv, who, tool{name: "update_indicator_malice", title: "Override an indicator's malice", scopes: alerts.IndicatorMaliceScopes, writes: true,
 		description: "Set an indicator's verdict (sticky: enrichment no longer changes it), or omit malice to remove the " +
 			"override and recompute it from the providers' results. It changes the computed malice of every alert the " +
-			"indicator is on. Returns the indicator. Needs alerts:write.",
+			"indicator is on. Returns the indicator. Needs alerts:read and alerts:write.",
 		args: []arg{
 			{name: "indicator_uuid", kind: kindUUID, required: true, doc: "The indicator's uuid (from get_alert)."},
 			{name: "malice", kind: kindString, enum: maliceLevels, doc: "The verdict; omit to remove the override."},
@@ -197,7 +197,7 @@ func (s *Server) registerExecuteTool(srv *sdk.Server, who principalSource) {
 		},
 		run: func(ctx context.Context, p auth.Principal, a args) (any, error) {
 			who, caller := responses.ActorOf(p, store.ActorMCP), actorOf(ctx, p)
-			who.ClientIP, who.RequestID = caller.ClientIP, caller.RequestID
+			who.ClientIP, who.RequestID, who.ClientRequestID = caller.ClientIP, caller.RequestID, caller.ClientRequestID
 			ex, err := s.cfg.Executor.Execute(ctx, who, responses.ExecuteRequest{
 				WorkflowUUID: *a.uuidPtr("workflow_uuid"), IndicatorType: a.str("indicator_type"), IndicatorValue: a.str("indicator_value"),
 				AlertUUID: a.uuidPtr("alert_uuid"), Reason: a.strPtr("reason"), Confidence: a.numberPtr("confidence")})

@@ -98,7 +98,7 @@ func TestUpdateAlertStatusAndMalice(t *testing.T) {
 	res, body = call(t, cs, "update_alert_malice", map[string]any{"alert_uuid": uuid.NewString(), "malice": "Benign"})
 	requireToolError(t, res, body, "NOT_FOUND")
 	// A deleted alert.
-	require.NoError(t, h.st.DeleteAlert(context.Background(), id))
+	require.NoError(t, h.st.DeleteAlert(context.Background(), id, store.Actor{Type: store.ActorSystem}))
 	res, body = call(t, cs, "update_alert_status", map[string]any{"alert_uuid": id.String(), "status": "Open"})
 	requireToolError(t, res, body, "NOT_FOUND")
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,8 +37,39 @@ type Actor struct {
 	// request's id (X-Request-ID, "" when the door has none) and the client address by the doors'
 	// one proxy rule (ratelimit.Policy.ClientIP).
 	KeyName   string
-	RequestID string
-	ClientIP  string
+	RequestID string // the server's id of the request (never the client's)
+	// ClientRequestID is the X-Request-ID the client sent, recorded beside RequestID, never as it.
+	ClientRequestID string
+	ClientIP        string
+	// AllowedSources are the acting key's allowed_sources (nil: any source): the alerts of those
+	// sources are the only ones it may change (security review round 4, R4-3). Not recorded.
+	AllowedSources []string
+}
+
+// AllowsSource reports whether the actor may change an alert of source.
+func (a Actor) AllowsSource(source string) bool {
+	return a.AllowedSources == nil || slices.Contains(a.AllowedSources, source)
+}
+
+// SourceNotAllowedError: the actor's key is limited to other sources than the alert's (403
+// SOURCE_NOT_ALLOWED). AlertUUID is uuid.Nil when the refusal is about an indicator or a case.
+type SourceNotAllowedError struct {
+	AlertUUID uuid.UUID
+	Source    string
+}
+
+func (e *SourceNotAllowedError) Error() string {
+	return "source " + e.Source + " is outside the key's allowed_sources"
+}
+
+// CheckSources returns a *SourceNotAllowedError for the first of sources the actor may not change.
+func (a Actor) CheckSources(sources []string) error {
+	for _, src := range sources {
+		if !a.AllowsSource(src) {
+			return &SourceNotAllowedError{Source: src}
+		}
+	}
+	return nil
 }
 
 // KeyPrefixPtr is the key prefix as the nullable actor_key_prefix column wants it (nil when none).

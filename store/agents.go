@@ -33,9 +33,13 @@ type Agent struct {
 	CreatedBy           *string         `bun:"created_by"`
 	// RegisteredScopes are the scopes of the key that registered the agent (or last moved its
 	// endpoint): what it may receive. nil: registered without a key, unrestricted.
-	RegisteredScopes []string  `bun:"registered_scopes,array"`
-	CreatedAt        time.Time `bun:"created_at"`
-	UpdatedAt        time.Time `bun:"updated_at"`
+	RegisteredScopes []string `bun:"registered_scopes,array"`
+	// RegisteredKeyUUID is the key that registered the agent (or last moved its endpoint): the agent
+	// is paused when that key is revoked, expires or loses what its events need. nil: registered
+	// before keys were followed, or without a key.
+	RegisteredKeyUUID *uuid.UUID `bun:"registered_key_uuid,type:uuid"`
+	CreatedAt         time.Time  `bun:"created_at"`
+	UpdatedAt         time.Time  `bun:"updated_at"`
 }
 
 // AgentFilter selects agents for the list route.
@@ -170,4 +174,13 @@ func (s *Store) ListAgentDeliveries(ctx context.Context, f AgentDeliveryFilter) 
 		return nil, 0, fmt.Errorf("list deliveries of agent %s: %w", f.Agent, mapErr(err))
 	}
 	return out, int(total), nil
+}
+
+// AgentsRegisteredBy lists the active agents registered by key id.
+func (s *Store) AgentsRegisteredBy(ctx context.Context, id uuid.UUID) ([]Agent, error) {
+	var out []Agent
+	if err := s.db.NewSelect().Model(&out).Where("registered_key_uuid = ?", id).Where("is_active").OrderExpr("created_at, uuid").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("agents registered by key %s: %w", id, mapErr(err))
+	}
+	return out, nil
 }

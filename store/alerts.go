@@ -634,15 +634,28 @@ func (s *Store) PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *Ale
 	return a, nil
 }
 
-// DeleteAlert removes the alert, its links, findings, fingerprint and pending outbox rows.
-func (s *Store) DeleteAlert(ctx context.Context, id uuid.UUID) error {
+// DeleteAlert removes the alert, its links, findings, fingerprint and pending outbox rows, recording
+// the deletion in the audit trail by actor in the same transaction (action deleted, the alert's title
+// and source): its activity goes with it, so the trail is all that is left of it (security review
+// round 4, R4-10).
+func (s *Store) DeleteAlert(ctx context.Context, id uuid.UUID, actor Actor) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewDelete().Model((*Alert)(nil)).Where("uuid = ?", id).Exec(ctx)
+		var gone []struct {
+			Title      string `bun:"title"`
+			SourceName string `bun:"source_name"`
+			Status     string `bun:"status"`
+		}
+		err := tx.NewDelete().Model((*Alert)(nil)).Where("uuid = ?", id).Returning("title, source_name, status").Scan(ctx, &gone)
 		if err != nil {
 			return fmt.Errorf("delete alert %s: %w", id, mapErr(err))
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(gone) == 0 {
 			return fmt.Errorf("delete alert %s: %w", id, ErrNotFound)
+		}
+		e := actor.AuditEvent(AuditDeleted, "alert", &id, gone[0].Title, map[string]AuditChange{
+			"source_name": {From: gone[0].SourceName}, "status": {From: gone[0].Status}})
+		if err := s.AppendAuditEvent(ctx, tx, e); err != nil {
+			return err
 		}
 		if _, err := tx.NewDelete().Table("alert_outbox").Where("alert_uuid = ?", id).Exec(ctx); err != nil {
 			return fmt.Errorf("delete outbox rows of alert %s: %w", id, mapErr(err))
@@ -736,21 +749,14 @@ type Linked struct {
 	RuleUUID   uuid.UUID // uuid.Nil without a rule reference
 }
 
-// NormalizationNote is one entry of an alert's normalized.normalization_notes: a field and what a
-// fallback or a limit did to it (API.md §2).
-type NormalizationNote struct {
-	Field string `json:"field"`
-	Note  string `json:"note"`
-}
-
 // ExtractionLinks is what the pipeline links to an alert: the indicators, where extraction found
 // each (parallel to Keys; nil or a nil element stores NULL) and notes for the alert.
 type ExtractionLinks struct {
 	Keys        []IndicatorKey
 	ExtractedBy [][]indicators.Origin
-	// Notes are appended to the alert's normalized.normalization_notes, each once: a note whose
-	// field already has a note there is not added again (a retry or a re-run adds nothing).
-	Notes []NormalizationNote
+	// Notes are appended to the alert's normalized.normalization_notes, each once: a note already
+	// there (the same field and text) is not added again (a retry or a re-run adds nothing).
+	Notes []Note
 }
 
 // LinkExtraction is the pipeline's link step in one transaction (one commit): the indicators as in
@@ -831,18 +837,18 @@ func (s *Store) linkIndicators(ctx context.Context, tx bun.Tx, alertID uuid.UUID
 }
 
 // addNormalizationNotes appends notes to the alert's normalized.normalization_notes (created when
-// absent), skipping a note whose field already has one there.
-func addNormalizationNotes(ctx context.Context, tx bun.Tx, alertID uuid.UUID, notes []NormalizationNote) error {
+// absent), skipping a note already there (the same field and text): the plugin's notes on a field and
+// the pipeline's on the same field stand side by side, and a retry or a re-run adds none twice.
+func addNormalizationNotes(ctx context.Context, tx bun.Tx, alertID uuid.UUID, notes []Note) error {
 	for _, n := range notes {
-		note, err := json.Marshal([]NormalizationNote{n})
+		note, err := json.Marshal([]Note{n})
 		if err != nil {
 			return fmt.Errorf("encode normalization note: %w", err)
 		}
-		field, _ := json.Marshal([]map[string]string{{"field": n.Field}})
 		_, err = tx.NewRaw(`UPDATE alerts SET normalized = jsonb_set(coalesce(normalized, '{}'), '{normalization_notes}',
 				coalesce(normalized->'normalization_notes', '[]') || ?::jsonb)
 			WHERE uuid = ? AND NOT coalesce(normalized->'normalization_notes', '[]') @> ?::jsonb`,
-			string(note), alertID, string(field)).Exec(ctx)
+			string(note), alertID, string(note)).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("add normalization note to alert %s: %w", alertID, mapErr(err))
 		}
@@ -874,6 +880,7 @@ func (s *Store) associateRule(ctx context.Context, tx bun.Tx, alertID uuid.UUID,
 	var rule struct {
 		ID   int64     `bun:"id"`
 		UUID uuid.UUID `bun:"uuid"`
+		New  bool      `bun:"created"`
 	}
 	// A stub inserted concurrently is invisible to this statement's snapshot and makes the insert do
 	// nothing: the next attempt (a new snapshot) finds it.
@@ -887,12 +894,21 @@ func (s *Store) associateRule(ctx context.Context, tx bun.Tx, alertID uuid.UUID,
 				DO NOTHING
 				RETURNING id, uuid
 			)
-			SELECT id, uuid FROM found UNION ALL SELECT id, uuid FROM stub`, sourceName, ref.SourceRuleID, name).Scan(ctx, &rule)
+			SELECT id, uuid, false AS created FROM found UNION ALL SELECT id, uuid, true FROM stub`, sourceName, ref.SourceRuleID, name).Scan(ctx, &rule)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return uuid.Nil, fmt.Errorf("find or create rule %s/%s: %w", sourceName, ref.SourceRuleID, mapErr(err))
+		}
+		if rule.New { // a configuration row the pipeline made: in the audit trail like any other (R4-10)
+			id := rule.UUID
+			e := Actor{Type: ActorWorkflow}.AuditEvent(AuditCreated, "detection_rule", &id, name, map[string]AuditChange{
+				"name": {To: name}, "source_rule_id": {To: ref.SourceRuleID}, "source_name": {To: sourceName},
+				"is_stub": {To: true}, "created_by": {To: "pipeline"}})
+			if err := s.AppendAuditEvent(ctx, tx, e); err != nil {
+				return uuid.Nil, err
+			}
 		}
 		_, err = tx.NewRaw(`UPDATE alerts SET detection_rule_id = ?, updated_at = now()
 			WHERE uuid = ? AND detection_rule_id IS DISTINCT FROM ?`, rule.ID, alertID, rule.ID).Exec(ctx)

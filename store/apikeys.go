@@ -155,3 +155,12 @@ func (s *Store) TouchAPIKeys(ctx context.Context, used map[uuid.UUID]time.Time) 
 	}
 	return nil
 }
+
+// APIKeyPrefixExists reports whether a key (active or not) has the display prefix prefix.
+func (s *Store) APIKeyPrefixExists(ctx context.Context, prefix string) (bool, error) {
+	ok, err := s.db.NewSelect().Table("api_keys").Where("key_prefix = ?", prefix).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("look up key prefix: %w", mapErr(err))
+	}
+	return ok, nil
+}

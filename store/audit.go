@@ -46,9 +46,11 @@ type AuditEvent struct {
 	ActorKeyPrefix *string                `bun:"actor_key_prefix"`
 	ActorKeyName   *string                `bun:"actor_key_name"`
 	Changes        map[string]AuditChange `bun:"changes,type:jsonb"`
-	RequestID      *string                `bun:"request_id"`
-	ClientIP       *string                `bun:"client_ip"`
-	CreatedAt      time.Time              `bun:"created_at"`
+	RequestID      *string                `bun:"request_id"` // the server's id of the request
+	// ClientRequestID is the X-Request-ID the client sent (1..128 printable ASCII), its own words.
+	ClientRequestID *string   `bun:"client_request_id"`
+	ClientIP        *string   `bun:"client_ip"`
+	CreatedAt       time.Time `bun:"created_at"`
 }
 
 // InTx runs fn with a Store bound to one transaction: every method fn calls on tx runs in it, and it
@@ -78,7 +80,7 @@ func (s *Store) Audited(ctx context.Context, change func(ctx context.Context, tx
 func (a Actor) AuditEvent(action, resourceType string, id *uuid.UUID, name string, changes map[string]AuditChange) *AuditEvent {
 	return &AuditEvent{Action: action, ResourceType: resourceType, ResourceUUID: id, ResourceName: name,
 		ActorType: a.Type, ActorKeyPrefix: a.KeyPrefixPtr(), ActorKeyName: optional(a.KeyName),
-		Changes: changes, RequestID: optional(a.RequestID), ClientIP: optional(a.ClientIP)}
+		Changes: changes, RequestID: optional(a.RequestID), ClientRequestID: optional(a.ClientRequestID), ClientIP: optional(a.ClientIP)}
 }
 
 func optional(s string) *string {

@@ -77,6 +77,9 @@ type Case struct {
 	CreatedAt           time.Time  `bun:"created_at"`
 	UpdatedAt           time.Time  `bun:"updated_at"`
 	ClosedAt            *time.Time `bun:"closed_at"`
+	// CreatorAllowedSources are the creating key's allowed_sources (nil: any): the grouping joins
+	// only alerts of those sources (startGrouping).
+	CreatorAllowedSources []string `bun:"creator_allowed_sources,array"`
 }
 
 // caseMaintained are the columns of Case Postgres writes (the number's sequence, the trigger's
@@ -164,11 +167,12 @@ type CaseIndicator struct {
 // join through it.
 func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) ([]uuid.UUID, error) {
 	var current []struct {
-		UUID     uuid.UUID  `bun:"uuid,type:uuid"`
-		CaseUUID *uuid.UUID `bun:"case_uuid,type:uuid"`
+		UUID       uuid.UUID  `bun:"uuid,type:uuid"`
+		CaseUUID   *uuid.UUID `bun:"case_uuid,type:uuid"`
+		SourceName string     `bun:"source_name"`
 	}
 	// Locked in uuid order, so concurrent joins of overlapping alerts cannot deadlock.
-	err := db.NewSelect().Table("alerts").Column("uuid", "case_uuid").Where("uuid IN (?)", bun.List(alerts)).OrderExpr("uuid").
+	err := db.NewSelect().Table("alerts").Column("uuid", "case_uuid", "source_name").Where("uuid IN (?)", bun.List(alerts)).OrderExpr("uuid").
 		For("NO KEY UPDATE").Scan(ctx, &current)
 	if err != nil {
 		return nil, fmt.Errorf("lock %d alerts: %w", len(alerts), mapErr(err))
@@ -186,6 +190,11 @@ func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, aler
 	}
 	var join []uuid.UUID
 	left := map[uuid.UUID]uuid.UUID{} // alert → the case it leaves
+	for _, a := range current {
+		if !actor.AllowsSource(a.SourceName) { // decided on the locked row
+			return nil, &SourceNotAllowedError{AlertUUID: a.UUID, Source: a.SourceName}
+		}
+	}
 	for _, a := range current {
 		switch {
 		case a.CaseUUID != nil && *a.CaseUUID == caseID:
@@ -416,12 +425,17 @@ func (s *Store) AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid
 // An alert that is not in the case is ErrNotFound.
 func (s *Store) RemoveAlertFromCase(ctx context.Context, id, alertID uuid.UUID, actor Actor) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Table("alerts").Set("case_uuid = NULL").Where("uuid = ?", alertID).Where("case_uuid = ?", id).Exec(ctx)
+		var sources []string
+		err := tx.NewUpdate().Table("alerts").Set("case_uuid = NULL").Where("uuid = ?", alertID).Where("case_uuid = ?", id).
+			Returning("source_name").Scan(ctx, &sources)
 		if err != nil {
 			return fmt.Errorf("remove alert %s from case %s: %w", alertID, id, mapErr(err))
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(sources) == 0 {
 			return fmt.Errorf("alert %s in case %s: %w", alertID, id, ErrNotFound)
+		}
+		if !actor.AllowsSource(sources[0]) { // the update is rolled back
+			return &SourceNotAllowedError{AlertUUID: alertID, Source: sources[0]}
 		}
 		now := s.Now()
 		if _, err := tx.NewUpdate().Table("cases").Set("updated_at = ?", now).Where("uuid = ?", id).Exec(ctx); err != nil {
@@ -524,7 +538,9 @@ func (s *Store) DeleteCase(ctx context.Context, id uuid.UUID, actor Actor) error
 		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
 			return fmt.Errorf("record the deletion of case %s: %w", id, mapErr(err))
 		}
-		return nil
+		// In the audit trail too (R4-10), with the same transaction.
+		return s.AppendAuditEvent(ctx, tx, actor.AuditEvent(AuditDeleted, "case", &id, c.Title, map[string]AuditChange{
+			"case_number": {From: c.Number()}, "status": {From: c.Status}, "alert_count": {From: len(alertIDs)}}))
 	})
 }
 
@@ -703,5 +719,26 @@ func caseStats(ctx context.Context, db bun.IDB, from, to time.Time) (CaseStats, 
 		return CaseStats{}, fmt.Errorf("closed cases: %w", mapErr(err))
 	}
 	out.Closed, out.MTTCSeconds = closed.N, closed.Mean
+	return out, nil
+}
+
+// CaseAlertSources are the distinct sources of case id's alerts (a missing case has none).
+func (s *Store) CaseAlertSources(ctx context.Context, id uuid.UUID) ([]string, error) {
+	var out []string
+	if err := s.db.NewSelect().Table("alerts").ColumnExpr("DISTINCT source_name").Where("case_uuid = ?", id).Scan(ctx, &out); err != nil {
+		return nil, fmt.Errorf("sources of case %s: %w", id, mapErr(err))
+	}
+	return out, nil
+}
+
+// IndicatorAlertSources are the distinct sources of the alerts linked to indicator id: the alerts an
+// override of its malice reaches.
+func (s *Store) IndicatorAlertSources(ctx context.Context, id uuid.UUID) ([]string, error) {
+	var out []string
+	err := s.db.NewRaw(`SELECT DISTINCT a.source_name FROM alert_indicators ai JOIN alerts a ON a.uuid = ai.alert_uuid
+		WHERE ai.indicator_uuid = ?`, id).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("sources of indicator %s: %w", id, mapErr(err))
+	}
 	return out, nil
 }

@@ -18,14 +18,14 @@ func TestLinkExtractionRecordsExtractedByAndNotesOnce(t *testing.T) {
 
 	keys := []store.IndicatorKey{{Type: "ip", Value: "198.51.100.77"}, {Type: "domain", Value: "x-" + id.String()[:8] + ".example.com"}}
 	by := [][]indicators.Origin{{{Pass: 1, FieldPath: ""}, {Pass: 4, FieldPath: "Entities.3.Address"}}, nil}
-	note := store.NormalizationNote{Field: "indicators", Note: "612 indicators found; the first 500 in pass order are linked"}
-	l, err := st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: keys, ExtractedBy: by, Notes: []store.NormalizationNote{note}}, "extraction", "generic", nil)
+	note := store.Note{Field: "indicators", Note: "612 indicators found; the first 500 in pass order are linked"}
+	l, err := st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: keys, ExtractedBy: by, Notes: []store.Note{note}}, "extraction", "generic", nil)
 	require.NoError(t, err)
 	require.Equal(t, 2, l.NewLinks)
 
 	// A re-run with other origins rewrites no link and adds the note once.
 	other := [][]indicators.Origin{{{Pass: 3, FieldPath: "x"}}, {{Pass: 4, FieldPath: "y"}}}
-	l, err = st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: keys, ExtractedBy: other, Notes: []store.NormalizationNote{note}}, "extraction", "generic", nil)
+	l, err = st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: keys, ExtractedBy: other, Notes: []store.Note{note}}, "extraction", "generic", nil)
 	require.NoError(t, err)
 	require.Zero(t, l.NewLinks)
 
@@ -41,9 +41,18 @@ func TestLinkExtractionRecordsExtractedByAndNotesOnce(t *testing.T) {
 
 	var notes string
 	require.NoError(t, st.DB().NewRaw(`SELECT (normalized->'normalization_notes')::text FROM alerts WHERE uuid = ?`, id).Scan(ctx, &notes))
-	var list []store.NormalizationNote
+	var list []store.Note
 	require.NoError(t, json.Unmarshal([]byte(notes), &list))
-	require.Equal(t, []store.NormalizationNote{note}, list)
+	require.Equal(t, []store.Note{note}, list)
+
+	// Another note on the same field (the scan's, or the plugin's own at ingest) stands beside it.
+	scan := store.Note{Field: "indicators", Note: "pass 4 scanned part of the payload: more than 20000 strings"}
+	_, err = st.LinkExtraction(ctx, id, store.ExtractionLinks{Keys: keys, Notes: []store.Note{note, scan}}, "extraction", "generic", nil)
+	require.NoError(t, err)
+	require.NoError(t, st.DB().NewRaw(`SELECT (normalized->'normalization_notes')::text FROM alerts WHERE uuid = ?`, id).Scan(ctx, &notes))
+	list = nil
+	require.NoError(t, json.Unmarshal([]byte(notes), &list))
+	require.Equal(t, []store.Note{note, scan}, list)
 
 	// The notes are in normalized, where the alert detail reads them.
 	var fields string

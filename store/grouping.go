@@ -49,7 +49,8 @@ func mayGroup(malices []string) bool {
 // only when few of its alerts sharing the indicator are recent (the existence check reads them until
 // one is). The chosen case's row is locked (FOR UPDATE, after the alert's: the order every join
 // takes), so a case closed meanwhile is not joined: the function rechecks the row once the close
-// commits. The statement reads the case under the same lock (FOR UPDATE OF cases: the row as the
+// commits. A case whose creator_allowed_sources leave out the alert's source is not joined (security
+// review round 4, R4-3). The statement reads the case under the same lock (FOR UPDATE OF cases: the row as the
 // last commit left it, not as the statement's snapshot saw it before the function waited).
 func (s *Store) startGrouping(ctx context.Context, tx bun.IDB, alertID uuid.UUID, since, at time.Time) (*caseJoin, error) {
 	var row struct {
@@ -59,9 +60,14 @@ func (s *Store) startGrouping(ctx context.Context, tx bun.IDB, alertID uuid.UUID
 		Value         string    `bun:"m_value"`
 		Malice        string    `bun:"m_malice"`
 	}
+	// A case whose creating key was limited to other sources is not joined (R4-3): the alert stays
+	// outside any case rather than in one that key could close.
 	err := tx.NewRaw(`SELECT `+joinedCaseColumns+`, m.m_indicator, m.m_type, m.m_value, m.m_malice
-		FROM case_grouping_match(?, ?) AS m JOIN cases ON cases.uuid = m.m_case FOR UPDATE OF cases`,
-		EventCaseAlertAddedAgent, alertID, since).Scan(ctx, &row)
+		FROM case_grouping_match(?, ?) AS m JOIN cases ON cases.uuid = m.m_case
+		WHERE cases.creator_allowed_sources IS NULL
+		   OR (SELECT source_name FROM alerts WHERE uuid = ?) = ANY (cases.creator_allowed_sources)
+		FOR UPDATE OF cases`,
+		EventCaseAlertAddedAgent, alertID, since, alertID).Scan(ctx, &row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 	"github.com/uptrace/bun/migrate"
 )
@@ -36,7 +35,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	db := s.pool
 	if s.dsn != "" {
 		db = bun.NewDB(sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(s.dsn), pgdriver.WithDialTimeout(5*time.Second),
-			pgdriver.WithReadTimeout(migrationTimeout), pgdriver.WithWriteTimeout(migrationTimeout))), pgdialect.New())
+			pgdriver.WithReadTimeout(migrationTimeout), pgdriver.WithWriteTimeout(migrationTimeout))), NewDialect())
 		defer db.Close()
 		db.SetMaxOpenConns(2)
 	}

@@ -160,11 +160,19 @@ func (s *Store) MarkRunPendingApproval(ctx context.Context, id uuid.UUID) error 
 // StartWorkflowRun moves a queued or approved run to running and returns it. A run already
 // running is returned as it is (a retried activity); a final run is returned unchanged so the
 // caller sees, e.g., that it was cancelled.
+//
+// The approval gate is this statement's own condition, not its caller's: a run that has an approval
+// request starts only while that request is approved (its quorum met), read in the same UPDATE, so
+// no workflow input (a WorkflowRun started straight on Temporal with gated: false, security review
+// round 4, R4-5) starts a gated run whose approval is pending, rejected or expired; such a run is
+// returned unchanged (still pending_approval).
 func (s *Store) StartWorkflowRun(ctx context.Context, id uuid.UUID) (WorkflowRun, error) {
 	now := s.Now()
 	_, err := s.db.NewUpdate().Table("workflow_runs").
 		Set("status = ?, started_at = coalesce(started_at, ?), attempt_count = attempt_count + 1, updated_at = ?", RunRunning, now, now).
-		Where("uuid = ? AND status IN (?)", id, bun.List([]string{RunQueued, RunPendingApproval})).Exec(ctx)
+		Where("uuid = ? AND status IN (?)", id, bun.List([]string{RunQueued, RunPendingApproval})).
+		Where("(approval_request_uuid IS NULL AND status = ?) OR EXISTS (SELECT 1 FROM workflow_approval_requests ar "+
+			"WHERE ar.uuid = workflow_runs.approval_request_uuid AND ar.status = ?)", RunQueued, ApprovalApproved).Exec(ctx)
 	if err != nil {
 		return WorkflowRun{}, fmt.Errorf("start workflow run %s: %w", id, mapErr(err))
 	}

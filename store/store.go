@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 )
 
@@ -65,7 +64,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqldb.SetMaxOpenConns(maxOpen)
 	sqldb.SetMaxIdleConns(maxOpen)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
-	db := bun.NewDB(sqldb, pgdialect.New())
+	db := bun.NewDB(sqldb, NewDialect())
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {

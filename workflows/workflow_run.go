@@ -24,6 +24,10 @@ func RunSearchAttributes(workflowName, triggerSource, status string) sdktemporal
 		ids.AttrTriggerSource.ValueSet(triggerSource), ids.AttrRunStatus.ValueSet(status))
 }
 
+// ErrTypeForeignRun is the error type of a WorkflowRun execution refused without touching its run:
+// its workflow id is not the run's, or the store would not start the run (approval not granted).
+const ErrTypeForeignRun = "WorkflowRunRefused"
+
 // WorkflowRunInput starts a WorkflowRun. It carries ids and the gate's deadline only: no indicator
 // values, no secrets.
 type WorkflowRunInput struct {
@@ -54,7 +58,16 @@ var bookkeeping = workflow.LocalActivityOptions{
 // ends the run without sending a step. Steps run one activity each, under the workflow's retry
 // policy and overall timeout; each is recorded on the run. The final status is recorded once,
 // with workflow_run.completed.
+//
+// Temporal is not trusted for integrity (API.md §16; security review round 4, R4-5): an execution
+// whose workflow id is not its run's (ids.WorkflowRun) is refused before it reads anything, and a
+// run the store will not start (a gated run whose approval Postgres does not hold as approved,
+// whatever Gated says) ends this execution with an error and leaves the run as it is.
 func WorkflowRun(ctx workflow.Context, in WorkflowRunInput) (WorkflowRunResult, error) {
+	if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != ids.WorkflowRun(in.RunUUID) {
+		return WorkflowRunResult{}, sdktemporal.NewNonRetryableApplicationError(
+			"workflow id "+id+" is not the run's ("+ids.WorkflowRun(in.RunUUID)+"): refused", ErrTypeForeignRun, nil)
+	}
 	var a *activities.Activities
 	bctx := workflow.WithLocalActivityOptions(ctx, bookkeeping)
 	logger := workflow.GetLogger(ctx)
@@ -93,6 +106,12 @@ func WorkflowRun(ctx workflow.Context, in WorkflowRunInput) (WorkflowRunResult, 
 	var plan activities.RunPlan
 	if err := workflow.ExecuteLocalActivity(bctx, a.StartWorkflowRunSteps, in.RunUUID).Get(bctx, &plan); err != nil {
 		return finish(store.RunFailed, "start run: "+err.Error())
+	}
+	if plan.RunStatus == store.RunPendingApproval || plan.RunStatus == store.RunQueued {
+		// Not started by the store: its approval is not granted. The run stays as it is for the
+		// execution that waits for its decision.
+		return WorkflowRunResult{}, sdktemporal.NewNonRetryableApplicationError(
+			"run "+in.RunUUID.String()+" is not approved: not started", ErrTypeForeignRun, nil)
 	}
 	if plan.RunStatus != store.RunRunning {
 		return finish(store.RunCancelled, "cancelled")

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +12,15 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/vigil-soc/vigil/activities"
+	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/workflows"
 )
@@ -32,6 +37,8 @@ type fakeRun struct {
 	cancelled bool
 	cancelAt  int // step index whose attempt finds the run cancelled (-1: none)
 	notifyErr error
+	// notApproved: the store refuses to start the run (its approval is not granted in Postgres).
+	notApproved bool
 }
 
 func (f *fakeRun) set(status string) {
@@ -50,6 +57,8 @@ type runEnv struct {
 func newRunEnv(t *testing.T, gated bool, steps int) *runEnv {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	runUUID := uuid.New()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: ids.WorkflowRun(runUUID)})
 	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	env.SetStartTime(start)
 	f := &fakeRun{approval: store.ApprovalPending, runStatus: store.RunPendingApproval, stepErr: map[int]error{}, cancelAt: -1}
@@ -76,6 +85,9 @@ func newRunEnv(t *testing.T, gated bool, steps int) *runEnv {
 			defer f.mu.Unlock()
 			if f.cancelled {
 				return activities.RunPlan{RunStatus: store.RunCancelled}, nil
+			}
+			if f.notApproved {
+				return activities.RunPlan{RunStatus: store.RunPendingApproval}, nil
 			}
 			f.runStatus = store.RunRunning
 			return activities.RunPlan{RunStatus: store.RunRunning, StepNames: names, StepTimeoutSeconds: timeouts, TimeoutSeconds: 300,
@@ -108,7 +120,7 @@ func newRunEnv(t *testing.T, gated bool, steps int) *runEnv {
 			return in.Status, nil
 		})
 	return &runEnv{env: env, fake: f, start: start,
-		in: workflows.WorkflowRunInput{RunUUID: uuid.New(), Gated: gated, ExpiresAt: start.Add(time.Hour)}}
+		in: workflows.WorkflowRunInput{RunUUID: runUUID, Gated: gated, ExpiresAt: start.Add(time.Hour)}}
 }
 
 func (r *runEnv) run(t *testing.T) workflows.WorkflowRunResult {
@@ -136,6 +148,35 @@ func TestWorkflowRun_UngatedRunsStepsInOrder(t *testing.T) {
 	require.Equal(t, []string{store.RunSucceeded}, r.fake.finished)
 	require.Empty(t, r.fake.gateReads, "no gate, no approval reads")
 	r.env.AssertNotCalled(t, "NotifyWorkflowApproval", mock.Anything, mock.Anything)
+}
+
+// TestWorkflowRun_RefusesWhatTemporalAloneSays replays round 4's R4-5 at the workflow: an execution
+// whose id is not its run's is refused before any activity; an ungated execution of a run the store
+// will not start (its approval not granted) ends with an error, sends no step and finishes nothing.
+func TestWorkflowRun_RefusesWhatTemporalAloneSays(t *testing.T) {
+	t.Run("foreign workflow id", func(t *testing.T) {
+		r := newRunEnv(t, false, 1)
+		r.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "rv4-bypass-" + r.in.RunUUID.String()})
+		r.env.ExecuteWorkflow(workflows.WorkflowRun, r.in)
+		require.True(t, r.env.IsWorkflowCompleted())
+		var ae *sdktemporal.ApplicationError
+		require.ErrorAs(t, r.env.GetWorkflowError(), &ae)
+		require.Equal(t, workflows.ErrTypeForeignRun, ae.Type())
+		require.Empty(t, r.fake.steps)
+		require.Empty(t, r.fake.finished)
+		r.env.AssertNotCalled(t, "StartWorkflowRunSteps", mock.Anything, mock.Anything)
+	})
+	t.Run("gated false, approval not granted", func(t *testing.T) {
+		r := newRunEnv(t, false, 1)
+		r.fake.notApproved = true
+		r.env.ExecuteWorkflow(workflows.WorkflowRun, r.in)
+		require.True(t, r.env.IsWorkflowCompleted())
+		var ae *sdktemporal.ApplicationError
+		require.ErrorAs(t, r.env.GetWorkflowError(), &ae)
+		require.Equal(t, workflows.ErrTypeForeignRun, ae.Type())
+		require.Empty(t, r.fake.steps)
+		require.Empty(t, r.fake.finished, "the run is left pending for the execution that waits for its decision")
+	})
 }
 
 func TestWorkflowRun_ApprovedBySignal(t *testing.T) {
@@ -253,18 +294,14 @@ func TestWorkflowRun_NotifyFailureDoesNotBlockTheGate(t *testing.T) {
 // approval signal, gate re-read, one step, finish): a change that breaks determinism for runs
 // waiting at their gate fails here.
 func TestWorkflowRun_Replay(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflow(workflows.WorkflowRun)
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/workflow_run_history.json"))
+	replayRun(t, "testdata/workflow_run_history.json")
 }
 
 // TestWorkflowRun_ReplaySignalWithStart replays a gated run started by the outbox dispatcher with
 // signal-with-start (the update signal is the first event after the start, before the notification):
 // the shape every gated run has since runs start through the start outbox.
 func TestWorkflowRun_ReplaySignalWithStart(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflow(workflows.WorkflowRun)
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/workflow_run_signal_start_history.json"))
+	replayRun(t, "testdata/workflow_run_signal_start_history.json")
 }
 
 // TestWorkflowRun_ReplayDecisions replays an ungated run recorded against the real dev server whose
@@ -274,7 +311,30 @@ func TestWorkflowRun_ReplaySignalWithStart(t *testing.T) {
 // workflow code is unchanged and replays every recorded shape; a change that breaks this history
 // fails here.
 func TestWorkflowRun_ReplayDecisions(t *testing.T) {
+	replayRun(t, "testdata/workflow_run_decide_history.json")
+}
+
+// replayRun replays a recorded WorkflowRun history under its original workflow id
+// (workflow-run-<the input's run uuid>), which the workflow checks: the replayer's default id
+// would be refused.
+func replayRun(t *testing.T, file string) {
+	t.Helper()
+	h, err := client.HistoryFromJSON(mustOpen(t, file), client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+	var in workflows.WorkflowRunInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(started.GetInput(), &in))
+	require.NotEqual(t, uuid.Nil, in.RunUUID)
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflow(workflows.WorkflowRun)
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/workflow_run_decide_history.json"))
+	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: ids.WorkflowRun(in.RunUUID), RunID: started.GetOriginalExecutionRunId()}}))
+}
+
+func mustOpen(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.Open(name)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }

@@ -58,6 +58,7 @@ type config struct {
 	MetricsAddr           string             // METRICS_ADDR: /metrics listener; empty serves none
 	Temporal              temporal.Config    // TLS files and API key (address, namespace and prefix above)
 	PayloadKeys           []payloadcodec.Key // TEMPORAL_PAYLOAD_KEYS: the codec's ring; empty: one key derived from ENCRYPTION_KEY
+	PayloadPlaintext      bool               // TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT: the codec passes unencrypted payloads through (upgrade window)
 	WorkerTuning          temporal.WorkerTuning
 }
 
@@ -109,6 +110,7 @@ func settings() []setting {
 			c.PayloadKeys = keys
 			return nil
 		}},
+		{"TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT", "false", "Accept Temporal payloads that are not encrypted (histories written before payload encryption). Off: a plaintext payload, which any client of the Temporal frontend can write, is refused. Turn on only while such histories are still running.", boolSetting(func(c *config) *bool { return &c.PayloadPlaintext })},
 		{"TEMPORAL_WORKER_WORKFLOW_TASK_POLLERS", "2", "Concurrent workflow task polls per task queue worker (at least 2).", intSetting(func(c *config) *int { return &c.WorkerTuning.WorkflowTaskPollers }, 2, 1000)},
 		{"TEMPORAL_WORKER_ACTIVITY_TASK_POLLERS", "2", "Concurrent activity task polls per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.ActivityTaskPollers }, 1, 1000)},
 		{"TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS", "1000", "Workflow tasks executing at once per task queue worker.", intSetting(func(c *config) *int { return &c.WorkerTuning.MaxConcurrentWorkflowTasks }, 1, 100_000)},
@@ -266,6 +268,9 @@ func payloadCodec(c config) (*payloadcodec.Codec, error) {
 	codec, err := payloadcodec.New(keys)
 	if err != nil {
 		return nil, fmt.Errorf("TEMPORAL_PAYLOAD_KEYS: %w", err)
+	}
+	if c.PayloadPlaintext {
+		codec = codec.AllowPlaintext()
 	}
 	return codec, nil
 }

@@ -162,7 +162,9 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	if err != nil {
 		return err
 	}
-	apiDeps.PayloadCodec, apiCfg.CodecAllowedOrigin = codec, urlOrigin(cfg.TemporalUIURL)
+	// The endpoint only displays: a plaintext payload in a history (one a client without the codec
+	// wrote) is shown as it is.
+	apiDeps.PayloadCodec, apiCfg.CodecAllowedOrigin = codec.AllowPlaintext(), urlOrigin(cfg.TemporalUIURL)
 	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
 	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
@@ -342,7 +344,7 @@ func registerSearchAttributesWhenReachable(ctx context.Context, tc client.Client
 
 // newConsole wires the analyst console over the same rules as the API (alerts, responses).
 func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, log *slog.Logger) *console.Console {
-	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log,
+	deps := console.Deps{Auth: fd.authn, RateLimit: fd.limits, Store: st, Alerts: fd.svc.alerts, Log: log, MaxBodyBytes: cfg.MaxBodyMB << 20,
 		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
 		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
 		Cases: fd.svc.cases, CaseTimeline: fd.svc.timeline,

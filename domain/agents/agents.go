@@ -69,7 +69,8 @@ type Store interface {
 	AlertSubject(ctx context.Context, alertUUID uuid.UUID) (targeting.Subject, error)
 	SubscribedAgents(ctx context.Context, event string) ([]store.Agent, error)
 	RaiseAgentEvent(ctx context.Context, e *store.AgentEvent) (bool, error)
-	audit.Store // a registration's change and its audit event commit together
+	GetAPIKey(ctx context.Context, id uuid.UUID) (store.APIKey, error) // the registering key, at delivery (FollowsKey)
+	audit.Store                                                        // a registration's change and its audit event commit together
 }
 
 // Sealer seals the signing secret and the auth header value at rest (secretbox.Box).
@@ -94,9 +95,11 @@ type Doer interface {
 type Actor struct {
 	Type      string // store.ActorAPI, store.ActorMCP, …
 	KeyPrefix string
+	KeyUUID   uuid.UUID // the key the agent then follows (uuid.Nil: none)
 	Scopes    []string
 	// For the audit trail: the key's name, the request's id and the client address.
 	KeyName, RequestID, ClientIP string
+	ClientRequestID              string // the client's X-Request-ID, recorded beside RequestID
 }
 
 // auditor is the actor as the audit trail records it.
@@ -105,7 +108,7 @@ func (a Actor) auditor() store.Actor {
 	if t == "" {
 		t = store.ActorAPI
 	}
-	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientIP: a.ClientIP}
+	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientRequestID: a.ClientRequestID, ClientIP: a.ClientIP}
 }
 
 // registeredScopes is what an agent registered by actor may receive: a copy of the key's scopes (nil
@@ -115,6 +118,15 @@ func (a Actor) registeredScopes() []string {
 		return nil
 	}
 	return append([]string{}, a.Scopes...)
+}
+
+// registeredKey is the key an agent registered by actor follows (nil without a key).
+func (a Actor) registeredKey() *uuid.UUID {
+	if a.KeyUUID == uuid.Nil {
+		return nil
+	}
+	id := a.KeyUUID
+	return &id
 }
 
 // Service applies the agent rules.
@@ -281,7 +293,7 @@ func (s *Service) Create(ctx context.Context, actor Actor, spec Spec) (store.Age
 	if actor.KeyPrefix != "" {
 		a.CreatedBy = &actor.KeyPrefix
 	}
-	a.RegisteredScopes = actor.registeredScopes()
+	a.RegisteredScopes, a.RegisteredKeyUUID = actor.registeredScopes(), actor.registeredKey()
 	if _, err := s.apply(&a, spec); err != nil {
 		return store.Agent{}, "", err
 	}
@@ -330,8 +342,8 @@ func (s *Service) Update(ctx context.Context, actor Actor, id uuid.UUID, spec Sp
 			return store.Agent{}, "", err
 		}
 		// The key that decides where deliveries go is the one whose reading rights they carry.
-		a.RegisteredScopes = actor.registeredScopes()
-		cols = append(cols, "signing_secret", "registered_scopes")
+		a.RegisteredScopes, a.RegisteredKeyUUID = actor.registeredScopes(), actor.registeredKey()
+		cols = append(cols, "signing_secret", "registered_scopes", "registered_key_uuid")
 	}
 	if spec.Events != nil { // a new subscription is a registration's: its subjects must be readable
 		if err := CheckSubscriptions(a); err != nil {

@@ -28,6 +28,7 @@ type Store interface {
 	ListFindings(ctx context.Context, alertID uuid.UUID) ([]store.Finding, error)
 	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
 	SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *string, recompute func(map[string]any) string, actorType, actorKeyPrefix string) (store.Indicator, error)
+	IndicatorAlertSources(ctx context.Context, id uuid.UUID) ([]string, error)
 	// LinkIndicatorsForEnrichment links as LinkIndicators and, in the same transaction, queues one
 	// enrichment start per indicator (start outbox) and records alert_enrichment_requested.
 	LinkIndicatorsForEnrichment(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, actorType, actorKeyPrefix string) ([]store.Indicator, int, error)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -119,6 +120,20 @@ func (s *Service) SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *s
 			validate.Truncate(*level), map[string]any{"expected": indicators.MaliceNames()})
 		return store.Indicator{}, errs
 	}
+	if actor.AllowedSources != nil { // the override reaches every alert linked to the indicator
+		sources, err := s.store.IndicatorAlertSources(ctx, id)
+		if err != nil {
+			return store.Indicator{}, err
+		}
+		if err := actor.CheckSources(sources); err != nil {
+			return store.Indicator{}, err
+		}
+	}
 	recompute := func(results map[string]any) string { return string(indicators.ResultsMalice(results)) }
 	return s.store.SetIndicatorMalice(ctx, id, level, recompute, actor.Type, actor.KeyPrefix)
 }
+
+// IndicatorMaliceScopes are what an indicator malice override needs at every door: it answers with
+// the indicator's enrichment results and moves the malice of every alert linked to the indicator,
+// which pulls them into cases (security review round 4, R4-3).
+var IndicatorMaliceScopes = []string{auth.ScopeAlertsRead, auth.ScopeAlertsWrite}

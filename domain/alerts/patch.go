@@ -151,6 +151,11 @@ func (s *Service) Patch(ctx context.Context, id uuid.UUID, p Patch, actor store.
 // agent for agent keys and analyst otherwise; a reset clears override, source and time.
 func Decide(p Patch, actor store.Actor, a *store.Alert, now time.Time) (store.AlertChange, error) {
 	var ch store.AlertChange
+	// allowed_sources bounds the alerts a key changes, by every door and through cases and bulk
+	// (security review round 4, R4-3), decided on the locked row.
+	if !actor.AllowsSource(a.SourceName) {
+		return ch, &store.SourceNotAllowedError{AlertUUID: a.UUID, Source: a.SourceName}
+	}
 	event := func(typ string, refs map[string]any) {
 		ch.Events = append(ch.Events, actor.Event(typ, refs))
 	}

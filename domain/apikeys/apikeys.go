@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/optional"
@@ -182,6 +183,9 @@ func (s *Service) Revoke(ctx context.Context, actor store.Actor, id uuid.UUID) e
 func (s *Service) write(ctx context.Context, actor store.Actor, action string, before store.APIKey, k *store.APIKey, cols ...string) error {
 	err := audit.Record(ctx, s.changes, actor, action, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
 		err := tx.UpdateAPIKey(ctx, k, cols...)
+		if err == nil { // the agents it registered follow it, in the same transaction (R4-6)
+			err = agents.FollowKey(ctx, tx, *k, actor, time.Now())
+		}
 		return audit.Subject{Type: audit.APIKey, UUID: k.UUID, Name: k.Name, Before: before, After: *k}, err
 	})
 	if err != nil {

@@ -35,12 +35,14 @@ const (
 	SourceIntegration  = "source_integration"
 	ConsoleSession     = "console_session" // console sign-ins
 	Retention          = "retention"       // the retention job's passes
+	Alert              = "alert"           // deletions only: an alert's work is its own activity trail
+	Case               = "case"            // deletions only, as alerts
 )
 
 // ResourceTypes lists the resource types an audit event may name (the filter's vocabulary).
 func ResourceTypes() []string {
 	return []string{APIKey, EnrichmentProvider, FieldExtraction, IndicatorMapping, ExtractionExcl, DetectionRule, ContextDocument,
-		Workflow, WorkflowSecret, Agent, SourceIntegration, ConsoleSession, Retention}
+		Workflow, WorkflowSecret, Agent, SourceIntegration, ConsoleSession, Retention, Alert, Case}
 }
 
 // Actions lists the actions an audit event may name (the filter's vocabulary).
@@ -130,6 +132,33 @@ func SignIn(ctx context.Context, st Appender, actor store.Actor, keyUUID uuid.UU
 		return fmt.Errorf("record console sign-in: %w", err)
 	}
 	return nil
+}
+
+// SignInFailed records a refused console sign-in (security review round 4, R4-10): the actor is the
+// unauthenticated client (type console, its address and request ids, no key prefix: a prefix typed
+// without the key proves nothing, and the admin's was recorded as the actor of anyone's failed
+// attempt). claimed, when not "", is the prefix of an existing key the attempt named: recorded as
+// changes.claimed_key_prefix, what the client claimed, not who acted.
+func SignInFailed(ctx context.Context, st Appender, actor store.Actor, claimed string) error {
+	actor.KeyPrefix, actor.KeyName = "", ""
+	var changes map[string]store.AuditChange
+	if claimed != "" {
+		changes = map[string]store.AuditChange{"claimed_key_prefix": {To: claimed}}
+	}
+	e := actor.AuditEvent(store.AuditSignInFailed, ConsoleSession, nil, "", changes)
+	if err := st.AppendAuditEvent(ctx, nil, e); err != nil {
+		return fmt.Errorf("record console sign-in: %w", err)
+	}
+	return nil
+}
+
+// ClientRequestID is v when it is an X-Request-ID a door echoes and records as the client's
+// (1..128 printable ASCII characters), else "". It is never taken as the request's own id.
+func ClientRequestID(v string) string {
+	if v == "" || len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return ""
+	}
+	return v
 }
 
 // Appender writes one audit event (store.Store.AppendAuditEvent; nil db: the store's own handle).

@@ -133,5 +133,5 @@ func (p Principal) IsAgent() bool { return p.KeyType == KeyTypeAgent }
 // Actor is the principal acting through front door actorType (store.ActorAPI, store.ActorMCP): the
 // actor the domain services record in the activity trail.
 func (p Principal) Actor(actorType string) store.Actor {
-	return store.Actor{Type: actorType, KeyPrefix: p.KeyPrefix, Agent: p.IsAgent(), KeyName: p.Name}
+	return store.Actor{Type: actorType, KeyPrefix: p.KeyPrefix, Agent: p.IsAgent(), KeyName: p.Name, AllowedSources: p.AllowedSources}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -47,6 +48,27 @@ type Store interface {
 	DeleteCase(ctx context.Context, id uuid.UUID, actor store.Actor) error
 	CaseAlertIDs(ctx context.Context, id uuid.UUID, openOnly bool) ([]uuid.UUID, error)
 	CaseIndicators(ctx context.Context, id uuid.UUID) ([]store.CaseIndicatorRow, error)
+	CaseAlertSources(ctx context.Context, id uuid.UUID) ([]string, error)
+}
+
+// WriteScopes are what every case write needs, at every door (REST, MCP, console): a case write
+// answers with the case's alerts and indicators, and closing a case closes its alerts, so writing
+// cases is analyst work that needs reading alerts too (security review round 4, R4-3: an ingest-only
+// alerts:write key made cases, read other sources' alerts through them and closed them).
+var WriteScopes = []string{auth.ScopeAlertsRead, auth.ScopeAlertsWrite}
+
+// mayChange refuses an actor limited by allowed_sources a change of case id unless every alert of
+// the case is of its sources (*store.SourceNotAllowedError): a case is worked as a whole (its close
+// closes them all). The alerts an actor adds or removes are checked on their locked rows by the store.
+func (s *Service) mayChange(ctx context.Context, id uuid.UUID, actor store.Actor) error {
+	if actor.AllowedSources == nil {
+		return nil
+	}
+	sources, err := s.store.CaseAlertSources(ctx, id)
+	if err != nil {
+		return err
+	}
+	return actor.CheckSources(sources)
 }
 
 // AlertRules is the alert rule owner close_alerts closes each alert through (*alerts.Service).
@@ -194,7 +216,9 @@ func (s *Service) Create(ctx context.Context, in Create, actor store.Actor) (sto
 	if errs := in.Validate(); len(errs) > 0 {
 		return store.Case{}, errs
 	}
-	c := store.Case{Title: strings.TrimSpace(in.Title), Severity: in.Severity, Status: store.CaseOpen, Tags: alerts.CleanTags(in.Tags)}
+	// The creator's sources bound what the grouping may add to the case later.
+	c := store.Case{Title: strings.TrimSpace(in.Title), Severity: in.Severity, Status: store.CaseOpen, Tags: alerts.CleanTags(in.Tags),
+		CreatorAllowedSources: actor.AllowedSources}
 	if in.Description != nil && *in.Description != "" {
 		d := *in.Description
 		c.Description = &d
@@ -269,6 +293,9 @@ func (s *Service) AddAlerts(ctx context.Context, id uuid.UUID, ids []uuid.UUID, 
 	if errs := ValidateAlertList("alert_uuids", ids); len(errs) > 0 {
 		return store.CaseAdded{}, errs
 	}
+	if err := s.mayChange(ctx, id, actor); err != nil {
+		return store.CaseAdded{}, fmt.Errorf("add alerts to case %s: %w", id, err)
+	}
 	out, err := s.store.AddAlertsToCase(ctx, id, ids, move, actor)
 	if err != nil {
 		return store.CaseAdded{}, fmt.Errorf("add alerts to case %s: %w", id, err)
@@ -280,6 +307,9 @@ func (s *Service) AddAlerts(ctx context.Context, id uuid.UUID, ids []uuid.UUID, 
 func (s *Service) RemoveAlert(ctx context.Context, id, alertID uuid.UUID, actor store.Actor) error {
 	if err := s.store.CaseExists(ctx, id); err != nil {
 		return err
+	}
+	if err := s.mayChange(ctx, id, actor); err != nil {
+		return fmt.Errorf("remove alert %s from case %s: %w", alertID, id, err)
 	}
 	if err := s.store.RemoveAlertFromCase(ctx, id, alertID, actor); err != nil {
 		return fmt.Errorf("remove alert %s from case %s: %w", alertID, id, err)

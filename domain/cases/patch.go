@@ -81,6 +81,9 @@ func (s *Service) Patch(ctx context.Context, id uuid.UUID, p Patch, actor store.
 	if errs := p.Validate(); len(errs) > 0 {
 		return Patched{}, errs
 	}
+	if err := s.mayChange(ctx, id, actor); err != nil {
+		return Patched{}, fmt.Errorf("patch case %s: %w", id, err)
+	}
 	c, err := s.store.PatchCase(ctx, id, func(c *store.Case, now time.Time) (store.CaseChange, error) {
 		return Decide(p, actor, c, now)
 	})

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/enrichment"
@@ -38,6 +40,7 @@ func Of(err error) (f Fault, ok bool) {
 		fb    *responses.ForbiddenError
 		un    *responses.UnavailableError
 		oc    *store.AlertInOtherCaseError
+		sn    *store.SourceNotAllowedError
 	)
 	switch {
 	case err == nil:
@@ -54,6 +57,13 @@ func Of(err error) (f Fault, ok bool) {
 			Details: map[string]any{"required_scopes": fb.Scopes, "missing_scopes": fb.Scopes}}, true
 	case errors.As(err, &un):
 		return unavailable(un.Message), true
+	case errors.As(err, &sn):
+		details := map[string]any{"source_name": sn.Source}
+		if sn.AlertUUID != uuid.Nil {
+			details["alert_uuid"] = sn.AlertUUID.String()
+		}
+		return Fault{Status: http.StatusForbidden, Code: "SOURCE_NOT_ALLOWED",
+			Message: "This key's allowed_sources do not include " + sn.Source + ": it may not change alerts of that source.", Details: details}, true
 	case errors.As(err, &oc):
 		return Fault{Status: http.StatusConflict, Code: "ALERT_IN_OTHER_CASE",
 			Message: "Alert " + oc.AlertUUID.String() + " belongs to another case; send move: true to move it.",

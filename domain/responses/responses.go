@@ -101,6 +101,7 @@ type Actor struct {
 	Type      string   // ActorAPI, ActorMCP, ActorWorkflow or ActorSystem; "" is ActorAPI
 	// For the audit trail: the request's id and the client address ("" when the door has none).
 	RequestID, ClientIP string
+	ClientRequestID     string // the client's X-Request-ID, recorded beside RequestID
 }
 
 // auditor is the actor as the audit trail records it.
@@ -109,7 +110,7 @@ func (a Actor) auditor() store.Actor {
 	if t == "" {
 		t = ActorAPI
 	}
-	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientIP: a.ClientIP}
+	return store.Actor{Type: t, KeyPrefix: a.KeyPrefix, KeyName: a.KeyName, RequestID: a.RequestID, ClientRequestID: a.ClientRequestID, ClientIP: a.ClientIP}
 }
 
 // ActorOf is the actor of a key authenticated by a front door of type actorType.

@@ -6,8 +6,10 @@
 // the original payload (protobuf: its metadata and data, so the original encoding comes back on
 // decode). The key id and the encoding are authenticated as additional data. The first key of the
 // ring encrypts; every key decrypts, so a new key goes first and the old ones stay until no history
-// that needs them is kept (rotation). A payload without the encoding (written before encryption) is
-// passed through unchanged on decode.
+// that needs them is kept (rotation). A payload without the encoding is refused on decode
+// (ErrPlaintext): anyone who can reach the Temporal frontend can write one, and the worker would act
+// on it (security review round 4, R4-5). AllowPlaintext passes such payloads through unchanged, for
+// histories written before encryption (the upgrade window) and for display.
 //
 // The package knows no rule of Vigil: it is given its keys (cmd/vigil reads TEMPORAL_PAYLOAD_KEYS or
 // derives one from ENCRYPTION_KEY with Derive).
@@ -56,6 +58,10 @@ var ErrUnknownKey = errors.New("payload encrypted with a key that is not configu
 // different key under the same id.
 var ErrDecrypt = errors.New("payload does not decrypt")
 
+// ErrPlaintext is returned (wrapped) when a payload is not encrypted and the codec does not allow
+// plaintext.
+var ErrPlaintext = errors.New("payload is not encrypted")
+
 // Key is one key of the ring: its id (written into each payload it encrypts) and 32 bytes.
 type Key struct {
 	ID     string
@@ -67,6 +73,17 @@ type Codec struct {
 	encID string
 	aeads map[string]cipher.AEAD
 	ids   []string
+	// plaintext: Decode passes unencrypted payloads through instead of refusing them.
+	plaintext bool
+}
+
+// AllowPlaintext returns a codec over the same ring whose Decode passes a payload without the
+// encrypted encoding through unchanged (TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT during the upgrade window;
+// the codec endpoint, which only displays).
+func (c *Codec) AllowPlaintext() *Codec {
+	cp := *c
+	cp.plaintext = true
+	return &cp
 }
 
 var _ converter.PayloadCodec = (*Codec)(nil)
@@ -219,11 +236,17 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 }
 
 // Decode decrypts every encrypted payload with the key its metadata names; a payload of another
-// encoding (written before encryption) is returned as it is.
+// encoding is refused (ErrPlaintext), or returned as it is when the codec allows plaintext.
 func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
-		if p == nil || string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding {
+		if p == nil {
+			continue
+		}
+		if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != Encoding {
+			if !c.plaintext {
+				return nil, fmt.Errorf("payload codec: encoding %q: %w", truncate(enc), ErrPlaintext)
+			}
 			out[i] = p
 			continue
 		}

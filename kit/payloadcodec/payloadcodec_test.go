@@ -61,13 +61,30 @@ func TestCodec_RoundTripHidesTheValue(t *testing.T) {
 	require.NotEqual(t, enc[0].Data, again[0].Data)
 }
 
-func TestCodec_PassesUnencryptedPayloadsThrough(t *testing.T) {
+// TestCodec_RefusesUnencryptedPayloads: a payload without the encrypted encoding (a client without
+// the codec, such as the Temporal CLI) is refused; AllowPlaintext (the upgrade window's switch)
+// passes it through unchanged, and still opens encrypted ones.
+func TestCodec_RefusesUnencryptedPayloads(t *testing.T) {
 	c := codec(t, key(t, "k1"))
 	old := jsonPayload(t, "written before encryption")
-	dec, err := c.Decode([]*commonpb.Payload{old, nil})
+	_, err := c.Decode([]*commonpb.Payload{old})
+	require.ErrorIs(t, err, payloadcodec.ErrPlaintext)
+	dec, err := c.Decode([]*commonpb.Payload{nil})
+	require.NoError(t, err)
+	require.Nil(t, dec[0])
+
+	lax := c.AllowPlaintext()
+	dec, err = lax.Decode([]*commonpb.Payload{old, nil})
 	require.NoError(t, err)
 	require.Same(t, old, dec[0])
 	require.Nil(t, dec[1])
+	enc, err := c.Encode([]*commonpb.Payload{jsonPayload(t, "new")})
+	require.NoError(t, err)
+	dec, err = lax.Decode(enc)
+	require.NoError(t, err)
+	require.Equal(t, `"new"`, string(dec[0].Data))
+	_, err = c.Decode([]*commonpb.Payload{old})
+	require.ErrorIs(t, err, payloadcodec.ErrPlaintext, "AllowPlaintext does not change the codec it copies")
 }
 
 func TestCodec_RotationOldKeyStillDecrypts(t *testing.T) {
@@ -202,8 +219,10 @@ func TestDataConverter_EncryptsThroughTheSDKConverter(t *testing.T) {
 	var out map[string]string
 	require.NoError(t, dc.FromPayload(p, &out))
 	require.Equal(t, "Beaconing to evil.example.com", out["title"])
-	// An old, unencrypted payload still converts.
+	// An unencrypted payload is refused, and converts only through a codec allowing plaintext.
 	var s string
-	require.NoError(t, dc.FromPayload(jsonPayload(t, "old"), &s))
+	require.ErrorIs(t, dc.FromPayload(jsonPayload(t, "old"), &s), payloadcodec.ErrPlaintext)
+	lax := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c.AllowPlaintext())
+	require.NoError(t, lax.FromPayload(jsonPayload(t, "old"), &s))
 	require.Equal(t, "old", s)
 }
