@@ -42,27 +42,27 @@ type PipelineInput struct {
 // normalized indicators of the four passes (at most Activities.MaxIndicatorsPerAlert), where each
 // was found and the notes for the alert (the cap, pass 4's budget).
 type PipelineExtraction struct {
-	SourceName  string                    `json:"source_name"`
-	Severity    string                    `json:"severity"`
-	RuleRef     *store.RuleReference      `json:"rule_ref,omitempty"`
-	Indicators  []indicators.Indicator    `json:"indicators"`
-	ExtractedBy [][]indicators.Origin     `json:"extracted_by,omitempty"` // parallel to Indicators
-	Notes       []store.Note `json:"notes,omitempty"`
-	PassCounts  [3]int                    `json:"pass_counts"`
-	Pass4Count  int                       `json:"pass4_count,omitempty"`
-	Skipped     int                       `json:"skipped"`
-	Truncated   bool                      `json:"truncated,omitempty"`
+	SourceName  string                 `json:"source_name"`
+	Severity    string                 `json:"severity"`
+	RuleRef     *store.RuleReference   `json:"rule_ref,omitempty"`
+	Indicators  []indicators.Indicator `json:"indicators"`
+	ExtractedBy [][]indicators.Origin  `json:"extracted_by,omitempty"` // parallel to Indicators
+	Notes       []store.Note           `json:"notes,omitempty"`
+	PassCounts  [3]int                 `json:"pass_counts"`
+	Pass4Count  int                    `json:"pass4_count,omitempty"`
+	Skipped     int                    `json:"skipped"`
+	Truncated   bool                   `json:"truncated,omitempty"`
 }
 
 // PipelineLinkInput links extracted indicators, and the source rule when there is a reference, to
 // the alert.
 type PipelineLinkInput struct {
-	AlertUUID   string                    `json:"alert_uuid"`
-	Indicators  []indicators.Indicator    `json:"indicators"`
-	ExtractedBy [][]indicators.Origin     `json:"extracted_by,omitempty"` // parallel to Indicators
-	Notes       []store.Note `json:"notes,omitempty"`
-	SourceName  string                    `json:"source_name,omitempty"`
-	RuleRef     *store.RuleReference      `json:"rule_ref,omitempty"`
+	AlertUUID   string                 `json:"alert_uuid"`
+	Indicators  []indicators.Indicator `json:"indicators"`
+	ExtractedBy [][]indicators.Origin  `json:"extracted_by,omitempty"` // parallel to Indicators
+	Notes       []store.Note           `json:"notes,omitempty"`
+	SourceName  string                 `json:"source_name,omitempty"`
+	RuleRef     *store.RuleReference   `json:"rule_ref,omitempty"`
 }
 
 // PipelineLinkResult lists the linked indicators' uuids (input order), how many links are new and
