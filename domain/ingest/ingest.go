@@ -222,16 +222,10 @@ func Notes(in []sources.Note) []store.Note {
 	return out
 }
 
-// Fingerprint is the alert's dedup fingerprint from its normalized form and an extraction over it
-// (passes 1-2); an alert that names nothing (untitled, no such indicator) is fingerprinted by its
-// payload too (sources.PayloadFingerprint), or every such alert of a source would be one alert's
-// repeats.
+// Fingerprint is the alert's dedup fingerprint from its normalized form, an extraction over it (passes
+// 1-2) and the payload (sources.AlertFingerprint).
 func Fingerprint(n sources.Normalized, source string, res indicators.ExtractionResult, payload map[string]any) string {
-	inds := res.FingerprintIndicators()
-	if n.Untitled && len(inds) == 0 {
-		return sources.PayloadFingerprint(n.Title, source, payload)
-	}
-	return sources.Fingerprint(n.Title, source, inds)
+	return sources.AlertFingerprint(n, source, res.FingerprintIndicators(), payload)
 }
 
 // Ingest decodes raw (valid JSON: the payload as received), normalizes it with src's plugin, extracts

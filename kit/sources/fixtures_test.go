@@ -83,7 +83,7 @@ func TestFixtures_Golden(t *testing.T) {
 				Title: n.Title, Severity: n.Severity, SourceSeverity: n.SourceSeverity,
 				Description: n.Description, Tags: n.Tags, RuleRef: n.RuleRef, Fields: n.Fields,
 				Pass1: n.Indicators, Extraction: res,
-				Fingerprint: Fingerprint(n.Title, p.Name(), res.FingerprintIndicators()),
+				Fingerprint: AlertFingerprint(n, p.Name(), res.FingerprintIndicators(), payload),
 			}
 			if !n.OccurredAt.IsZero() {
 				view.OccurredAt = n.OccurredAt.Format(time.RFC3339Nano)

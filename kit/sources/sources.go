@@ -266,6 +266,16 @@ func Fingerprint(title, sourceName string, inds []indicators.Indicator) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// AlertFingerprint is the dedup key of a normalized alert of source (API.md §2): Fingerprint over its
+// title and its pass-1 and pass-2 indicators (inds), or, for an alert that names nothing (the untitled
+// fallback and no such indicator), PayloadFingerprint over payload.
+func AlertFingerprint(n Normalized, source string, inds []indicators.Indicator, payload map[string]any) string {
+	if n.Untitled && len(inds) == 0 {
+		return PayloadFingerprint(n.Title, source, payload)
+	}
+	return Fingerprint(n.Title, source, inds)
+}
+
 // PayloadFingerprint is the dedup key of an alert that names nothing — the untitled fallback and no
 // pass-1 or pass-2 indicator — whose Fingerprint would be the same for every such alert of the source:
 // the title and the source with a digest of the payload (canonical JSON), so that two different
