@@ -29,7 +29,7 @@ type Activities struct {
 	Pipeline PipelineStore
 	// CaseGroupingWindow (CASE_GROUPING_WINDOW_HOURS): a pipeline's finish (version 4 on) puts the
 	// alert into the oldest open case one of whose alerts, seen within the window, shares a Malicious
-	// or Suspicious indicator with it (store.FinishEnrichment); 0 groups nothing.
+	// or Suspicious indicator with it (cases.Grouping, the rule); 0 groups nothing.
 	CaseGroupingWindow time.Duration
 	// MaxIndicatorsPerAlert (MAX_INDICATORS_PER_ALERT) caps the indicators extraction links to one
 	// alert, the first in pass order; when more were found the alert gets a normalization note.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/indicators"
@@ -23,7 +23,8 @@ type PipelineStore interface {
 	// Exclusions is the never-indicator list, parsed (ingest.ExclusionCache).
 	Exclusions(ctx context.Context) (*indicators.Exclusions, error)
 	LinkExtraction(ctx context.Context, alertID uuid.UUID, links store.ExtractionLinks, source, sourceName string, rule *store.RuleReference) (store.Linked, error)
-	FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event store.FinishEvent, groupWindow time.Duration) (store.FinishedEnrichment, error)
+	// FinishEnrichment is the finish's store (cases.FinishStore): cases.Grouping decides the grouping.
+	cases.FinishStore
 }
 
 // Error types of the pipeline activities (non-retryable).
@@ -303,12 +304,13 @@ func (a *Activities) PipelineFinish(ctx context.Context, in PipelineFinishInput)
 		return ev
 	}
 	// Parked with the alert's finish: a failed provider's alerts are re-run once it answers again
-	// (temporal.CircuitHealer).
-	var groupWindow time.Duration
+	// (temporal.CircuitHealer). The grouping is the case rules' (cases.Grouping), decided in the
+	// finish's transaction.
+	var grouping cases.Grouping
 	if in.Group {
-		groupWindow = a.CaseGroupingWindow
+		grouping.Window = a.CaseGroupingWindow
 	}
-	fin, err := st.FinishEnrichment(ctx, id, in.Status, in.TemporalRunID, in.Failed, event, groupWindow)
+	fin, err := grouping.FinishEnrichment(ctx, st, id, in.Status, in.TemporalRunID, in.Failed, event)
 	if err != nil {
 		return PipelineFinishResult{}, alertErr(id, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -81,17 +82,17 @@ func TestSourceLimitedKeysCannotUseCasesOnOtherSources(t *testing.T) {
 		r := ts.do(t, http.MethodPatch, "/v1/indicators/"+ind, admin, map[string]any{"malice": "Malicious"})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 		later := sourcedAlert(t, ts, "splunk", ip)
-		fin, err := ts.Store.FinishEnrichment(ctx, later, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil,
+		fin, err := cases.Grouping{Window: 24 * time.Hour}.FinishEnrichment(ctx, ts.Store, later, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil,
 			func(*string, []string) store.ActivityEvent {
 				return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
-			}, 24*time.Hour)
+			})
 		require.NoError(t, err)
 		require.Equal(t, uuid.Nil, fin.GroupedInto, "the Splunk alert stays outside the generic key's case")
 		sameSource := sourcedAlert(t, ts, "generic", ip)
-		fin, err = ts.Store.FinishEnrichment(ctx, sameSource, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil,
+		fin, err = cases.Grouping{Window: 24 * time.Hour}.FinishEnrichment(ctx, ts.Store, sameSource, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil,
 			func(*string, []string) store.ActivityEvent {
 				return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
-			}, 24*time.Hour)
+			})
 		require.NoError(t, err)
 		require.Equal(t, caseID, fin.GroupedInto.String(), "an alert of its own source still groups")
 	})

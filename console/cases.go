@@ -564,7 +564,7 @@ func (c *Console) caseCreate(ctx *fiber.Ctx) error {
 // pickRefusal answers a refused add or create on the chooser: ALERT_IN_OTHER_CASE becomes the
 // question whether to move (target uuid.Nil: the new case of fields), anything else the rule's words.
 func (c *Console) pickRefusal(ctx *fiber.Ctx, ids []uuid.UUID, err error, target uuid.UUID, fields [][2]string) error {
-	var other *store.AlertInOtherCaseError
+	var other *cases.AlertInOtherCaseError
 	if errors.As(err, &other) {
 		uctx := ctx.UserContext()
 		offer := &moveOffer{Fields: fields, Action: "/console/cases", Number: "a new case"}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -181,7 +182,7 @@ func TestCaseToolsBoundBySources(t *testing.T) {
 	r, body = call(t, analyst, "create_case", map[string]any{"title": "rv4 capture", "alert_uuids": []string{own.String(), victim.String()}})
 	requireToolError(t, r, body, "SOURCE_NOT_ALLOWED")
 	c := store.Case{Title: "rv4 admin case " + uuid.NewString()[:8]}
-	require.NoError(t, h.st.CreateCase(ctx, store.CaseCreate{Case: &c, Alerts: []uuid.UUID{victim}, Actor: store.Actor{Type: store.ActorSystem}}))
+	require.NoError(t, h.st.CreateCase(ctx, store.CaseCreate{Case: &c, Alerts: []uuid.UUID{victim}, Join: cases.DecideJoin(false, store.Actor{Type: store.ActorSystem}), Actor: store.Actor{Type: store.ActorSystem}}))
 	t.Cleanup(func() { _ = h.st.DeleteCase(context.Background(), c.UUID, store.Actor{Type: store.ActorSystem}) })
 	r, body = call(t, analyst, "update_case", map[string]any{"case_uuid": c.UUID.String(), "status": "Investigating"})
 	requireToolError(t, r, body, "SOURCE_NOT_ALLOWED")

@@ -933,15 +933,16 @@ type FinishedEnrichment struct {
 // FinishEnrichment sets the alert's enrichment status (Enriched or Failed), enriched_at and
 // is_enriched, parks it for the providers that failed (circuits.go "Parking"), records event and raises
 // alert.enriched once per runID (a retried activity records nothing twice) and deletes the alert's
-// started outbox entries, in one transaction. With groupWindow above 0 the same transaction groups
-// the alert into an open case (startGrouping: cases seen within groupWindow of now), unless the
-// alert is in a case already or this run's finish is recorded already (a retried finish after its
-// commit groups nothing twice). It returns ErrNotFound when the alert is gone.
+// started outbox entries, in one transaction. With group (cases.Grouping.Decide: the rule is
+// domain/cases') the same transaction asks it, with the alert's row locked, which case the alert
+// joins, and records that join (grouping.go); a finish whose run is recorded already does not ask
+// (a retried finish after its commit groups nothing twice), nor does one without group. It returns
+// ErrNotFound when the alert is gone.
 // FinishEvent builds a finish's activity event from the alert's verdict inputs (its malice override
 // and its indicators' malices, ordered by type and value), read in the finish's transaction.
 type FinishEvent func(override *string, malices []string) ActivityEvent
 
-func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event FinishEvent, groupWindow time.Duration) (FinishedEnrichment, error) {
+func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status, runID string, failed []string, event FinishEvent, group GroupFunc) (FinishedEnrichment, error) {
 	var freed int64
 	var raised bool // alert.enriched recorded: the start outbox is woken after the commit
 	var fin FinishedEnrichment
@@ -986,22 +987,24 @@ func (s *Store) FinishEnrichment(ctx context.Context, alertID uuid.UUID, status,
 		var exists, subscribed bool
 		var override *string
 		var malices []string
-		var inCase bool
+		ga := GroupingAlert{UUID: alertID}
 		if err := tx.NewRaw(`SELECT (SELECT count(*) FROM (SELECT id FROM alert_outbox WHERE alert_uuid = ?0 FOR UPDATE) AS l),
 				EXISTS (SELECT 1 FROM activity_events WHERE alert_uuid = ?0 AND event_type IN ('alert_enriched', 'alert_enrichment_failed')
 					AND "references"->>'run_id' = ?1),
 				`+strings.Replace(agentsSubscribedSQL, "?", "?2", 1)+`,
-				o.malice_override, o.case_uuid IS NOT NULL,
+				o.malice_override, o.case_uuid IS NOT NULL, o.source_name,
 				coalesce((SELECT array_agg(i.malice ORDER BY i.type, i.value) FROM alert_indicators AS ai
 					JOIN indicators AS i ON i.uuid = ai.indicator_uuid WHERE ai.alert_uuid = ?0), '{}')
-				FROM (SELECT malice_override, case_uuid FROM alerts WHERE uuid = ?0) AS o`,
-			alertID, runID, EventAlertEnriched).Scan(ctx, &locked, &exists, &subscribed, &override, &inCase, pgdialectArray(&malices)); err != nil {
+				FROM (SELECT malice_override, case_uuid, source_name FROM alerts WHERE uuid = ?0) AS o`,
+			alertID, runID, EventAlertEnriched).Scan(ctx, &locked, &exists, &subscribed, &override, &ga.InCase, &ga.SourceName,
+			pgdialectArray(&malices)); err != nil {
 			return fmt.Errorf("lock outbox entries of alert %s: %w", alertID, mapErr(err))
 		}
+		ga.Malices = malices
 		ev := event(override, malices)
 		var join *caseJoin // the case the alert joins; nil: none
-		if !exists && groupWindow > 0 && !inCase && mayGroup(malices) {
-			if join, err = s.startGrouping(ctx, tx, alertID, now.Add(-groupWindow), now); err != nil {
+		if !exists && group != nil {
+			if join, err = s.group(ctx, tx, ga, now, group); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -78,7 +79,7 @@ type Case struct {
 	UpdatedAt           time.Time  `bun:"updated_at"`
 	ClosedAt            *time.Time `bun:"closed_at"`
 	// CreatorAllowedSources are the creating key's allowed_sources (nil: any): the grouping joins
-	// only alerts of those sources (startGrouping).
+	// only alerts of those sources (cases.Grouping).
 	CreatorAllowedSources []string `bun:"creator_allowed_sources,array"`
 }
 
@@ -109,17 +110,6 @@ func ParseCaseNumber(s string) (int64, bool) {
 func caseFacts(c Case) map[string]any {
 	return map[string]any{"uuid": c.UUID, "case_number": c.Number(), "title": c.Title, "status": c.Status,
 		"severity": c.EffectiveSeverity, "assignee": c.Assignee}
-}
-
-// AlertInOtherCaseError: an alert already belongs to another case and the request did not ask to
-// move it (409 ALERT_IN_OTHER_CASE naming it).
-type AlertInOtherCaseError struct {
-	AlertUUID uuid.UUID
-	CaseUUID  uuid.UUID // the case it belongs to
-}
-
-func (e *AlertInOtherCaseError) Error() string {
-	return fmt.Sprintf("alert %s belongs to case %s", e.AlertUUID, e.CaseUUID)
 }
 
 // GetCase loads case id (ErrNotFound when it is not there).
@@ -159,18 +149,33 @@ type CaseIndicator struct {
 	Malice string    `json:"malice"`
 }
 
-// joinCase joins alerts to case caseID in db, the caller's transaction, and returns the alerts that
-// joined, in uuid order: all join or the first alert refused is the error. An alert already in that
-// case changes nothing, so a retried caller is a no-op. An alert of another case is
-// *AlertInOtherCaseError unless move; a missing alert or case is ErrNotFound. The alert rows are
-// locked first, then the case row (always this order, caseJoin). Case creation and AddAlertsToCase
-// join through it.
-func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) ([]uuid.UUID, error) {
-	var current []struct {
-		UUID       uuid.UUID  `bun:"uuid,type:uuid"`
-		CaseUUID   *uuid.UUID `bun:"case_uuid,type:uuid"`
-		SourceName string     `bun:"source_name"`
+// JoiningAlert is an alert a join asks for, as its locked row stands: the case it is in (nil: none)
+// and its source.
+type JoiningAlert struct {
+	UUID       uuid.UUID  `bun:"uuid,type:uuid"`
+	CaseUUID   *uuid.UUID `bun:"case_uuid,type:uuid"`
+	SourceName string     `bun:"source_name"`
+}
+
+// JoinFunc decides, on the locked rows of the alerts a join asks for (uuid order), which of them join
+// case caseID; an error refuses the whole join and nothing is written. The store locks, the domain
+// decides: cases.DecideJoin is the one (an alert is in at most one case unless the request moves it,
+// an actor's allowed_sources).
+type JoinFunc func(caseID uuid.UUID, alerts []JoiningAlert) ([]uuid.UUID, error)
+
+// ErrNoJoinDecision: a join asked of the store without the domain's decision (a nil JoinFunc), or
+// with a decision naming an alert the join did not lock. Nothing is written.
+var ErrNoJoinDecision = errors.New("a case join needs the case rules' decision on the alerts it locked")
+
+// joinCase joins alerts to case caseID in db, the caller's transaction, as decide decides on their
+// locked rows, and returns the alerts that joined, in uuid order; decide's error is the join's. A
+// missing alert or case is ErrNotFound. The alert rows are locked first, then the case row (always
+// this order, caseJoin). Case creation and AddAlertsToCase join through it.
+func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, alerts []uuid.UUID, decide JoinFunc, actor Actor) ([]uuid.UUID, error) {
+	if decide == nil {
+		return nil, ErrNoJoinDecision
 	}
+	var current []JoiningAlert
 	// Locked in uuid order, so concurrent joins of overlapping alerts cannot deadlock.
 	err := db.NewSelect().Table("alerts").Column("uuid", "case_uuid", "source_name").Where("uuid IN (?)", bun.List(alerts)).OrderExpr("uuid").
 		For("NO KEY UPDATE").Scan(ctx, &current)
@@ -188,24 +193,31 @@ func (s *Store) joinCase(ctx context.Context, db bun.IDB, caseID uuid.UUID, aler
 			}
 		}
 	}
+	decided, err := decide(caseID, slices.Clone(current))
+	if err != nil {
+		return nil, err
+	}
+	locked := make(map[uuid.UUID]JoiningAlert, len(current))
+	for _, a := range current {
+		locked[a.UUID] = a
+	}
 	var join []uuid.UUID
 	left := map[uuid.UUID]uuid.UUID{} // alert → the case it leaves
-	for _, a := range current {
-		if !actor.AllowsSource(a.SourceName) { // decided on the locked row
-			return nil, &SourceNotAllowedError{AlertUUID: a.UUID, Source: a.SourceName}
+	for _, id := range decided {
+		a, ok := locked[id]
+		if !ok {
+			return nil, fmt.Errorf("join alert %s to case %s: %w", id, caseID, ErrNoJoinDecision)
 		}
-	}
-	for _, a := range current {
-		switch {
-		case a.CaseUUID != nil && *a.CaseUUID == caseID:
-			continue
-		case a.CaseUUID != nil && !move:
-			return nil, &AlertInOtherCaseError{AlertUUID: a.UUID, CaseUUID: *a.CaseUUID}
-		case a.CaseUUID != nil:
+		delete(locked, id) // each alert joins once
+		if a.CaseUUID != nil && *a.CaseUUID == caseID {
+			continue // in the case already: nothing to write
+		}
+		if a.CaseUUID != nil {
 			left[a.UUID] = *a.CaseUUID
 		}
 		join = append(join, a.UUID)
 	}
+	slices.SortFunc(join, compareUUID)
 	if len(join) == 0 {
 		if _, err := getCase(ctx, db, caseID, false); err != nil {
 			return nil, err
@@ -331,18 +343,18 @@ func (s *Store) raiseJoin(ctx context.Context, db bun.IDB, j caseJoin) error {
 func compareUUID(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) }
 
 // CaseCreate is what CreateCase writes: the case (uuid, number and maintained columns are filled)
-// and the alerts that join it at once.
+// and the alerts that join it at once, as Join decides (cases.DecideJoin; needed when Alerts is not
+// empty).
 type CaseCreate struct {
 	Case   *Case
 	Alerts []uuid.UUID
-	Move   bool
+	Join   JoinFunc
 	Actor  Actor
 }
 
 // CreateCase inserts the case, records case_created, raises case.created, and joins each alert
 // (joinCase, in uuid order so concurrent requests lock alerts alike), all in one transaction: an
-// alert of another case without Move (*AlertInOtherCaseError) or a missing one (ErrNotFound) creates
-// nothing. The case is returned as stored after its alerts joined.
+// alert Join refuses (its error) or a missing one (ErrNotFound) creates nothing. The case is returned as stored after its alerts joined.
 func (s *Store) CreateCase(ctx context.Context, in CaseCreate) error {
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		c := in.Case
@@ -369,7 +381,7 @@ func (s *Store) CreateCase(ctx context.Context, in CaseCreate) error {
 			return err
 		}
 		if len(in.Alerts) > 0 {
-			if _, err := s.joinCase(ctx, tx, c.UUID, in.Alerts, in.Move, in.Actor); err != nil {
+			if _, err := s.joinCase(ctx, tx, c.UUID, in.Alerts, in.Join, in.Actor); err != nil {
 				return err
 			}
 		}
@@ -393,15 +405,15 @@ type CaseAdded struct {
 	Joined []uuid.UUID
 }
 
-// AddAlertsToCase joins each alert to case id (joinCase) in one transaction: all join or, when one
-// is missing or belongs to another case without move, none does.
-func (s *Store) AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid.UUID, move bool, actor Actor) (CaseAdded, error) {
+// AddAlertsToCase joins alerts to case id as join decides on their locked rows (joinCase,
+// cases.DecideJoin) in one transaction: all join or, when one is missing or join refuses, none does.
+func (s *Store) AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid.UUID, join JoinFunc, actor Actor) (CaseAdded, error) {
 	var out CaseAdded
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := getCase(ctx, tx, id, false); err != nil {
 			return err
 		}
-		joined, err := s.joinCase(ctx, tx, id, alerts, move, actor)
+		joined, err := s.joinCase(ctx, tx, id, alerts, join, actor)
 		if err != nil {
 			return err
 		}

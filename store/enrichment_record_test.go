@@ -96,7 +96,7 @@ func TestFinishEnrichment_ParksInItsTransaction(t *testing.T) {
 		_, err := st.FinishEnrichment(ctx, alert, store.EnrichmentFailed, "run-"+uuid.NewString(), failed,
 			func(*string, []string) store.ActivityEvent {
 				return store.ActivityEvent{EventType: "alert_enrichment_failed", ActorType: store.ActorWorkflow}
-			}, 0)
+			}, nil)
 		return err
 	}
 	// The event is built from the verdict inputs read in the finish's transaction.
@@ -105,7 +105,7 @@ func TestFinishEnrichment_ParksInItsTransaction(t *testing.T) {
 	_, err = st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil, func(o *string, m []string) store.ActivityEvent {
 		gotOverride, gotMalices = o, m
 		return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow, References: map[string]any{"malices": m}}
-	}, 0)
+	}, nil)
 	require.NoError(t, err)
 	require.Nil(t, gotOverride)
 	require.Equal(t, []string{"Pending"}, gotMalices)
@@ -139,7 +139,7 @@ func TestFinishEnrichment_ReportsTheFirstFinish(t *testing.T) {
 		return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
 	}
 	run := "run-" + uuid.NewString()
-	fin, err := st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, run, nil, ev, 0)
+	fin, err := st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, run, nil, ev, nil)
 	require.NoError(t, err)
 	require.True(t, fin.First)
 	require.True(t, fin.IngestedAt.Equal(a.IngestedAt), "%s vs %s", fin.IngestedAt, a.IngestedAt)
@@ -150,10 +150,10 @@ func TestFinishEnrichment_ReportsTheFirstFinish(t *testing.T) {
 	require.False(t, fin.EnrichedAt.Before(fin.IngestedAt))
 
 	for _, r := range []string{run, "run-" + uuid.NewString()} { // a retried finish, a re-run's finish
-		fin, err = st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, r, nil, ev, 0)
+		fin, err = st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, r, nil, ev, nil)
 		require.NoError(t, err)
 		require.False(t, fin.First, r)
 	}
-	_, err = st.FinishEnrichment(ctx, uuid.New(), store.EnrichmentEnriched, run, nil, ev, 0)
+	_, err = st.FinishEnrichment(ctx, uuid.New(), store.EnrichmentEnriched, run, nil, ev, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/devstack/testenv"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkFinishEnrichment_Grouping(b *testing.B) {
 		return res.AlertUUID
 	}
 	c := &store.Case{Title: "grouping bench " + bad}
-	require.NoError(b, st.CreateCase(ctx, store.CaseCreate{Case: c, Alerts: []uuid.UUID{alert()}, Actor: store.Actor{Type: store.ActorSystem}}))
+	require.NoError(b, st.CreateCase(ctx, store.CaseCreate{Case: c, Alerts: []uuid.UUID{alert()}, Join: cases.DecideJoin(false, store.Actor{Type: store.ActorSystem}), Actor: store.Actor{Type: store.ActorSystem}}))
 	modes := []struct {
 		name   string
 		window time.Duration
@@ -75,7 +76,7 @@ func BenchmarkFinishEnrichment_Grouping(b *testing.B) {
 			m := &modes[i]
 			pg0, me0 := backendCPU(b, pid), selfCPU(b)
 			for _, id := range m.alerts[from:min(from+chunk, b.N)] {
-				fin, err := st.FinishEnrichment(ctx, id, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil, ev, m.window)
+				fin, err := cases.Grouping{Window: m.window}.FinishEnrichment(ctx, st, id, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil, ev)
 				require.NoError(b, err)
 				require.Equal(b, m.window > 0, fin.GroupedInto == c.UUID)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -43,9 +44,10 @@ func groupingVerdict(t *testing.T, st *store.Store, ip, level string) {
 
 func finishGrouping(t *testing.T, st *store.Store, id uuid.UUID, run string, window time.Duration) store.FinishedEnrichment {
 	t.Helper()
-	fin, err := st.FinishEnrichment(context.Background(), id, store.EnrichmentEnriched, run, nil, func(*string, []string) store.ActivityEvent {
-		return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
-	}, window)
+	fin, err := cases.Grouping{Window: window}.FinishEnrichment(context.Background(), st, id, store.EnrichmentEnriched, run, nil,
+		func(*string, []string) store.ActivityEvent {
+			return store.ActivityEvent{EventType: "alert_enriched", ActorType: store.ActorWorkflow}
+		})
 	require.NoError(t, err)
 	return fin
 }
@@ -57,7 +59,7 @@ func alertCase(t *testing.T, st *store.Store, id uuid.UUID) uuid.UUID {
 	return c.UUID
 }
 
-// The finish's grouping (store.FinishEnrichment with a window): off at 0; once per alert whatever
+// The finish's grouping (store.FinishEnrichment with cases.Grouping's rule): off at 0; once per alert whatever
 // retries and re-runs follow; the links' copy of the case follows joins, links added later and a
 // deleted case.
 func TestFinishEnrichment_Groups(t *testing.T) {
@@ -69,7 +71,7 @@ func TestFinishEnrichment_Groups(t *testing.T) {
 	now := time.Now()
 	seed := groupingAlert(t, st, now, bad, benign)
 	c := &store.Case{Title: "grouping " + bad}
-	require.NoError(t, st.CreateCase(ctx, store.CaseCreate{Case: c, Alerts: []uuid.UUID{seed}, Actor: store.Actor{Type: store.ActorSystem}}))
+	require.NoError(t, st.CreateCase(ctx, store.CaseCreate{Case: c, Alerts: []uuid.UUID{seed}, Join: cases.DecideJoin(false, store.Actor{Type: store.ActorSystem}), Actor: store.Actor{Type: store.ActorSystem}}))
 	t.Cleanup(func() { _ = st.DeleteCase(context.Background(), c.UUID, store.Actor{Type: store.ActorSystem}) })
 	require.Equal(t, 2, countRows(t, st, "SELECT count(*) FROM alert_indicators WHERE alert_uuid = ? AND case_uuid = ?", seed, c.UUID),
 		"a join gives the alert's links its case")
@@ -153,15 +155,16 @@ func TestFinishEnrichment_FailedFinishLeavesNoJoin(t *testing.T) {
 	now := time.Now()
 	seed := groupingAlert(t, st, now, bad)
 	c := &store.Case{Title: "grouping rollback " + bad}
-	require.NoError(t, st.CreateCase(ctx, store.CaseCreate{Case: c, Alerts: []uuid.UUID{seed}, Actor: store.Actor{Type: store.ActorSystem}}))
+	require.NoError(t, st.CreateCase(ctx, store.CaseCreate{Case: c, Alerts: []uuid.UUID{seed}, Join: cases.DecideJoin(false, store.Actor{Type: store.ActorSystem}), Actor: store.Actor{Type: store.ActorSystem}}))
 	t.Cleanup(func() { _ = st.DeleteCase(context.Background(), c.UUID, store.Actor{Type: store.ActorSystem}) })
 	before, err := st.GetCase(ctx, c.UUID)
 	require.NoError(t, err)
 
 	a := groupingAlert(t, st, now, bad)
-	_, err = st.FinishEnrichment(ctx, a, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil, func(*string, []string) store.ActivityEvent {
-		return store.ActivityEvent{EventType: "alert_enriched", ActorType: "bogus"}
-	}, 24*time.Hour)
+	_, err = cases.Grouping{Window: 24 * time.Hour}.FinishEnrichment(ctx, st, a, store.EnrichmentEnriched, "run-"+uuid.NewString(), nil,
+		func(*string, []string) store.ActivityEvent {
+			return store.ActivityEvent{EventType: "alert_enriched", ActorType: "bogus"}
+		})
 	require.Error(t, err)
 	require.Equal(t, uuid.Nil, alertCase(t, st, a))
 	after, err := st.GetCase(ctx, c.UUID)

@@ -1,10 +1,13 @@
 // Package cases owns the rules of cases (API.md §14): what a valid case is, its status graph
 // (Open→Investigating→Closed, Closed→Open), that Closed needs a close classification, closing a
-// case's alerts with it (each through the alert rules, domain/alerts), and that an alert belongs to
-// at most one case (ALERT_IN_OTHER_CASE unless the request moves it). REST, MCP, the console and the
-// pipeline's grouping call Service (the grouping, inside the pipeline's finishing transaction, writes
-// the alert's case in the finish's own update and records the join through the store's one join
-// record, store.caseJoin); none of them decides any of this.
+// case's alerts with it (each through the alert rules, domain/alerts), that an alert belongs to at
+// most one case (ALERT_IN_OTHER_CASE unless the request moves it: DecideJoin) and the pipeline's
+// grouping (Grouping: which verdicts group, the window, the oldest open case, the creator's
+// allowed_sources). Each is decided here inside the store's locked callback, as alerts and approvals
+// are: the store locks the rows and runs its lookups (store.JoinFunc for joins by hand,
+// store.GroupFunc for the grouping, store.PatchCase's decide for a change), this package decides,
+// the store writes what it decided. REST, MCP and the console call Service; the pipeline's finish
+// activity calls Grouping.FinishEnrichment. None of them decides any of this.
 //
 // Inputs are validated here in full (enums, bounds, hostile characters), whatever a front door
 // checked before; validation errors are validate.Errors with locations relative to the input (the
@@ -43,7 +46,7 @@ type Store interface {
 	CaseExists(ctx context.Context, id uuid.UUID) error
 	ListCases(ctx context.Context, f store.CaseFilter) ([]store.Case, int, error)
 	PatchCase(ctx context.Context, id uuid.UUID, decide func(c *store.Case, now time.Time) (store.CaseChange, error)) (store.Case, error)
-	AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid.UUID, move bool, actor store.Actor) (store.CaseAdded, error)
+	AddAlertsToCase(ctx context.Context, id uuid.UUID, alerts []uuid.UUID, join store.JoinFunc, actor store.Actor) (store.CaseAdded, error)
 	RemoveAlertFromCase(ctx context.Context, id, alertID uuid.UUID, actor store.Actor) error
 	DeleteCase(ctx context.Context, id uuid.UUID, actor store.Actor) error
 	CaseAlertIDs(ctx context.Context, id uuid.UUID, openOnly bool) ([]uuid.UUID, error)
@@ -211,7 +214,7 @@ func enum(loc string, v *string, allowed []string) validate.Errors {
 }
 
 // Create makes a case as actor, its alerts joined at once (all or none: a missing alert is
-// store.ErrNotFound, an alert of another case without Move is *store.AlertInOtherCaseError).
+// store.ErrNotFound, an alert of another case without Move is *AlertInOtherCaseError: DecideJoin).
 func (s *Service) Create(ctx context.Context, in Create, actor store.Actor) (store.Case, error) {
 	if errs := in.Validate(); len(errs) > 0 {
 		return store.Case{}, errs
@@ -228,7 +231,7 @@ func (s *Service) Create(ctx context.Context, in Create, actor store.Actor) (sto
 			c.Assignee = &t // assigned_at: the store's clock
 		}
 	}
-	if err := s.store.CreateCase(ctx, store.CaseCreate{Case: &c, Alerts: in.AlertUUIDs, Move: in.Move, Actor: actor}); err != nil {
+	if err := s.store.CreateCase(ctx, store.CaseCreate{Case: &c, Alerts: in.AlertUUIDs, Join: DecideJoin(in.Move, actor), Actor: actor}); err != nil {
 		return store.Case{}, fmt.Errorf("create case: %w", err)
 	}
 	return c, nil
@@ -287,8 +290,8 @@ func (s *Service) List(ctx context.Context, f Filter) ([]store.Case, int, error)
 	return s.store.ListCases(ctx, f)
 }
 
-// AddAlerts joins alerts to case id (all or none), moving alerts of other cases when move; it
-// returns the case after and the alerts that joined (an alert already in the case is no change).
+// AddAlerts joins alerts to case id (all or none, DecideJoin on their locked rows), moving alerts of
+// other cases when move; it returns the case after and the alerts that joined (an alert already in the case is no change).
 func (s *Service) AddAlerts(ctx context.Context, id uuid.UUID, ids []uuid.UUID, move bool, actor store.Actor) (store.CaseAdded, error) {
 	if errs := ValidateAlertList("alert_uuids", ids); len(errs) > 0 {
 		return store.CaseAdded{}, errs
@@ -296,7 +299,7 @@ func (s *Service) AddAlerts(ctx context.Context, id uuid.UUID, ids []uuid.UUID, 
 	if err := s.mayChange(ctx, id, actor); err != nil {
 		return store.CaseAdded{}, fmt.Errorf("add alerts to case %s: %w", id, err)
 	}
-	out, err := s.store.AddAlertsToCase(ctx, id, ids, move, actor)
+	out, err := s.store.AddAlertsToCase(ctx, id, ids, DecideJoin(move, actor), actor)
 	if err != nil {
 		return store.CaseAdded{}, fmt.Errorf("add alerts to case %s: %w", id, err)
 	}

@@ -67,7 +67,7 @@ func TestCaseLifecycle(t *testing.T) {
 	other, err := svc.Create(ctx, cases.Create{Title: "other"}, actor)
 	require.NoError(t, err)
 	_, err = svc.AddAlerts(ctx, other.UUID, []uuid.UUID{a1}, false, actor)
-	var oc *store.AlertInOtherCaseError
+	var oc *cases.AlertInOtherCaseError
 	require.ErrorAs(t, err, &oc)
 	require.Equal(t, a1, oc.AlertUUID)
 	require.Equal(t, c.UUID, oc.CaseUUID)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/comments"
 	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/responses"
@@ -39,7 +40,7 @@ func Of(err error) (f Fault, ok bool) {
 		na    *responses.NotActiveError
 		fb    *responses.ForbiddenError
 		un    *responses.UnavailableError
-		oc    *store.AlertInOtherCaseError
+		oc    *cases.AlertInOtherCaseError
 		sn    *store.SourceNotAllowedError
 	)
 	switch {
