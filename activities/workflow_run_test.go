@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -8,6 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+
+	"github.com/vigil-soc/vigil/domain/responses"
 )
 
 // TestRunEngineHasOneOwner fails if the response-run engine grows a second copy here: the activities
@@ -41,5 +47,28 @@ func TestRunEngineHasOneOwner(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestRunErrorsBecomeTheirApplicationErrors: the run engine's failures reach Temporal as before the
+// engine moved: permanent ones non-retryable of their type, a Retry-After as the next retry's delay,
+// anything else retried as it is.
+func TestRunErrorsBecomeTheirApplicationErrors(t *testing.T) {
+	var app *sdktemporal.ApplicationError
+
+	err := runApplicationError(&responses.RunError{Type: responses.ErrTypeWorkflowStepPermanent, Message: "HTTP 403"})
+	if !errors.As(err, &app) || app.Type() != ErrTypeWorkflowStepPermanent || !app.NonRetryable() || app.Message() != "HTTP 403" {
+		t.Fatalf("permanent: %#v", err)
+	}
+	err = runApplicationError(&responses.RunError{Type: responses.ErrTypeWorkflowStepRetryable, Message: "HTTP 429", Retryable: true, RetryAfter: 7 * time.Second})
+	if !errors.As(err, &app) || app.Type() != "WorkflowStepRetryable" || app.NonRetryable() || app.NextRetryDelay() != 7*time.Second {
+		t.Fatalf("retry after: %#v", err)
+	}
+	plain := errors.New("HTTP 503")
+	if err := runApplicationError(plain); err != plain {
+		t.Fatalf("plain: %#v", err)
+	}
+	if runApplicationError(nil) != nil {
+		t.Fatal("nil is no error")
 	}
 }
