@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/builtins"
+	"github.com/vigil-soc/vigil/domain/enrichment"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/fieldpath"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
@@ -41,7 +42,7 @@ func TestBuiltinProviders_AreValid(t *testing.T) {
 		require.NotEmpty(t, cfg.Steps)
 		raw, err = json.Marshal(p.MaliceRules)
 		require.NoError(t, err)
-		_, errs = httpsteps.ParseMaliceRules(raw)
+		_, errs = enrichment.ParseMaliceRules(raw)
 		require.Nil(t, errs, "%s malice_rules: %v", p.ProviderName, errs)
 		require.NotEmpty(t, p.EnvVarMapping, "%s needs an env fallback", p.ProviderName)
 		require.NotEqual(t, store.AuthNone, p.AuthType)

@@ -654,18 +654,18 @@ func (l recordLookup) resultOf(ctx context.Context, provider string, t Target, c
 	return res, &store.CacheEntry{Provider: provider, Type: t.Type, Value: t.Value, Result: cached.Map(), TTL: p.CacheTTL(t.Type)}, nil
 }
 
-func enrichParseMalice(m map[string]any) (httpsteps.MaliceRules, error) {
+func enrichParseMalice(m map[string]any) (MaliceRules, error) {
 	if len(m) == 0 {
-		r, _ := httpsteps.ParseMaliceRules(nil)
+		r, _ := ParseMaliceRules(nil)
 		return r, nil
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return httpsteps.MaliceRules{}, fmt.Errorf("encode malice_rules: %w", err)
+		return MaliceRules{}, fmt.Errorf("encode malice_rules: %w", err)
 	}
-	r, errs := httpsteps.ParseMaliceRules(raw)
+	r, errs := ParseMaliceRules(raw)
 	if errs != nil {
-		return httpsteps.MaliceRules{}, errs
+		return MaliceRules{}, errs
 	}
 	return r, nil
 }

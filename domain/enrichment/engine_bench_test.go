@@ -35,7 +35,7 @@ func BenchmarkEngineStep(b *testing.B) {
 	  {"name":"lookup","url":"https://api.example.com/v3/domains/{{indicator.value}}","query_params":{"q":"{{indicator.value}}","limit":"5"},
 	   "headers":{"Authorization":"Bearer {{steps.token.response.access_token}}","x-apikey":"{{auth.api_key}}"}}]}`))
 	require.Nil(b, errs)
-	rules, errs := httpsteps.ParseMaliceRules([]byte(`{"rules":[{"field":"malicious","operator":">=","value":5,"verdict":"Malicious"},
+	rules, errs := ParseMaliceRules([]byte(`{"rules":[{"field":"malicious","operator":">=","value":5,"verdict":"Malicious"},
 	  {"field":"malicious","operator":">=","value":1,"verdict":"Suspicious"}],"default_verdict":"Benign"}`))
 	require.Nil(b, errs)
 	engines := map[string]any{}

@@ -82,7 +82,7 @@ func ValidateProviderParts(p ProviderParts) validate.Errors {
 		}
 	}
 	if len(p.MaliceRules) > 0 {
-		if _, merrs := httpsteps.ParseMaliceRules([]byte(p.MaliceRules)); merrs != nil {
+		if _, merrs := ParseMaliceRules([]byte(p.MaliceRules)); merrs != nil {
 			errs.Merge([]any{"malice_rules"}, merrs)
 		}
 	}

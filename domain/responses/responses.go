@@ -4,7 +4,8 @@
 // idempotency, the start through the outbox), dry runs (through the one httpsteps runner), the
 // secrets a workflow names, saving workflow definitions (steps, required secrets, secret hosts,
 // versions, system workflows), and deciding approval requests (who may decide, quorum, self-approval,
-// expiry, duplicate decisions). Front doors parse, call one function here with an Actor or a
+// expiry, duplicate decisions), and running a workflow run's steps (Runner, runner.go: the WorkflowRun
+// activities are its adapters). Front doors parse, call one function here with an Actor or a
 // Decider, and map the result. Where a rule needs a row lock the store locks and this package
 // decides: store.DecideApproval locks the request and calls back decide.go's rules in the same
 // transaction; store.CreateWorkflowRun commits what Execute decided. Only this package calls them.

@@ -2,12 +2,15 @@ package httpsteps_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 )
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
 
 func decoded(t *testing.T, s string) any {
 	t.Helper()

@@ -1,26 +1,37 @@
-package httpsteps_test
+package enrichment_test
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-soc/vigil/kit/httpsteps"
+	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/kit/validate"
 )
 
-func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+func locs(errs validate.Errors) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, validate.LocString(e.Loc)+" "+e.Type)
+	}
+	return out
+}
 
 func TestParseMaliceRules_Valid(t *testing.T) {
 	t.Parallel()
 	for _, raw := range []string{``, `null`, ` `} {
-		m, errs := httpsteps.ParseMaliceRules(json.RawMessage(raw))
+		m, errs := enrichment.ParseMaliceRules(json.RawMessage(raw))
 		require.Empty(t, errs)
 		require.Equal(t, "Pending", m.Evaluate(map[string]any{"x": 1}, false))
 		require.Equal(t, "Pending", m.Evaluate(nil, true))
 	}
-	m, errs := httpsteps.ParseMaliceRules(json.RawMessage(`{"rules":[
+	m, errs := enrichment.ParseMaliceRules(json.RawMessage(`{"rules":[
 	  {"field":"malicious","operator":">=","value":5,"verdict":"Malicious"},
 	  {"field":"malicious","operator":">","value":"0","verdict":"Suspicious"}],
 	  "default_verdict":"Benign","not_found_verdict":"Benign"}`))
@@ -58,7 +69,7 @@ func TestParseMaliceRules_Invalid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errs := httpsteps.ParseMaliceRules(json.RawMessage(tc.raw))
+			_, errs := enrichment.ParseMaliceRules(json.RawMessage(tc.raw))
 			require.ElementsMatch(t, tc.want, locs(errs), "%v", errs)
 		})
 	}
@@ -109,7 +120,7 @@ func TestEvaluate_Operators(t *testing.T) {
 		{"missing", "==", nil, false},
 	}
 	for _, tc := range cases {
-		m := httpsteps.MaliceRules{Rules: []httpsteps.Rule{{Field: tc.field, Operator: tc.op, Value: tc.value, Verdict: "Malicious"}}, DefaultVerdict: "Benign"}
+		m := enrichment.MaliceRules{Rules: []enrichment.Rule{{Field: tc.field, Operator: tc.op, Value: tc.value, Verdict: "Malicious"}}, DefaultVerdict: "Benign"}
 		want := "Benign"
 		if tc.match {
 			want = "Malicious"
@@ -117,10 +128,56 @@ func TestEvaluate_Operators(t *testing.T) {
 		require.Equal(t, want, m.Evaluate(extracted, false), "%s %s %v", tc.field, tc.op, tc.value)
 	}
 	// First match wins.
-	m := httpsteps.MaliceRules{Rules: []httpsteps.Rule{
+	m := enrichment.MaliceRules{Rules: []enrichment.Rule{
 		{Field: "n", Operator: ">", Value: 1, Verdict: "Suspicious"},
 		{Field: "n", Operator: ">", Value: 2, Verdict: "Malicious"},
 	}}
 	require.Equal(t, "Suspicious", m.Evaluate(extracted, false))
-	require.Equal(t, "Pending", httpsteps.MaliceRules{}.Evaluate(extracted, false))
+	require.Equal(t, "Pending", enrichment.MaliceRules{}.Evaluate(extracted, false))
+}
+
+// TestMaliceRulesReadTheExtractedFields: the rule of httpsteps.TestRun_TwoStepOAuth's
+// provider (moved here with the malice rules) gives its verdict on the fields that call extracts.
+func TestMaliceRulesReadTheExtractedFields(t *testing.T) {
+	t.Parallel()
+	rules, errs := enrichment.ParseMaliceRules(json.RawMessage(`{"rules":[{"field":"score","operator":">=","value":80,"verdict":"Malicious"}],"default_verdict":"Benign","not_found_verdict":"Benign"}`))
+	require.Empty(t, errs)
+	require.Equal(t, "Malicious", rules.Evaluate(map[string]any{"score": int64(87), "reports": 12.0, "tags": []any{"scanner", "tor"}, "country": "NL"}, false))
+}
+
+// TestMaliceRulesHaveOneOwner fails if the step engine (kit/httpsteps) declares malice rules again:
+// a provider's verdict rules live here, beside the engine's Record that applies them.
+func TestMaliceRulesHaveOneOwner(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("..", "..", "kit", "httpsteps", "*.go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			var names []string
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				names = append(names, d.Name.Name)
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					switch sp := sp.(type) {
+					case *ast.TypeSpec:
+						names = append(names, sp.Name.Name)
+					case *ast.ValueSpec:
+						for _, n := range sp.Names {
+							names = append(names, n.Name)
+						}
+					}
+				}
+			}
+			for _, n := range names {
+				require.NotContains(t, strings.ToLower(n), "malice", "%s declares %s: malice rules are domain/enrichment's", name, n)
+			}
+		}
+	}
 }

@@ -1,12 +1,14 @@
-package httpsteps
+package enrichment
 
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/vigil-soc/vigil/kit/fieldpath"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
 )
@@ -44,7 +46,7 @@ func ParseMaliceRules(raw json.RawMessage) (MaliceRules, validate.Errors) {
 		return out, nil
 	}
 	var errs validate.Errors
-	root, ok := decodeJSON(raw, &errs)
+	root, ok := httpsteps.DecodeJSON(raw, &errs)
 	if !ok {
 		return MaliceRules{}, errs
 	}
@@ -53,7 +55,7 @@ func ParseMaliceRules(raw json.RawMessage) (MaliceRules, validate.Errors) {
 		errs.Add([]any{}, validate.TypeObject, "malice_rules must be an object", nil)
 		return MaliceRules{}, errs
 	}
-	rejectUnknown(obj, []any{}, &errs, "rules", "default_verdict", "not_found_verdict")
+	httpsteps.RejectUnknown(obj, []any{}, &errs, "rules", "default_verdict", "not_found_verdict")
 	for _, key := range []string{"default_verdict", "not_found_verdict"} {
 		v, present := obj[key]
 		if !present || v == nil {
@@ -109,16 +111,16 @@ func parseRule(raw any, loc []any, errs *validate.Errors) (Rule, bool) {
 		return Rule{}, false
 	}
 	n := len(*errs)
-	rejectUnknown(obj, loc, errs, "field", "operator", "value", "verdict")
+	httpsteps.RejectUnknown(obj, loc, errs, "field", "operator", "value", "verdict")
 	var r Rule
-	if s, ok := requiredString(obj, "field", loc, errs); ok {
+	if s, ok := httpsteps.RequiredString(obj, "field", loc, errs); ok {
 		if err := fieldpath.Validate(s); err != nil {
 			errs.Add(validate.Join(loc, "field"), validate.TypeValue, "invalid field path: "+err.Error(), s)
 		}
 		r.Field = s
 	}
-	if s, ok := requiredString(obj, "operator", loc, errs); ok {
-		if !contains(Operators(), s) {
+	if s, ok := httpsteps.RequiredString(obj, "operator", loc, errs); ok {
+		if !slices.Contains(Operators(), s) {
 			errs.AddCtx(validate.Join(loc, "operator"), validate.TypeEnum, "operator must be one of "+strings.Join(Operators(), " "), s,
 				map[string]any{"expected": strings.Join(Operators(), " ")})
 		}
@@ -128,10 +130,10 @@ func parseRule(raw any, loc []any, errs *validate.Errors) (Rule, bool) {
 	if !present || v == nil {
 		errs.Add(validate.Join(loc, "value"), validate.TypeMissing, "value is required", nil)
 	} else {
-		r.Value = normalize(v)
+		r.Value = httpsteps.Normalize(v)
 		switch r.Operator {
 		case ">", ">=", "<", "<=":
-			if _, ok := toFloat(r.Value); !ok {
+			if _, ok := httpsteps.ToFloat(r.Value); !ok {
 				errs.Add(validate.Join(loc, "value"), validate.TypeFloat, "value must be a number for "+r.Operator, nil)
 			}
 		case "in":
@@ -163,7 +165,7 @@ func (m MaliceRules) Evaluate(extracted map[string]any, notFound bool) string {
 		if !ok {
 			continue
 		}
-		if match(normalize(got), r.Operator, normalize(r.Value)) {
+		if match(httpsteps.Normalize(got), r.Operator, httpsteps.Normalize(r.Value)) {
 			return orPending(r.Verdict)
 		}
 	}
@@ -237,7 +239,7 @@ func numeric(v any) (float64, bool) {
 	case bool, nil, map[string]any, []any:
 		return 0, false
 	}
-	return toFloat(v)
+	return httpsteps.ToFloat(v)
 }
 
 func equal(a, b any) bool {
@@ -265,7 +267,7 @@ func scalarText(v any) (string, bool) {
 	case string:
 		return x, true
 	case bool, int64, float64, int:
-		s, err := stringify(x)
+		s, err := httpsteps.Stringify(x)
 		return s, err == nil
 	}
 	return "", false
