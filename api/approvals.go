@@ -61,7 +61,7 @@ type approvalResponse struct {
 	Decisions         []approvalDecisionResponse `json:"decisions"`
 	RejectionReason   *string                    `json:"rejection_reason"`
 	ExpiresAt         time.Time                  `json:"expires_at"`
-	NotifierType      string                     `json:"notifier_type" enum:"none,slack,teams,webhook"`
+	NotifierType      string                     `json:"notifier_type" enum:"$approval_channel"`
 	NotifierChannel   *string                    `json:"notifier_channel"`
 	CreatedAt         time.Time                  `json:"created_at"`
 	UpdatedAt         time.Time                  `json:"updated_at"`

@@ -219,7 +219,7 @@ type timelineRef struct {
 
 type timelineItemResponse struct {
 	At      time.Time     `json:"at"`
-	Kind    string        `json:"kind" enum:"activity,finding,comment,enrichment,workflow_run,approval_decision"`
+	Kind    string        `json:"kind" enum:"$timeline_kind"`
 	Actor   timelineActor `json:"actor"`
 	Summary string        `json:"summary" doc:"One line, at most 200 characters; may hold text from alerts, agents and people."`
 	Ref     timelineRef   `json:"ref"`

@@ -31,7 +31,7 @@ type workflowRunResponse struct {
 	UUID                uuid.UUID       `json:"uuid"`
 	WorkflowUUID        uuid.UUID       `json:"workflow_uuid"`
 	WorkflowVersion     int             `json:"workflow_version"`
-	Status              string          `json:"status" enum:"queued,pending_approval,running,succeeded,failed,timed_out,rejected,expired,cancelled"`
+	Status              string          `json:"status" enum:"$run_status"`
 	TriggerSource       string          `json:"trigger_source" enum:"human,agent"`
 	TriggerKeyPrefix    *string         `json:"trigger_key_prefix"`
 	Reason              *string         `json:"reason"`
@@ -71,7 +71,7 @@ func toRunResponse(r store.WorkflowRun) workflowRunResponse {
 
 type listRunsQuery struct {
 	PageQuery
-	Status        []string `query:"status" enum:"queued,pending_approval,running,succeeded,failed,timed_out,rejected,expired,cancelled" doc:"Comma-separated."`
+	Status        []string `query:"status" enum:"$run_status" doc:"Comma-separated."`
 	TriggerSource []string `query:"trigger_source" enum:"human,agent" doc:"Comma-separated."`
 }
 

@@ -12,15 +12,16 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
 
-// Enumerations as on REST (API.md §3, §5, §8).
+// Enumerations as on REST (API.md §3, §5, §8): the owner's list where one exports it.
 var (
-	alertStatuses     = []string{store.StatusOpen, store.StatusTriaging, store.StatusEscalated, store.StatusClosed}
-	severities        = []string{"Pending", "Informational", "Low", "Medium", "High", "Critical"}
-	enrichStatuses    = []string{"Pending", "Enriched", "Failed"}
+	alertStatuses     = store.AlertStatuses()
+	severities        = severity.Names()
+	enrichStatuses    = store.EnrichmentStatuses()
 	workflowStates    = []string{"draft", "active", "inactive"}
 	riskLevels        = []string{"low", "medium", "high", "critical"}
 	sortOrders        = []string{"asc", "desc"}
