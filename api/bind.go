@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/domain/audit"
@@ -415,6 +416,24 @@ func enumValues(tag reflect.StructTag) []string {
 		return auth.AllScopes()
 	case "$timeline_kind":
 		return timeline.Kinds()
+	case "$agent_event":
+		return agents.Events()
+	case "$delivery_event":
+		return append(agents.Events(), agents.EventTest)
+	case "$workflow_state":
+		return store.WorkflowStates()
+	case "$approval_mode":
+		return approvals.Modes()
+	case "$trigger_source":
+		return approvals.TriggerSources()
+	case "$approval_status":
+		return store.ApprovalStatuses()
+	case "$delivery_status":
+		return store.DeliveryStatuses()
+	case "$key_type":
+		return auth.KeyTypes()
+	case "$extraction_target":
+		return indicators.TargetNames()
 	default:
 		return strings.Split(e, ",")
 	}

@@ -64,7 +64,7 @@ func (r commentRequest) Validate() validate.Errors { return comments.ValidateBod
 type commentAuthor struct {
 	KeyPrefix string `json:"key_prefix"`
 	KeyName   string `json:"key_name" doc:"The key's name when the comment was written."`
-	KeyType   string `json:"key_type" enum:"human,agent"`
+	KeyType   string `json:"key_type" enum:"$key_type"`
 }
 
 type commentResponse struct {

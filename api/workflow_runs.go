@@ -32,7 +32,7 @@ type workflowRunResponse struct {
 	WorkflowUUID        uuid.UUID       `json:"workflow_uuid"`
 	WorkflowVersion     int             `json:"workflow_version"`
 	Status              string          `json:"status" enum:"$run_status"`
-	TriggerSource       string          `json:"trigger_source" enum:"human,agent"`
+	TriggerSource       string          `json:"trigger_source" enum:"$trigger_source"`
 	TriggerKeyPrefix    *string         `json:"trigger_key_prefix"`
 	Reason              *string         `json:"reason"`
 	Confidence          *float64        `json:"confidence"`
@@ -72,7 +72,7 @@ func toRunResponse(r store.WorkflowRun) workflowRunResponse {
 type listRunsQuery struct {
 	PageQuery
 	Status        []string `query:"status" enum:"$run_status" doc:"Comma-separated."`
-	TriggerSource []string `query:"trigger_source" enum:"human,agent" doc:"Comma-separated."`
+	TriggerSource []string `query:"trigger_source" enum:"$trigger_source" doc:"Comma-separated."`
 }
 
 type listAllRunsQuery struct {

@@ -22,7 +22,7 @@ var (
 	alertStatuses     = store.AlertStatuses()
 	severities        = severity.Names()
 	enrichStatuses    = store.EnrichmentStatuses()
-	workflowStates    = []string{"draft", "active", "inactive"}
+	workflowStates    = store.WorkflowStates()
 	riskLevels        = []string{"low", "medium", "high", "critical"}
 	sortOrders        = []string{"asc", "desc"}
 	alertSortFields   = store.AlertSortFields()
