@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/domain/timeline"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/indicators"
@@ -416,6 +417,10 @@ func enumValues(tag reflect.StructTag) []string {
 		return auth.AllScopes()
 	case "$timeline_kind":
 		return timeline.Kinds()
+	case "$risk_level":
+		return responses.RiskLevels()
+	case "$workflow_type":
+		return responses.WorkflowTypes()
 	case "$agent_event":
 		return agents.Events()
 	case "$delivery_event":

@@ -83,7 +83,7 @@ type workflowResponse struct {
 	Name                   string          `json:"name"`
 	Description            *string         `json:"description"`
 	Documentation          *string         `json:"documentation"`
-	WorkflowType           string          `json:"workflow_type" enum:"indicator,alert"`
+	WorkflowType           string          `json:"workflow_type" enum:"$workflow_type"`
 	IndicatorTypes         []string        `json:"indicator_types"`
 	State                  string          `json:"state" enum:"$workflow_state"`
 	Steps                  json.RawMessage `json:"steps"`
@@ -93,7 +93,7 @@ type workflowResponse struct {
 	ApprovalTimeoutSeconds int             `json:"approval_timeout_seconds"`
 	ApprovalChannel        *string         `json:"approval_channel"`
 	RequiredApprovals      int             `json:"required_approvals"`
-	RiskLevel              string          `json:"risk_level" enum:"low,medium,high,critical"`
+	RiskLevel              string          `json:"risk_level" enum:"$risk_level"`
 	Tags                   []string        `json:"tags"`
 	TimeSavedMinutes       *int            `json:"time_saved_minutes"`
 	IsSystem               bool            `json:"is_system"`
@@ -124,7 +124,7 @@ type createWorkflowRequest struct {
 	Name                   string          `json:"name" required:"true" minLength:"1" maxLength:"200"`
 	Description            *string         `json:"description" maxLength:"5000"`
 	Documentation          *string         `json:"documentation" maxLength:"100000"`
-	WorkflowType           *string         `json:"workflow_type" enum:"indicator,alert" doc:"Default indicator."`
+	WorkflowType           *string         `json:"workflow_type" enum:"$workflow_type" doc:"Default indicator."`
 	IndicatorTypes         []string        `json:"indicator_types" maxItems:"8" enum:"$indicator_type" doc:"Indicator types the workflow accepts; empty: every type."`
 	State                  *string         `json:"state" enum:"$workflow_state" doc:"Default draft."`
 	Steps                  json.RawMessage `json:"steps" required:"true" doc:"List of steps: HTTP steps (provider step format) and kind code steps (Starlark main(ctx)); any step may carry when and for_each (CEL). Checked at save: 422 naming the step and the line and column (docs/WORKFLOWS.md)."`
@@ -134,7 +134,7 @@ type createWorkflowRequest struct {
 	ApprovalTimeoutSeconds *int            `json:"approval_timeout_seconds" minimum:"1" maximum:"604800" doc:"Default 3600."`
 	ApprovalChannel        *string         `json:"approval_channel" maxLength:"200" doc:"Overrides the notifier's default channel (Slack channel id)."`
 	RequiredApprovals      *int            `json:"required_approvals" minimum:"1" maximum:"10" doc:"Distinct responders needed, default 1."`
-	RiskLevel              *string         `json:"risk_level" enum:"low,medium,high,critical" doc:"Default medium."`
+	RiskLevel              *string         `json:"risk_level" enum:"$risk_level" doc:"Default medium."`
 	Tags                   []string        `json:"tags" maxItems:"50" maxLength:"100"`
 	TimeSavedMinutes       *int            `json:"time_saved_minutes" minimum:"0" maximum:"100000"`
 }
@@ -220,9 +220,9 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 
 type listWorkflowsQuery struct {
 	PageQuery
-	WorkflowType string   `query:"workflow_type" enum:"indicator,alert"`
+	WorkflowType string   `query:"workflow_type" enum:"$workflow_type"`
 	State        []string `query:"state" enum:"$workflow_state" doc:"Comma-separated."`
-	RiskLevel    []string `query:"risk_level" enum:"low,medium,high,critical" doc:"Comma-separated."`
+	RiskLevel    []string `query:"risk_level" enum:"$risk_level" doc:"Comma-separated."`
 	Q            string   `query:"q" maxLength:"200" doc:"Case-insensitive match on name and description."`
 	SortBy       string   `query:"sort_by" enum:"name,state,risk_level,updated_at,created_at" default:"created_at"`
 	SortOrder    string   `query:"sort_order" enum:"asc,desc" default:"desc"`
@@ -246,7 +246,7 @@ type updateWorkflowRequest struct {
 	Name                   *string          `json:"name" minLength:"1" maxLength:"200"`
 	Description            Optional[string] `json:"description" maxLength:"5000"`
 	Documentation          Optional[string] `json:"documentation" maxLength:"100000"`
-	WorkflowType           *string          `json:"workflow_type" enum:"indicator,alert"`
+	WorkflowType           *string          `json:"workflow_type" enum:"$workflow_type"`
 	IndicatorTypes         []string         `json:"indicator_types" maxItems:"8" enum:"$indicator_type"`
 	State                  *string          `json:"state" enum:"$workflow_state"`
 	Steps                  json.RawMessage  `json:"steps"`
@@ -256,7 +256,7 @@ type updateWorkflowRequest struct {
 	ApprovalTimeoutSeconds *int             `json:"approval_timeout_seconds" minimum:"1" maximum:"604800"`
 	ApprovalChannel        Optional[string] `json:"approval_channel" maxLength:"200"`
 	RequiredApprovals      *int             `json:"required_approvals" minimum:"1" maximum:"10"`
-	RiskLevel              *string          `json:"risk_level" enum:"low,medium,high,critical"`
+	RiskLevel              *string          `json:"risk_level" enum:"$risk_level"`
 	Tags                   []string         `json:"tags" maxItems:"50" maxLength:"100"`
 	TimeSavedMinutes       Optional[int]    `json:"time_saved_minutes" minimum:"0" maximum:"100000"`
 }
