@@ -39,9 +39,12 @@ test-deps:
 # vet tool so the go build cache keeps its per-package results: a few seconds once warm (the first run
 # on a machine analyses every dependency and takes minutes); run standalone it re-analyses everything
 # from source on every run. `go mod tidy -diff` fails (printing the diff) when go.mod or go.sum is not
-# what `go mod tidy` would write.
+# what `go mod tidy` would write. cmd/layercheck fails, printing the import chain, when a package breaks a
+# dependency rule of docs/DEVELOPING.md (kit/ only kit/; store only kit/; domain/ no door and no Temporal
+# package; no go.temporal.io package under kit/, store or domain/).
 lint: $(STATICCHECK) $(WORKFLOWCHECK)
 	$(GO) mod tidy -diff
+	$(GO) run ./cmd/layercheck
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	$(GO) vet -vettool=$(CURDIR)/$(WORKFLOWCHECK) ./...

@@ -133,7 +133,7 @@ type agentRequest struct {
 	EndpointURL         *string         `json:"endpoint_url" minLength:"1" maxLength:"2048" doc:"Required on create. http or https; SSRF-checked."`
 	AuthHeaderName      *string         `json:"auth_header_name" maxLength:"100" doc:"A header sent with every delivery, e.g. Authorization. With auth_header_value: both or neither."`
 	AuthHeaderValue     *string         `json:"auth_header_value" maxLength:"4096" doc:"Write-only; sealed at rest."`
-	Events              *[]string       `json:"events" maxItems:"10" enum:"alert.enriched,alert.updated,alert.finding_added,alert.comment_added,workflow_run.completed,approval.requested,approval.decided,case.created,case.updated,case.alert_added" doc:"Default [\"alert.enriched\"]."`
+	Events              *[]string       `json:"events" maxItems:"10" enum:"$agent_event" doc:"Default [\"alert.enriched\"]."`
 	TriggerOnSources    *[]string       `json:"trigger_on_sources" maxItems:"100" doc:"Empty: every source."`
 	TriggerOnSeverities *[]string       `json:"trigger_on_severities" maxItems:"6" enum:"$severity" doc:"Empty: every severity."`
 	TriggerFilter       json.RawMessage `json:"trigger_filter" doc:"Targeting rules ({match_any, match_all}) the alert must match; {} removes the filter."`
@@ -232,7 +232,7 @@ func agentError(err error) error {
 type listAgentsQuery struct {
 	PageQuery
 	IsActive *bool  `query:"is_active"`
-	Event    string `query:"event" enum:"alert.enriched,alert.updated,alert.finding_added,alert.comment_added,workflow_run.completed,approval.requested,approval.decided,case.created,case.updated,case.alert_added" doc:"Agents subscribed to this event."`
+	Event    string `query:"event" enum:"$agent_event" doc:"Agents subscribed to this event."`
 }
 
 func (s *Server) listAgents(c *fiber.Ctx) error {
@@ -329,8 +329,8 @@ func (s *Server) testAgent(c *fiber.Ctx) error {
 
 type listDeliveriesQuery struct {
 	PageQuery
-	Event  []string `query:"event" enum:"alert.enriched,alert.updated,alert.finding_added,alert.comment_added,workflow_run.completed,approval.requested,approval.decided,case.created,case.updated,case.alert_added,agent.test" doc:"Comma-separated; any of."`
-	Status []string `query:"status" enum:"delivered,failed,gave_up" doc:"Comma-separated; any of."`
+	Event  []string `query:"event" enum:"$delivery_event" doc:"Comma-separated; any of."`
+	Status []string `query:"status" enum:"$delivery_status" doc:"Comma-separated; any of."`
 }
 
 type deliveryResponse struct {
@@ -340,7 +340,7 @@ type deliveryResponse struct {
 	Event      string     `json:"event"`
 	AlertUUID  *uuid.UUID `json:"alert_uuid"`
 	Attempt    int        `json:"attempt"`
-	Status     string     `json:"status" enum:"delivered,failed,gave_up"`
+	Status     string     `json:"status" enum:"$delivery_status"`
 	StatusCode *int       `json:"status_code" doc:"null when no HTTP answer came (refused, timed out)."`
 	DurationMS int        `json:"duration_ms"`
 	Error      *string    `json:"error"`

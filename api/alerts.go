@@ -83,7 +83,7 @@ type alertSummary struct {
 	Title                string     `json:"title"`
 	Severity             string     `json:"severity" enum:"$severity"`
 	Status               string     `json:"status" enum:"$alert_status"`
-	EnrichmentStatus     string     `json:"enrichment_status" enum:"Pending,Enriched,Failed"`
+	EnrichmentStatus     string     `json:"enrichment_status" enum:"$enrichment_status"`
 	SourceName           string     `json:"source_name"`
 	OccurredAt           time.Time  `json:"occurred_at"`
 	IngestedAt           time.Time  `json:"ingested_at"`
@@ -160,7 +160,7 @@ type listAlertsQuery struct {
 	Status            []string   `query:"status" enum:"$alert_status" doc:"Comma-separated; any of."`
 	Severity          []string   `query:"severity" enum:"$severity" doc:"Comma-separated; any of."`
 	SourceName        []string   `query:"source_name" maxLength:"100" doc:"Comma-separated; any of."`
-	EnrichmentStatus  []string   `query:"enrichment_status" enum:"Pending,Enriched,Failed" doc:"Comma-separated; any of."`
+	EnrichmentStatus  []string   `query:"enrichment_status" enum:"$enrichment_status" doc:"Comma-separated; any of."`
 	IsEnriched        *bool      `query:"is_enriched"`
 	DetectionRuleUUID *uuid.UUID `query:"detection_rule_uuid"`
 	FromTime          *time.Time `query:"from_time" doc:"occurred_at ≥ this (RFC 3339 with offset)."`
@@ -173,7 +173,7 @@ type listAlertsQuery struct {
 	Malice            []string   `query:"malice" enum:"$malice" doc:"Comma-separated; any of. The computed malice: the override, else the worst indicator malice."`
 	Closure           []string   `query:"close_classification" enum:"$close_classification" doc:"Comma-separated; any of."`
 	CaseUUID          *uuid.UUID `query:"case_uuid" doc:"The alerts of this case."`
-	SortBy            string     `query:"sort_by" enum:"title,status,severity,source_name,occurred_at,created_at" default:"occurred_at"`
+	SortBy            string     `query:"sort_by" enum:"$alert_sort" default:"occurred_at"`
 	SortOrder         string     `query:"sort_order" enum:"asc,desc" default:"desc"`
 }
 
@@ -439,7 +439,7 @@ func (s *Server) deleteAlert(c *fiber.Ctx) error {
 type createFindingRequest struct {
 	AgentName         string         `json:"agent_name" required:"true" minLength:"1" maxLength:"200"`
 	Summary           string         `json:"summary" required:"true" minLength:"1" maxLength:"50000"`
-	Confidence        *string        `json:"confidence" enum:"low,medium,high"`
+	Confidence        *string        `json:"confidence" enum:"$finding_confidence"`
 	RecommendedAction *string        `json:"recommended_action" maxLength:"10000"`
 	Evidence          map[string]any `json:"evidence" doc:"Free-form object, at most 64 KB of JSON."`
 }
@@ -456,7 +456,7 @@ type findingResponse struct {
 	ID                uuid.UUID      `json:"id"`
 	AgentName         string         `json:"agent_name"`
 	Summary           string         `json:"summary"`
-	Confidence        *string        `json:"confidence" enum:"low,medium,high"`
+	Confidence        *string        `json:"confidence" enum:"$finding_confidence"`
 	RecommendedAction *string        `json:"recommended_action"`
 	Evidence          map[string]any `json:"evidence"`
 	PostedAt          time.Time      `json:"posted_at"`

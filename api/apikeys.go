@@ -45,7 +45,7 @@ type apiKeyResponse struct {
 	Name               string     `json:"name"`
 	KeyPrefix          string     `json:"key_prefix" doc:"First 8 characters of the key, for display and audit."`
 	Scopes             []string   `json:"scopes"`
-	KeyType            string     `json:"key_type" enum:"human,agent"`
+	KeyType            string     `json:"key_type" enum:"$key_type"`
 	AllowedSources     []string   `json:"allowed_sources" doc:"null: any source may be ingested."`
 	RateLimitPerMinute *int       `json:"rate_limit_per_minute" doc:"null: RATE_LIMIT_DEFAULT_PER_MINUTE."`
 	IsActive           bool       `json:"is_active"`
@@ -100,8 +100,8 @@ func (p PageQuery) storePage() store.Page { return store.Page{Number: p.Page, Si
 
 type createAPIKeyRequest struct {
 	Name               string     `json:"name" required:"true" minLength:"1" maxLength:"200"`
-	Scopes             []string   `json:"scopes" required:"true" minItems:"1" maxItems:"20" enum:"alerts:read,alerts:write,enrichments:read,workflows:read,workflows:write,workflows:execute,approvals:write,agents:read,agents:write,admin"`
-	KeyType            *string    `json:"key_type" enum:"human,agent" doc:"Default human. Agent keys trigger workflows as agents and face agent_only approval gates."`
+	Scopes             []string   `json:"scopes" required:"true" minItems:"1" maxItems:"20" enum:"$scope"`
+	KeyType            *string    `json:"key_type" enum:"$key_type" doc:"Default human. Agent keys trigger workflows as agents and face agent_only approval gates."`
 	ExpiresAt          *time.Time `json:"expires_at"`
 	AllowedSources     []string   `json:"allowed_sources" maxItems:"100" maxLength:"100" doc:"null (default): any source."`
 	RateLimitPerMinute *int       `json:"rate_limit_per_minute" minimum:"1" maximum:"1000000"`
@@ -143,7 +143,7 @@ func (s *Server) getAPIKey(c *fiber.Ctx) error {
 
 type updateAPIKeyRequest struct {
 	Name               *string             `json:"name" minLength:"1" maxLength:"200"`
-	Scopes             []string            `json:"scopes" minItems:"1" maxItems:"20" enum:"alerts:read,alerts:write,enrichments:read,workflows:read,workflows:write,workflows:execute,approvals:write,agents:read,agents:write,admin"`
+	Scopes             []string            `json:"scopes" minItems:"1" maxItems:"20" enum:"$scope"`
 	AllowedSources     Optional[[]string]  `json:"allowed_sources" maxItems:"100" maxLength:"100" doc:"An explicit null clears the restriction."`
 	IsActive           *bool               `json:"is_active" doc:"false revokes the key. Revocation is final: true on a revoked key → 409 KEY_REVOKED."`
 	ExpiresAt          Optional[time.Time] `json:"expires_at" doc:"An explicit null removes the expiry."`

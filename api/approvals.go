@@ -49,19 +49,19 @@ type approvalResponse struct {
 	WorkflowUUID      uuid.UUID                  `json:"workflow_uuid"`
 	WorkflowName      string                     `json:"workflow_name"`
 	RunUUID           uuid.UUID                  `json:"run_uuid"`
-	TriggerSource     string                     `json:"trigger_source" enum:"human,agent"`
+	TriggerSource     string                     `json:"trigger_source" enum:"$trigger_source"`
 	TriggerKeyPrefix  *string                    `json:"trigger_key_prefix"`
 	Reason            *string                    `json:"reason"`
 	Confidence        *float64                   `json:"confidence"`
 	IndicatorType     string                     `json:"indicator_type"`
 	IndicatorValue    string                     `json:"indicator_value"`
 	RiskLevel         string                     `json:"risk_level"`
-	Status            string                     `json:"status" enum:"pending,approved,rejected,expired,cancelled"`
+	Status            string                     `json:"status" enum:"$approval_status"`
 	RequiredApprovals int                        `json:"required_approvals"`
 	Decisions         []approvalDecisionResponse `json:"decisions"`
 	RejectionReason   *string                    `json:"rejection_reason"`
 	ExpiresAt         time.Time                  `json:"expires_at"`
-	NotifierType      string                     `json:"notifier_type" enum:"none,slack,teams,webhook"`
+	NotifierType      string                     `json:"notifier_type" enum:"$approval_channel"`
 	NotifierChannel   *string                    `json:"notifier_channel"`
 	CreatedAt         time.Time                  `json:"created_at"`
 	UpdatedAt         time.Time                  `json:"updated_at"`
@@ -82,7 +82,7 @@ func toApprovalResponse(a store.ApprovalRequest) approvalResponse {
 
 type listApprovalsQuery struct {
 	PageQuery
-	Status       []string   `query:"status" enum:"pending,approved,rejected,expired,cancelled" doc:"Comma-separated."`
+	Status       []string   `query:"status" enum:"$approval_status" doc:"Comma-separated."`
 	WorkflowUUID *uuid.UUID `query:"workflow_uuid"`
 }
 

@@ -17,10 +17,18 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/agents"
+	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/domain/audit"
+	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/responses"
+	"github.com/vigil-soc/vigil/domain/timeline"
+	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/optional"
 	"github.com/vigil-soc/vigil/kit/severity"
+	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -360,8 +368,9 @@ func checkTags(v reflect.Value, tag reflect.StructTag, loc []any, errs *validate
 }
 
 // enumValues is the enum a struct tag declares: a comma-separated list, or "$name" for a vocabulary
-// its domain package owns (so the list is written once, there, and the binder and the OpenAPI document
-// read the same values).
+// its owner (a domain package, the store or kit/) exports (so the list is written once, there, and the
+// binder and the OpenAPI document read the same values). A literal list is only for a vocabulary no
+// owner exports.
 func enumValues(tag reflect.StructTag) []string {
 	switch e := tag.Get("enum"); e {
 	case "":
@@ -384,6 +393,52 @@ func enumValues(tag reflect.StructTag) []string {
 		return audit.Actions()
 	case "$audit_resource_type":
 		return audit.ResourceTypes()
+	case "$run_status":
+		return store.RunStatuses()
+	case "$enrichment_status":
+		return store.EnrichmentStatuses()
+	case "$alert_sort":
+		return store.AlertSortFields()
+	case "$case_sort":
+		return store.CaseSortFields()
+	case "$document_type":
+		return store.DocumentTypes()
+	case "$provider_auth_type":
+		return store.AuthTypes()
+	case "$source_auth_type":
+		return sources.AuthTypes()
+	case "$finding_confidence":
+		return alerts.Confidences()
+	case "$extraction_value_type":
+		return httpsteps.ValueTypes()
+	case "$approval_channel":
+		return approvals.NotifierTypes()
+	case "$scope":
+		return auth.AllScopes()
+	case "$timeline_kind":
+		return timeline.Kinds()
+	case "$risk_level":
+		return responses.RiskLevels()
+	case "$workflow_type":
+		return responses.WorkflowTypes()
+	case "$agent_event":
+		return agents.Events()
+	case "$delivery_event":
+		return append(agents.Events(), agents.EventTest)
+	case "$workflow_state":
+		return store.WorkflowStates()
+	case "$approval_mode":
+		return approvals.Modes()
+	case "$trigger_source":
+		return approvals.TriggerSources()
+	case "$approval_status":
+		return store.ApprovalStatuses()
+	case "$delivery_status":
+		return store.DeliveryStatuses()
+	case "$key_type":
+		return auth.KeyTypes()
+	case "$extraction_target":
+		return indicators.TargetNames()
 	default:
 		return strings.Split(e, ",")
 	}

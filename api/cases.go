@@ -132,7 +132,7 @@ type listCasesQuery struct {
 	Severity  []string `query:"severity" enum:"$severity" doc:"Comma-separated; any of (the case's severity)."`
 	Assignee  []string `query:"assignee" maxLength:"200" doc:"Comma-separated handles; any of. none = unassigned."`
 	Q         string   `query:"q" maxLength:"500" doc:"Case-insensitive substring of the title or description, or a case number (CASE-12)."`
-	SortBy    string   `query:"sort_by" enum:"case_number,severity,status,updated_at,created_at" default:"updated_at"`
+	SortBy    string   `query:"sort_by" enum:"$case_sort" default:"updated_at"`
 	SortOrder string   `query:"sort_order" enum:"asc,desc" default:"desc"`
 }
 

@@ -155,5 +155,5 @@ func codecMessage(err error, encode bool) string {
 	return "The payload could not be decoded: " + msg + "."
 }
 
-// PayloadCodec is what the codec endpoint calls (kit/payloadcodec.Codec).
+// PayloadCodec is what the codec endpoint calls (temporal/payloadcodec.Codec).
 type PayloadCodec = converter.PayloadCodec

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 )
 
 const testUIOrigin = "http://127.0.0.1:8233"

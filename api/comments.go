@@ -64,7 +64,7 @@ func (r commentRequest) Validate() validate.Errors { return comments.ValidateBod
 type commentAuthor struct {
 	KeyPrefix string `json:"key_prefix"`
 	KeyName   string `json:"key_name" doc:"The key's name when the comment was written."`
-	KeyType   string `json:"key_type" enum:"human,agent"`
+	KeyType   string `json:"key_type" enum:"$key_type"`
 }
 
 type commentResponse struct {
@@ -219,7 +219,7 @@ type timelineRef struct {
 
 type timelineItemResponse struct {
 	At      time.Time     `json:"at"`
-	Kind    string        `json:"kind" enum:"activity,finding,comment,enrichment,workflow_run,approval_decision"`
+	Kind    string        `json:"kind" enum:"$timeline_kind"`
 	Actor   timelineActor `json:"actor"`
 	Summary string        `json:"summary" doc:"One line, at most 200 characters; may hold text from alerts, agents and people."`
 	Ref     timelineRef   `json:"ref"`

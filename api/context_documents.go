@@ -80,7 +80,7 @@ func (s *Server) contextDocumentRoutes() {
 type contextDocumentSummary struct {
 	UUID           uuid.UUID        `json:"uuid"`
 	Title          string           `json:"title"`
-	DocumentType   string           `json:"document_type" enum:"runbook,ir_plan,sop,playbook,detection_guide,other"`
+	DocumentType   string           `json:"document_type" enum:"$document_type"`
 	IsGlobal       bool             `json:"is_global"`
 	Description    *string          `json:"description"`
 	Tags           []string         `json:"tags"`
@@ -113,7 +113,7 @@ func toContextDocumentResponse(d store.ContextDocument) contextDocumentResponse 
 
 type listContextDocumentsQuery struct {
 	PageQuery
-	DocumentType []string `query:"document_type" enum:"runbook,ir_plan,sop,playbook,detection_guide,other" doc:"Any of these types."`
+	DocumentType []string `query:"document_type" enum:"$document_type" doc:"Any of these types."`
 	IsGlobal     *bool    `query:"is_global"`
 	Q            string   `query:"q" maxLength:"500" doc:"Case-insensitive substring of the title or description."`
 	SortBy       string   `query:"sort_by" enum:"title,document_type,updated_at,created_at" default:"updated_at"`
@@ -144,7 +144,7 @@ func (s *Server) listContextDocuments(c *fiber.Ctx) error {
 
 type createContextDocumentRequest struct {
 	Title          string          `json:"title" required:"true" minLength:"1" maxLength:"500"`
-	DocumentType   string          `json:"document_type" required:"true" enum:"runbook,ir_plan,sop,playbook,detection_guide,other"`
+	DocumentType   string          `json:"document_type" required:"true" enum:"$document_type"`
 	IsGlobal       *bool           `json:"is_global" doc:"Default false. A global document applies to every alert."`
 	Description    *string         `json:"description" maxLength:"5000"`
 	Content        string          `json:"content" required:"true" minLength:"1" doc:"Markdown or plain text, at most 1 MiB of UTF-8."`
@@ -432,7 +432,7 @@ func (s *Server) getContextDocument(c *fiber.Ctx) error {
 
 type updateContextDocumentRequest struct {
 	Title          *string                   `json:"title" minLength:"1" maxLength:"500"`
-	DocumentType   *string                   `json:"document_type" enum:"runbook,ir_plan,sop,playbook,detection_guide,other"`
+	DocumentType   *string                   `json:"document_type" enum:"$document_type"`
 	IsGlobal       *bool                     `json:"is_global"`
 	Description    Optional[string]          `json:"description" maxLength:"5000" doc:"An explicit null clears it."`
 	Content        *string                   `json:"content" minLength:"1" doc:"At most 1 MiB of UTF-8; a change bumps version."`

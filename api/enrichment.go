@@ -216,7 +216,7 @@ type createProviderRequest struct {
 	Description             *string           `json:"description" maxLength:"4000"`
 	SupportedIndicatorTypes []string          `json:"supported_indicator_types" required:"true" minItems:"1" maxItems:"8" enum:"$indicator_type"`
 	HTTPConfig              enrichRaw         `json:"http_config" required:"true" doc:"{steps: [...], url_templates_by_type?}; see API.md §7."`
-	AuthType                string            `json:"auth_type" required:"true" enum:"none,api_key,bearer,basic,oauth2_client_credentials,custom"`
+	AuthType                string            `json:"auth_type" required:"true" enum:"$provider_auth_type"`
 	AuthConfig              map[string]string `json:"auth_config" doc:"Write-only credentials (string values), stored encrypted; templates read them as {{auth.<field>}}."`
 	EnvVarMapping           map[string]string `json:"env_var_mapping" doc:"auth field → environment variable name, the fallback when auth_config is not set."`
 	DefaultCacheTTLSeconds  *int              `json:"default_cache_ttl_seconds" minimum:"0" maximum:"86400" doc:"Default 3600."`
@@ -289,7 +289,7 @@ type updateProviderRequest struct {
 	IsActive                *bool                       `json:"is_active"`
 	SupportedIndicatorTypes []string                    `json:"supported_indicator_types" minItems:"1" maxItems:"8" enum:"$indicator_type"`
 	HTTPConfig              enrichRaw                   `json:"http_config"`
-	AuthType                *string                     `json:"auth_type" enum:"none,api_key,bearer,basic,oauth2_client_credentials,custom"`
+	AuthType                *string                     `json:"auth_type" enum:"$provider_auth_type"`
 	AuthConfig              Optional[map[string]string] `json:"auth_config" doc:"Write-only; null removes the stored credentials."`
 	EnvVarMapping           map[string]string           `json:"env_var_mapping"`
 	DefaultCacheTTLSeconds  *int                        `json:"default_cache_ttl_seconds" minimum:"0" maximum:"86400"`

@@ -20,7 +20,7 @@ type extractionResponse struct {
 	IndicatorType string    `json:"indicator_type"`
 	SourcePath    string    `json:"source_path"`
 	TargetKey     string    `json:"target_key"`
-	ValueType     string    `json:"value_type" enum:"string,int,float,bool,list,dict,any"`
+	ValueType     string    `json:"value_type" enum:"$extraction_value_type"`
 	Description   string    `json:"description"`
 	IsSystem      bool      `json:"is_system"`
 	IsActive      bool      `json:"is_active"`
@@ -65,7 +65,7 @@ type extractionRequest struct {
 	IndicatorType string  `json:"indicator_type" required:"true" enum:"$indicator_type"`
 	SourcePath    string  `json:"source_path" required:"true" minLength:"1" maxLength:"500" doc:"Dot path into the provider's final response; * fans out over lists."`
 	TargetKey     string  `json:"target_key" required:"true" minLength:"1" maxLength:"200"`
-	ValueType     string  `json:"value_type" required:"true" enum:"string,int,float,bool,list,dict,any"`
+	ValueType     string  `json:"value_type" required:"true" enum:"$extraction_value_type"`
 	Description   *string `json:"description" maxLength:"2000"`
 	IsActive      *bool   `json:"is_active" doc:"Default true."`
 }
@@ -166,7 +166,7 @@ type updateExtractionRequest struct {
 	IndicatorType *string `json:"indicator_type" enum:"$indicator_type"`
 	SourcePath    *string `json:"source_path" minLength:"1" maxLength:"500"`
 	TargetKey     *string `json:"target_key" minLength:"1" maxLength:"200"`
-	ValueType     *string `json:"value_type" enum:"string,int,float,bool,list,dict,any"`
+	ValueType     *string `json:"value_type" enum:"$extraction_value_type"`
 	Description   *string `json:"description" maxLength:"2000"`
 	IsActive      *bool   `json:"is_active"`
 }

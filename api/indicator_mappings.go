@@ -62,7 +62,7 @@ type mappingResponse struct {
 	SourceName       *string   `json:"source_name" doc:"null: every source."`
 	FieldPath        string    `json:"field_path"`
 	IndicatorType    string    `json:"indicator_type" enum:"$indicator_type"`
-	ExtractionTarget string    `json:"extraction_target" enum:"normalized,raw_payload"`
+	ExtractionTarget string    `json:"extraction_target" enum:"$extraction_target"`
 	IsActive         bool      `json:"is_active"`
 	IsSystem         bool      `json:"is_system"`
 	Description      *string   `json:"description"`
@@ -79,7 +79,7 @@ func toMappingResponse(m store.IndicatorMapping) mappingResponse {
 type listMappingsQuery struct {
 	PageQuery
 	SourceName       string `query:"source_name" maxLength:"100" doc:"Rows of this source and rows for every source."`
-	ExtractionTarget string `query:"extraction_target" enum:"normalized,raw_payload"`
+	ExtractionTarget string `query:"extraction_target" enum:"$extraction_target"`
 	IsActive         *bool  `query:"is_active"`
 	IsSystem         *bool  `query:"is_system"`
 }
@@ -102,7 +102,7 @@ type createMappingRequest struct {
 	SourceName       *string `json:"source_name" minLength:"1" maxLength:"100" doc:"null (default): every source."`
 	FieldPath        string  `json:"field_path" required:"true" minLength:"1" maxLength:"500" doc:"Dot path; numeric segments index arrays, * fans out (Entities.*.Address)."`
 	IndicatorType    string  `json:"indicator_type" required:"true" enum:"$indicator_type"`
-	ExtractionTarget string  `json:"extraction_target" required:"true" enum:"normalized,raw_payload"`
+	ExtractionTarget string  `json:"extraction_target" required:"true" enum:"$extraction_target"`
 	IsActive         *bool   `json:"is_active" doc:"Default true."`
 	Description      *string `json:"description" maxLength:"1000"`
 }
@@ -142,7 +142,7 @@ type updateMappingRequest struct {
 	SourceName       Optional[string] `json:"source_name" minLength:"1" maxLength:"100" doc:"An explicit null applies the mapping to every source."`
 	FieldPath        *string          `json:"field_path" minLength:"1" maxLength:"500"`
 	IndicatorType    *string          `json:"indicator_type" enum:"$indicator_type"`
-	ExtractionTarget *string          `json:"extraction_target" enum:"normalized,raw_payload"`
+	ExtractionTarget *string          `json:"extraction_target" enum:"$extraction_target"`
 	IsActive         *bool            `json:"is_active"`
 	Description      Optional[string] `json:"description" maxLength:"1000" doc:"An explicit null clears it."`
 }

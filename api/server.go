@@ -82,7 +82,7 @@ type Deps struct {
 	Telemetry Telemetry // request, 429 and ingest-ack counters for /metrics (metrics.API); nil counts nothing
 
 	Console Mounter // the analyst console at /console (console.Console); nil serves none
-	// PayloadCodec is the Temporal payload codec (kit/payloadcodec) behind POST /codec/decode and
+	// PayloadCodec is the Temporal payload codec (temporal/payloadcodec) behind POST /codec/decode and
 	// /codec/encode (API.md §16); nil serves neither.
 	PayloadCodec PayloadCodec
 

@@ -49,7 +49,7 @@ type sourceIntegrationResponse struct {
 	SourceName      string            `json:"source_name"`
 	DisplayName     string            `json:"display_name"`
 	IsActive        bool              `json:"is_active"`
-	AuthType        string            `json:"auth_type" enum:"none,hmac_sha256,shared_token"`
+	AuthType        string            `json:"auth_type" enum:"$source_auth_type"`
 	AuthConfigured  bool              `json:"auth_configured" doc:"Whether a secret is set (the secret itself is never returned)."`
 	SeverityMapping map[string]string `json:"severity_mapping" doc:"Source severity value → AlertSeverity; wins over the plugin's default mapping."`
 	Documentation   *string           `json:"documentation"`
@@ -95,7 +95,7 @@ type createSourceIntegrationRequest struct {
 	SourceName      string             `json:"source_name" required:"true" minLength:"1" maxLength:"100" doc:"A source of GET /v1/sources."`
 	DisplayName     *string            `json:"display_name" minLength:"1" maxLength:"200" doc:"Default: the plugin's display name."`
 	IsActive        *bool              `json:"is_active" doc:"Default true. An inactive source's ingestion answers 403 SOURCE_DISABLED."`
-	AuthType        *string            `json:"auth_type" enum:"none,hmac_sha256,shared_token" doc:"Default: the plugin's default auth type."`
+	AuthType        *string            `json:"auth_type" enum:"$source_auth_type" doc:"Default: the plugin's default auth type."`
 	AuthConfig      *authConfigRequest `json:"auth_config" doc:"Write-only secret."`
 	SeverityMapping map[string]string  `json:"severity_mapping"`
 	Documentation   *string            `json:"documentation" maxLength:"100000"`
@@ -154,7 +154,7 @@ func (s *Server) getSourceIntegration(c *fiber.Ctx) error {
 type updateSourceIntegrationRequest struct {
 	DisplayName     *string                     `json:"display_name" minLength:"1" maxLength:"200"`
 	IsActive        *bool                       `json:"is_active"`
-	AuthType        *string                     `json:"auth_type" enum:"none,hmac_sha256,shared_token"`
+	AuthType        *string                     `json:"auth_type" enum:"$source_auth_type"`
 	AuthConfig      Optional[authConfigRequest] `json:"auth_config" doc:"An explicit null removes the secret."`
 	SeverityMapping map[string]string           `json:"severity_mapping" doc:"Replaces the whole mapping."`
 	Documentation   Optional[string]            `json:"documentation" maxLength:"100000" doc:"An explicit null clears it."`

@@ -32,7 +32,7 @@ type sourceResponse struct {
 	SourceName    string    `json:"source_name"`
 	DisplayName   string    `json:"display_name"`
 	IsActive      bool      `json:"is_active"`
-	AuthType      string    `json:"auth_type" enum:"none,hmac_sha256,shared_token" doc:"The plugin's default auth type; a source integration may choose another."`
+	AuthType      string    `json:"auth_type" enum:"$source_auth_type" doc:"The plugin's default auth type; a source integration may choose another."`
 	Documentation string    `json:"documentation" doc:"Markdown: payload shape, field mapping and signature header."`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`

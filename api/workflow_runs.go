@@ -31,8 +31,8 @@ type workflowRunResponse struct {
 	UUID                uuid.UUID       `json:"uuid"`
 	WorkflowUUID        uuid.UUID       `json:"workflow_uuid"`
 	WorkflowVersion     int             `json:"workflow_version"`
-	Status              string          `json:"status" enum:"queued,pending_approval,running,succeeded,failed,timed_out,rejected,expired,cancelled"`
-	TriggerSource       string          `json:"trigger_source" enum:"human,agent"`
+	Status              string          `json:"status" enum:"$run_status"`
+	TriggerSource       string          `json:"trigger_source" enum:"$trigger_source"`
 	TriggerKeyPrefix    *string         `json:"trigger_key_prefix"`
 	Reason              *string         `json:"reason"`
 	Confidence          *float64        `json:"confidence"`
@@ -71,8 +71,8 @@ func toRunResponse(r store.WorkflowRun) workflowRunResponse {
 
 type listRunsQuery struct {
 	PageQuery
-	Status        []string `query:"status" enum:"queued,pending_approval,running,succeeded,failed,timed_out,rejected,expired,cancelled" doc:"Comma-separated."`
-	TriggerSource []string `query:"trigger_source" enum:"human,agent" doc:"Comma-separated."`
+	Status        []string `query:"status" enum:"$run_status" doc:"Comma-separated."`
+	TriggerSource []string `query:"trigger_source" enum:"$trigger_source" doc:"Comma-separated."`
 }
 
 type listAllRunsQuery struct {

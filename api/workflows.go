@@ -83,17 +83,17 @@ type workflowResponse struct {
 	Name                   string          `json:"name"`
 	Description            *string         `json:"description"`
 	Documentation          *string         `json:"documentation"`
-	WorkflowType           string          `json:"workflow_type" enum:"indicator,alert"`
+	WorkflowType           string          `json:"workflow_type" enum:"$workflow_type"`
 	IndicatorTypes         []string        `json:"indicator_types"`
-	State                  string          `json:"state" enum:"draft,active,inactive"`
+	State                  string          `json:"state" enum:"$workflow_state"`
 	Steps                  json.RawMessage `json:"steps"`
 	TimeoutSeconds         int             `json:"timeout_seconds"`
 	RetryPolicy            retryPolicy     `json:"retry_policy"`
-	ApprovalMode           string          `json:"approval_mode" enum:"always,agent_only,never"`
+	ApprovalMode           string          `json:"approval_mode" enum:"$approval_mode"`
 	ApprovalTimeoutSeconds int             `json:"approval_timeout_seconds"`
 	ApprovalChannel        *string         `json:"approval_channel"`
 	RequiredApprovals      int             `json:"required_approvals"`
-	RiskLevel              string          `json:"risk_level" enum:"low,medium,high,critical"`
+	RiskLevel              string          `json:"risk_level" enum:"$risk_level"`
 	Tags                   []string        `json:"tags"`
 	TimeSavedMinutes       *int            `json:"time_saved_minutes"`
 	IsSystem               bool            `json:"is_system"`
@@ -124,17 +124,17 @@ type createWorkflowRequest struct {
 	Name                   string          `json:"name" required:"true" minLength:"1" maxLength:"200"`
 	Description            *string         `json:"description" maxLength:"5000"`
 	Documentation          *string         `json:"documentation" maxLength:"100000"`
-	WorkflowType           *string         `json:"workflow_type" enum:"indicator,alert" doc:"Default indicator."`
+	WorkflowType           *string         `json:"workflow_type" enum:"$workflow_type" doc:"Default indicator."`
 	IndicatorTypes         []string        `json:"indicator_types" maxItems:"8" enum:"$indicator_type" doc:"Indicator types the workflow accepts; empty: every type."`
-	State                  *string         `json:"state" enum:"draft,active,inactive" doc:"Default draft."`
+	State                  *string         `json:"state" enum:"$workflow_state" doc:"Default draft."`
 	Steps                  json.RawMessage `json:"steps" required:"true" doc:"List of steps: HTTP steps (provider step format) and kind code steps (Starlark main(ctx)); any step may carry when and for_each (CEL). Checked at save: 422 naming the step and the line and column (docs/WORKFLOWS.md)."`
 	TimeoutSeconds         *int            `json:"timeout_seconds" minimum:"1" maximum:"86400" doc:"Whole-run timeout, default 300."`
 	RetryPolicy            *retryPolicy    `json:"retry_policy" doc:"Per-step retries; default {max_attempts: 3, initial_interval_seconds: 1}."`
-	ApprovalMode           *string         `json:"approval_mode" enum:"always,agent_only,never" doc:"Default always."`
+	ApprovalMode           *string         `json:"approval_mode" enum:"$approval_mode" doc:"Default always."`
 	ApprovalTimeoutSeconds *int            `json:"approval_timeout_seconds" minimum:"1" maximum:"604800" doc:"Default 3600."`
 	ApprovalChannel        *string         `json:"approval_channel" maxLength:"200" doc:"Overrides the notifier's default channel (Slack channel id)."`
 	RequiredApprovals      *int            `json:"required_approvals" minimum:"1" maximum:"10" doc:"Distinct responders needed, default 1."`
-	RiskLevel              *string         `json:"risk_level" enum:"low,medium,high,critical" doc:"Default medium."`
+	RiskLevel              *string         `json:"risk_level" enum:"$risk_level" doc:"Default medium."`
 	Tags                   []string        `json:"tags" maxItems:"50" maxLength:"100"`
 	TimeSavedMinutes       *int            `json:"time_saved_minutes" minimum:"0" maximum:"100000"`
 }
@@ -220,9 +220,9 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 
 type listWorkflowsQuery struct {
 	PageQuery
-	WorkflowType string   `query:"workflow_type" enum:"indicator,alert"`
-	State        []string `query:"state" enum:"draft,active,inactive" doc:"Comma-separated."`
-	RiskLevel    []string `query:"risk_level" enum:"low,medium,high,critical" doc:"Comma-separated."`
+	WorkflowType string   `query:"workflow_type" enum:"$workflow_type"`
+	State        []string `query:"state" enum:"$workflow_state" doc:"Comma-separated."`
+	RiskLevel    []string `query:"risk_level" enum:"$risk_level" doc:"Comma-separated."`
 	Q            string   `query:"q" maxLength:"200" doc:"Case-insensitive match on name and description."`
 	SortBy       string   `query:"sort_by" enum:"name,state,risk_level,updated_at,created_at" default:"created_at"`
 	SortOrder    string   `query:"sort_order" enum:"asc,desc" default:"desc"`
@@ -246,17 +246,17 @@ type updateWorkflowRequest struct {
 	Name                   *string          `json:"name" minLength:"1" maxLength:"200"`
 	Description            Optional[string] `json:"description" maxLength:"5000"`
 	Documentation          Optional[string] `json:"documentation" maxLength:"100000"`
-	WorkflowType           *string          `json:"workflow_type" enum:"indicator,alert"`
+	WorkflowType           *string          `json:"workflow_type" enum:"$workflow_type"`
 	IndicatorTypes         []string         `json:"indicator_types" maxItems:"8" enum:"$indicator_type"`
-	State                  *string          `json:"state" enum:"draft,active,inactive"`
+	State                  *string          `json:"state" enum:"$workflow_state"`
 	Steps                  json.RawMessage  `json:"steps"`
 	TimeoutSeconds         *int             `json:"timeout_seconds" minimum:"1" maximum:"86400"`
 	RetryPolicy            *retryPolicy     `json:"retry_policy"`
-	ApprovalMode           *string          `json:"approval_mode" enum:"always,agent_only,never"`
+	ApprovalMode           *string          `json:"approval_mode" enum:"$approval_mode"`
 	ApprovalTimeoutSeconds *int             `json:"approval_timeout_seconds" minimum:"1" maximum:"604800"`
 	ApprovalChannel        Optional[string] `json:"approval_channel" maxLength:"200"`
 	RequiredApprovals      *int             `json:"required_approvals" minimum:"1" maximum:"10"`
-	RiskLevel              *string          `json:"risk_level" enum:"low,medium,high,critical"`
+	RiskLevel              *string          `json:"risk_level" enum:"$risk_level"`
 	Tags                   []string         `json:"tags" maxItems:"50" maxLength:"100"`
 	TimeSavedMinutes       Optional[int]    `json:"time_saved_minutes" minimum:"0" maximum:"100000"`
 }

@@ -37,8 +37,8 @@ type executeWorkflowRequest struct {
 
 type executeWorkflowResponse struct {
 	RunUUID             uuid.UUID  `json:"run_uuid"`
-	Status              string     `json:"status" enum:"queued,pending_approval,running,succeeded,failed,timed_out,rejected,expired,cancelled" doc:"queued or pending_approval for a new run; a retried Idempotency-Key request shows the run's current status."`
-	TriggerSource       string     `json:"trigger_source" enum:"human,agent"`
+	Status              string     `json:"status" enum:"$run_status" doc:"queued or pending_approval for a new run; a retried Idempotency-Key request shows the run's current status."`
+	TriggerSource       string     `json:"trigger_source" enum:"$trigger_source"`
 	ApprovalRequestUUID *uuid.UUID `json:"approval_request_uuid,omitempty"`
 	ExpiresAt           *time.Time `json:"expires_at,omitempty"`
 	WorkflowID          string     `json:"workflow_id" doc:"Temporal workflow id: workflow-run-<run_uuid>."`

@@ -11,18 +11,20 @@ import (
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/errcode"
+	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/indicators"
+	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
 
-// Enumerations as on REST (API.md §3, §5, §8).
+// Enumerations as on REST (API.md §3, §5, §8): the owner's list where one exports it.
 var (
-	alertStatuses     = []string{store.StatusOpen, store.StatusTriaging, store.StatusEscalated, store.StatusClosed}
-	severities        = []string{"Pending", "Informational", "Low", "Medium", "High", "Critical"}
-	enrichStatuses    = []string{"Pending", "Enriched", "Failed"}
-	workflowStates    = []string{"draft", "active", "inactive"}
-	riskLevels        = []string{"low", "medium", "high", "critical"}
+	alertStatuses     = store.AlertStatuses()
+	severities        = severity.Names()
+	enrichStatuses    = store.EnrichmentStatuses()
+	workflowStates    = store.WorkflowStates()
+	riskLevels        = responses.RiskLevels()
 	sortOrders        = []string{"asc", "desc"}
 	alertSortFields   = store.AlertSortFields()
 	ruleSortFields    = []string{store.RuleSortName, store.RuleSortSourceName, "severity", "created_at"}
@@ -89,7 +91,7 @@ func (s *Server) registerTools(srv *sdk.Server, who principalSource) {
 			"indicator types they accept, approval_mode and risk_level. Use it to find a workflow before a run; only " +
 			"state=active workflows can run. Returns one page ({data, meta}). Needs workflows:read.",
 		args: append([]arg{
-			{name: "workflow_type", kind: kindString, enum: []string{"indicator", "alert"}, doc: "Workflow type."},
+			{name: "workflow_type", kind: kindString, enum: responses.WorkflowTypes(), doc: "Workflow type."},
 			{name: "state", kind: kindStringList, enum: workflowStates, doc: "Any of these states."},
 			{name: "risk_level", kind: kindStringList, enum: riskLevels, doc: "Any of these risk levels."},
 			{name: "q", kind: kindString, max: 200, doc: "Case-insensitive match on name and description."},

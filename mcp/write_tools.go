@@ -36,7 +36,7 @@ type WorkflowExecutor interface {
 var (
 	closeClassifications = store.CloseClassifications()
 	maliceLevels         = indicators.MaliceNames()
-	findingConfidences   = []string{"low", "medium", "high"}
+	findingConfidences   = alerts.Confidences()
 )
 
 func (s *Server) registerWriteTools(srv *sdk.Server, who principalSource) {

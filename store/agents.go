@@ -122,6 +122,9 @@ const (
 	DeliveryGaveUp    = "gave_up" // the agent answered 410, or the last attempt failed
 )
 
+// DeliveryStatuses returns every delivery attempt outcome.
+func DeliveryStatuses() []string { return []string{DeliveryDelivered, DeliveryFailed, DeliveryGaveUp} }
+
 // AgentDelivery is one attempt to deliver an event to an agent.
 type AgentDelivery struct {
 	bun.BaseModel `bun:"table:agent_deliveries"`

@@ -44,6 +44,16 @@ func RunStatuses() []string {
 	return []string{RunQueued, RunPendingApproval, RunRunning, RunSucceeded, RunFailed, RunTimedOut, RunRejected, RunExpired, RunCancelled}
 }
 
+// WorkflowStates returns every workflow state (API.md §8).
+func WorkflowStates() []string {
+	return []string{WorkflowStateDraft, WorkflowStateActive, WorkflowStateInactive}
+}
+
+// ApprovalStatuses returns every approval request status (API.md §8).
+func ApprovalStatuses() []string {
+	return []string{ApprovalPending, ApprovalApproved, ApprovalRejected, ApprovalExpired, ApprovalCancelled}
+}
+
 // WorkflowNames returns the names of the workflows ids (deleted ones too: a run outlives its
 // workflow's deletion), by uuid.
 func (s *Store) WorkflowNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/kit/ids"
+	"github.com/vigil-soc/vigil/temporal/searchattr"
 	"github.com/vigil-soc/vigil/workflows"
 )
 
@@ -50,7 +51,7 @@ func (s *EventStarter) StartAgentEvent(ctx context.Context, event uuid.UUID, ale
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}
 	if alert != nil {
-		opts.TypedSearchAttributes = sdktemporal.NewSearchAttributes(ids.AttrAlertUUID.ValueSet(alert.String()))
+		opts.TypedSearchAttributes = sdktemporal.NewSearchAttributes(searchattr.AlertUUID.ValueSet(alert.String()))
 	}
 	_, err := s.client.ExecuteWorkflow(ctx, opts, workflows.DeliverEvent, workflows.DeliverEventInput{EventUUID: event})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted

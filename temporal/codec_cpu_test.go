@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/vigil-soc/vigil/devstack/testenv"
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 )
 
 var codecCPUAlerts = flag.Int("codec-cpu-alerts", 0, "TestPipelineCPU_Codec: alerts per round (0 skips the measurement)")

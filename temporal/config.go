@@ -31,11 +31,11 @@ type Config struct {
 	TLSCertFile, TLSKeyFile, TLSCAFile, TLSServerName string
 	// APIKey authenticates with an API key (Temporal Cloud); it turns TLS on by itself.
 	APIKey string
-	// Metrics receives the SDK's metrics (metrics.NewTemporalHandler); nil drops them.
+	// Metrics receives the SDK's metrics (NewMetricsHandler); nil drops them.
 	Metrics client.MetricsHandler
 	// Codec encodes every payload the client (and every worker built on it) hands to Temporal:
 	// inputs, results, signals, queries, memo and failure messages (API.md §16,
-	// kit/payloadcodec). Required: Dial and DialLazy refuse a Config without one.
+	// temporal/payloadcodec). Required: Dial and DialLazy refuse a Config without one.
 	Codec converter.PayloadCodec
 }
 

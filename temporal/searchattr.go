@@ -15,12 +15,12 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/vigil-soc/vigil/kit/ids"
+	"github.com/vigil-soc/vigil/temporal/searchattr"
 )
 
 // SearchAttributeNames lists the names RegisterSearchAttributes makes sure exist.
 func SearchAttributeNames() []string {
-	keys := ids.Attrs()
+	keys := searchattr.Keys()
 	names := make([]string, len(keys))
 	for i, k := range keys {
 		names[i] = k.GetName()

@@ -17,8 +17,8 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/devstack/testenv"
-	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/searchattr"
 	"github.com/vigil-soc/vigil/workflows"
 )
 
@@ -99,8 +99,8 @@ func TestEndToEnd_SearchAttributesWorkersProbe(t *testing.T) {
 		ID:        "probe-with-attrs-" + testenv.TaskQueuePrefix(t),
 		TaskQueue: queues.Actions,
 		TypedSearchAttributes: sdktemporal.NewSearchAttributes(
-			ids.AttrWorkflowName.ValueSet("probe"),
-			ids.AttrTriggerSource.ValueSet("test"),
+			searchattr.WorkflowName.ValueSet("probe"),
+			searchattr.TriggerSource.ValueSet("test"),
 		),
 	}, workflows.Probe, workflows.ProbeInput{Reason: "attrs"})
 	require.NoError(t, err)
@@ -132,8 +132,8 @@ func TestRegisterSearchAttributes_UsableOnAFreshServer(t *testing.T) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: "probe-fresh-" + alertUUID, TaskQueue: queues.Actions, EnableEagerStart: true,
 		TypedSearchAttributes: sdktemporal.NewSearchAttributes(attrs.Copy(),
-			ids.AttrWorkflowName.ValueSet("probe"), ids.AttrTriggerSource.ValueSet("test"),
-			ids.AttrRunStatus.ValueSet("running")),
+			searchattr.WorkflowName.ValueSet("probe"), searchattr.TriggerSource.ValueSet("test"),
+			searchattr.RunStatus.ValueSet("running")),
 	}, workflows.Probe, workflows.ProbeInput{Reason: "fresh"})
 	require.NoError(t, err)
 	var res workflows.ProbeResult

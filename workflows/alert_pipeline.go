@@ -11,19 +11,19 @@ import (
 
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/domain/enrichment"
-	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/searchattr"
 )
 
 // PipelineSearchAttributeNames lists the search attributes of AlertPipeline.
 func PipelineSearchAttributeNames() []string {
-	return []string{ids.AttrAlertUUID.GetName(), ids.AttrSource.GetName(), ids.AttrSeverity.GetName()}
+	return []string{searchattr.AlertUUID.GetName(), searchattr.Source.GetName(), searchattr.Severity.GetName()}
 }
 
 // PipelineSearchAttributes are the search attributes a pipeline starts with (PipelineVersion 1).
 func PipelineSearchAttributes(alertUUID, source, severity string) sdktemporal.SearchAttributes {
-	return sdktemporal.NewSearchAttributes(ids.AttrAlertUUID.ValueSet(alertUUID),
-		ids.AttrSource.ValueSet(source), ids.AttrSeverity.ValueSet(severity))
+	return sdktemporal.NewSearchAttributes(searchattr.AlertUUID.ValueSet(alertUUID),
+		searchattr.Source.ValueSet(source), searchattr.Severity.ValueSet(severity))
 }
 
 // PipelineVersion is the shape of the pipelines the dispatcher starts now (AlertPipelineInput.Version).
@@ -114,8 +114,8 @@ func AlertPipeline(ctx workflow.Context, in AlertPipelineInput) (AlertPipelineRe
 		return res, fmt.Errorf("extract indicators: %w", err)
 	}
 	if in.Version < 1 {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, ids.AttrAlertUUID.ValueSet(in.AlertUUID),
-			ids.AttrSource.ValueSet(ext.SourceName), ids.AttrSeverity.ValueSet(ext.Severity)); err != nil {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.AlertUUID.ValueSet(in.AlertUUID),
+			searchattr.Source.ValueSet(ext.SourceName), searchattr.Severity.ValueSet(ext.Severity)); err != nil {
 			return res, fmt.Errorf("upsert search attributes: %w", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/vigil-soc/vigil/activities"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/searchattr"
 )
 
 // SignalRunUpdate tells a WorkflowRun to re-read its run from Postgres: an approval decision or a
@@ -20,8 +21,8 @@ const SignalRunUpdate = "vigil-run-update"
 
 // RunSearchAttributes are the search attributes a run starts with.
 func RunSearchAttributes(workflowName, triggerSource, status string) sdktemporal.SearchAttributes {
-	return sdktemporal.NewSearchAttributes(ids.AttrWorkflowName.ValueSet(workflowName),
-		ids.AttrTriggerSource.ValueSet(triggerSource), ids.AttrRunStatus.ValueSet(status))
+	return sdktemporal.NewSearchAttributes(searchattr.WorkflowName.ValueSet(workflowName),
+		searchattr.TriggerSource.ValueSet(triggerSource), searchattr.RunStatus.ValueSet(status))
 }
 
 // ErrTypeForeignRun is the error type of a WorkflowRun execution refused without touching its run:
@@ -72,7 +73,7 @@ func WorkflowRun(ctx workflow.Context, in WorkflowRunInput) (WorkflowRunResult, 
 	bctx := workflow.WithLocalActivityOptions(ctx, bookkeeping)
 	logger := workflow.GetLogger(ctx)
 	setStatus := func(status string) {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, ids.AttrRunStatus.ValueSet(status)); err != nil {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.RunStatus.ValueSet(status)); err != nil {
 			logger.Warn("upsert run status search attribute", "error", err)
 		}
 	}
@@ -164,7 +165,7 @@ func waitForApproval(ctx, bctx workflow.Context, in WorkflowRunInput) (string, e
 	if err := workflow.ExecuteActivity(nctx, a.NotifyWorkflowApproval, in.RunUUID).Get(nctx, nil); err != nil {
 		logger.Warn("approval notification failed", "error", err)
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, ids.AttrRunStatus.ValueSet(store.RunPendingApproval)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.RunStatus.ValueSet(store.RunPendingApproval)); err != nil {
 		logger.Warn("upsert run status search attribute", "error", err)
 	}
 	signals := workflow.GetSignalChannel(ctx, SignalRunUpdate)

@@ -49,10 +49,10 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/alerts"
 	"github.com/vigil-soc/vigil/domain/cases"
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 	"github.com/vigil-soc/vigil/workflows"
 )
 

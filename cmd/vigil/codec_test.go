@@ -29,8 +29,8 @@ import (
 
 	"github.com/vigil-soc/vigil/devstack/testenv"
 	"github.com/vigil-soc/vigil/kit/ids"
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/kit/webhooks"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 )
 
 func TestPayloadCodecConfig(t *testing.T) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/vigil-soc/vigil/domain/approvals"
 	"github.com/vigil-soc/vigil/domain/retention"
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/store"
 	"github.com/vigil-soc/vigil/temporal"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 )
 
 // config is every setting of every subcommand, read once from the environment. README.md's
@@ -138,7 +138,7 @@ func settings() []setting {
 		{"PROVIDER_CIRCUIT_FAILURES", "5", "Consecutive failed calls (no answer, timeout, 5xx) that open an enrichment provider's circuit: calls stop until a probe succeeds.", intSetting(func(c *config) *int { return &c.CircuitFailures }, 1, 10_000)},
 		{"PROVIDER_CIRCUIT_COOLDOWN_SECONDS", "30", "Seconds an open provider circuit refuses calls before one probe call (again after each failed probe).", intSetting(func(c *config) *int { return &c.CircuitCooldownSec }, 1, 86_400)},
 		{"RAW_PAYLOAD_RETENTION_DAYS", "0", "Days an alert's raw payload (and the body as received, when sanitized) is kept after ingest; the hourly retention pass clears older ones. 0 keeps them.", intSetting(func(c *config) *int { return &c.Retention.RawPayloadDays }, 0, 36_500)},
-		{"ALERT_RETENTION_DAYS", "0", "Days a Closed alert is kept after its close; the hourly retention pass deletes older ones with their indicator links, findings, activity and agent events (indicators no other alert links go too). 0 keeps them.", intSetting(func(c *config) *int { return &c.Retention.AlertDays }, 0, 36_500)},
+		{"ALERT_RETENTION_DAYS", "0", "Days a Closed alert is kept after its close; the hourly retention pass deletes older ones with their indicator links, findings, comments, activity and agent events (indicators no other alert links go too). 0 keeps them.", intSetting(func(c *config) *int { return &c.Retention.AlertDays }, 0, 36_500)},
 		{"AUDIT_RETENTION_DAYS", "400", "Days an audit event is kept; the hourly retention pass deletes older ones. 0 keeps them.", intSetting(func(c *config) *int { return &c.Retention.AuditDays }, 0, 36_500)},
 		{"VIGIL_VERSION", "dev", "Version reported by /health and the OpenAPI document.", func(c *config, v string) error { c.Version = v; return nil }},
 		{"LOG_LEVEL", "info", "debug, info, warn or error.", func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},

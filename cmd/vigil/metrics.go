@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vigil-soc/vigil/kit/metrics"
+	"github.com/vigil-soc/vigil/temporal"
 )
 
 // processMetrics is one process's Prometheus registry (under `vigil dev` the api and the worker
@@ -35,7 +36,7 @@ func newProcessMetrics(cfg config, log *slog.Logger) (*processMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
 	}
-	if m.temporal, m.closer, err = metrics.NewTemporalHandler(m.reg, log); err != nil {
+	if m.temporal, m.closer, err = temporal.NewMetricsHandler(m.reg, log); err != nil {
 		ln.Close()
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"testing"
 
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 )
 
 // PayloadCodec returns this test binary's payload codec (one random key, id "test", the same for

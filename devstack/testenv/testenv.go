@@ -31,8 +31,8 @@ import (
 	"time"
 
 	"github.com/vigil-soc/vigil/devstack"
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 )
 
 // Limits for bringing services up; a cold `go install` of the temporal CLI dominates.

@@ -44,10 +44,11 @@ const (
 	EventTest              = "agent.test"
 )
 
-// Events lists the events an agent can subscribe to.
+// Events lists the events an agent can subscribe to, in the order API.md and the OpenAPI document
+// list them.
 func Events() []string {
-	return []string{EventAlertEnriched, EventAlertUpdated, EventFindingAdded, EventRunCompleted,
-		EventApprovalRequested, EventApprovalDecided, EventCommentAdded, EventCaseCreated, EventCaseUpdated, EventCaseAlertAdded}
+	return []string{EventAlertEnriched, EventAlertUpdated, EventFindingAdded, EventCommentAdded, EventRunCompleted,
+		EventApprovalRequested, EventApprovalDecided, EventCaseCreated, EventCaseUpdated, EventCaseAlertAdded}
 }
 
 // Registration bounds and defaults (API.md §9).

@@ -27,6 +27,12 @@ const (
 	TriggerAgent = "agent"
 )
 
+// Modes returns every approval mode of a workflow's gate (API.md §8).
+func Modes() []string { return []string{ModeAlways, ModeAgentOnly, ModeNever} }
+
+// TriggerSources returns every trigger source of a run: the kind of key that started it.
+func TriggerSources() []string { return []string{TriggerHuman, TriggerAgent} }
+
 // Needed reports whether a run triggered by triggerSource must wait for approval under mode.
 // Unknown modes gate (fail closed).
 func Needed(mode, triggerSource string) bool {

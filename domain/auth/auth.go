@@ -52,6 +52,9 @@ const (
 	KeyTypeAgent = "agent"
 )
 
+// KeyTypes returns every key type.
+func KeyTypes() []string { return []string{KeyTypeHuman, KeyTypeAgent} }
+
 // NewKey returns a fresh plaintext key from crypto/rand.
 func NewKey() (string, error) {
 	buf := make([]byte, 24) // 24 bytes → 32 base64url characters

@@ -25,19 +25,13 @@ func Fits(w store.Workflow, indicatorType string) bool {
 // preselects it and shows it as such.
 func Destructive(riskLevel string) bool { return riskLevel == "high" || riskLevel == "critical" }
 
-// riskRank orders declared risks, the least first; an unknown one sorts last.
+// riskRank orders declared risks, the least first (RiskLevels); an unknown one sorts last.
 func riskRank(risk string) int {
-	switch risk {
-	case "low":
-		return 0
-	case "medium":
-		return 1
-	case "high":
-		return 2
-	case "critical":
-		return 3
+	levels := RiskLevels()
+	if i := slices.Index(levels, risk); i >= 0 {
+		return i
 	}
-	return 4
+	return len(levels)
 }
 
 // Choice is a workflow a launcher offers against one indicator, with what it would do: the steps of

@@ -29,7 +29,7 @@ func Kinds() []string { return []string{KindRawPayloads, KindAlerts, KindAuditEv
 const DefaultAuditDays = 400
 
 // Default batch sizes: rows one transaction changes. An alert batch deletes each alert with its
-// links, findings, activity and events, so it is the smaller.
+// links, findings, comments, activity and events, so it is the smaller.
 const (
 	DefaultAlertBatch   = 100
 	DefaultPayloadBatch = 200

@@ -1,17 +1,17 @@
 // Package ids owns the names operators find Vigil's Temporal workflows by: workflow ids, which carry
-// the business key (docs/DEVELOPING.md), and the search-attribute keys set on them. It imports no
-// project package, so the API (which answers workflow ids in 202 bodies), the store, the workflows and
-// the Temporal wiring all read the same names from one place.
+// the business key (docs/DEVELOPING.md). They are plain strings: the package imports no project
+// package and no Temporal package, so the API (which answers workflow ids in 202 bodies), the store,
+// the workflows and the Temporal wiring all read the same names from one place without linking the
+// Temporal SDK. The search-attribute keys set on those workflows are Temporal SDK values and live in
+// temporal/searchattr.
 //
-// Never put indicator values, raw payloads or secrets into an id or a search attribute: Temporal
-// stores them unencrypted.
+// Never put indicator values, raw payloads or secrets into an id: Temporal stores them unencrypted.
 package ids
 
 import (
 	"strconv"
 
 	"github.com/google/uuid"
-	sdktemporal "go.temporal.io/sdk/temporal"
 )
 
 // Alert is alert-<alert uuid>, the id of an alert's pipeline.
@@ -62,20 +62,3 @@ func AgentEventBatch(events []uuid.UUID) string {
 // Temporal Schedule of retention passes and the workflow id its runs start with (Temporal appends
 // each run's scheduled time).
 func RetentionSchedule(taskQueuePrefix string) string { return taskQueuePrefix + "-retention" }
-
-// Search attributes Vigil sets on its workflows (all Keyword).
-var (
-	AttrAlertUUID     = sdktemporal.NewSearchAttributeKeyKeyword("VigilAlertUUID")
-	AttrSource        = sdktemporal.NewSearchAttributeKeyKeyword("VigilSource")
-	AttrSeverity      = sdktemporal.NewSearchAttributeKeyKeyword("VigilSeverity")
-	AttrWorkflowName  = sdktemporal.NewSearchAttributeKeyKeyword("VigilWorkflowName")
-	AttrTriggerSource = sdktemporal.NewSearchAttributeKeyKeyword("VigilTriggerSource")
-	AttrRunStatus     = sdktemporal.NewSearchAttributeKeyKeyword("VigilRunStatus")
-)
-
-// Attrs lists every search-attribute key, in the order they are registered.
-func Attrs() []sdktemporal.SearchAttributeKeyKeyword {
-	return []sdktemporal.SearchAttributeKeyKeyword{
-		AttrAlertUUID, AttrSource, AttrSeverity, AttrWorkflowName, AttrTriggerSource, AttrRunStatus,
-	}
-}

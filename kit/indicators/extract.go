@@ -47,6 +47,9 @@ const (
 // Valid reports whether t is a known target.
 func (t Target) Valid() bool { return t == TargetNormalized || t == TargetRawPayload }
 
+// TargetNames returns every extraction target, pass order.
+func TargetNames() []string { return []string{string(TargetNormalized), string(TargetRawPayload)} }
+
 // Extraction limits. A hostile payload with a fan-out mapping must not produce unbounded output.
 const (
 	// MaxExtracted bounds the merged, deduplicated indicators of one extraction.

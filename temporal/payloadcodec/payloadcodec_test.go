@@ -12,7 +12,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/vigil-soc/vigil/kit/payloadcodec"
+	"github.com/vigil-soc/vigil/temporal/payloadcodec"
 )
 
 func key(t *testing.T, id string) payloadcodec.Key {

@@ -1,4 +1,4 @@
-package metrics
+package temporal
 
 import (
 	"io"
@@ -15,15 +15,17 @@ import (
 // tallyFlush is how often tally hands buffered SDK metrics to the Prometheus reporter.
 const tallyFlush = time.Second
 
-// NewTemporalHandler returns a Temporal SDK metrics handler that records into reg through tally's
+// NewMetricsHandler returns a Temporal SDK metrics handler that records into reg through tally's
 // Prometheus reporter (the SDK's supported route: go.temporal.io/sdk/contrib/tally), with timers as
 // histograms so replicas aggregate: temporal_workflow_task_execution_latency_seconds,
 // temporal_activity_execution_latency_seconds, temporal_workflow_task_schedule_to_start_latency_seconds,
 // temporal_activity_schedule_to_start_latency_seconds, temporal_request_*, and so on. Close the
 // returned closer when the process stops. A metric the registry refuses (a name clash) is logged,
 // never fatal.
-func NewTemporalHandler(reg *prometheus.Registry, log *slog.Logger) (client.MetricsHandler, io.Closer, error) {
-	log = orDiscard(log)
+func NewMetricsHandler(reg *prometheus.Registry, log *slog.Logger) (client.MetricsHandler, io.Closer, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	reporter := tallyprom.NewReporter(tallyprom.Options{
 		Registerer:       reg,
 		Gatherer:         reg,
