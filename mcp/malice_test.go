@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/store"
 )
 
 // Every tool that answers an alert answers the alert's effective malice as the store keeps it
 // (store.Alert.EffectiveMalice, the generated column), never one recomputed from its indicators: the
-// alert's kept worst indicator malice is set apart from its indicator's, so a tool that recomputed
+// alert's kept worst indicator malice is set apart from its own indicator's, so a tool that recomputed
 // would answer Malicious where the alert says Suspicious.
 func TestToolsAnswerTheAlertsOwnMalice(t *testing.T) {
 	h := newHarness(t, 1000)
@@ -21,7 +22,9 @@ func TestToolsAnswerTheAlertsOwnMalice(t *testing.T) {
 	cs := h.session(t, token)
 	title := "MCP kept malice " + uuid.NewString()
 	id := h.alert(t, title)
-	_, err := h.st.DB().NewRaw(`UPDATE indicators SET malice = 'Malicious' WHERE uuid IN (SELECT indicator_uuid FROM alert_indicators WHERE alert_uuid = ?)`, id).Exec(ctx)
+	inds, _, err := h.st.LinkIndicators(ctx, id, []store.IndicatorKey{{Type: "domain", Value: "kept-" + uuid.NewString()[:8] + ".example"}}, "api")
+	require.NoError(t, err)
+	_, err = h.st.DB().NewRaw(`UPDATE indicators SET malice = 'Malicious' WHERE uuid = ?`, inds[0].UUID).Exec(ctx)
 	require.NoError(t, err)
 	_, err = h.st.DB().NewRaw(`UPDATE alerts SET indicator_malice = 'Suspicious' WHERE uuid = ?`, id).Exec(ctx)
 	require.NoError(t, err)
