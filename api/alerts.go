@@ -25,7 +25,6 @@ type AlertStore interface {
 	ListAlerts(ctx context.Context, f store.AlertFilter) ([]store.Alert, int, error)
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	AlertExists(ctx context.Context, id uuid.UUID) error
-	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
 	AlertIndicators(ctx context.Context, id uuid.UUID) ([]store.Indicator, error)
 	PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *store.Alert, now time.Time) (store.AlertChange, error)) (store.Alert, error)
 	DeleteAlert(ctx context.Context, id uuid.UUID, actor store.Actor) error
@@ -138,7 +137,7 @@ type enrichmentMeta struct {
 	EnrichedAt *time.Time `json:"enriched_at"`
 }
 
-func toAlertSummary(a store.Alert, malice string) alertSummary {
+func toAlertSummary(a store.Alert) alertSummary {
 	tags := a.Tags
 	if tags == nil {
 		tags = []string{}
@@ -148,7 +147,7 @@ func toAlertSummary(a store.Alert, malice string) alertSummary {
 		IsEnriched: a.IsEnriched, Fingerprint: a.Fingerprint, CloseClassification: a.CloseClassification,
 		AcknowledgedAt: utcPtr(a.AcknowledgedAt), TriagedAt: utcPtr(a.TriagedAt), ClosedAt: utcPtr(a.ClosedAt), Tags: tags,
 		DetectionRuleID: a.DetectionRuleID, Description: a.Description, DuplicateCount: a.DuplicateCount, LastSeenAt: utcPtr(a.LastSeenAt),
-		Malice: malice, MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
+		Malice: a.EffectiveMalice, MaliceOverride: a.MaliceOverride, MaliceOverrideSource: a.MaliceOverrideSource,
 		MaliceOverrideAt: utcPtr(a.MaliceOverrideAt), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
 		InputSanitized: a.InputSanitized, Assignee: a.Assignee, AssignedAt: utcPtr(a.AssignedAt), CaseUUID: a.CaseUUID}
 }
@@ -238,23 +237,15 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 	return respondList(c, out, total, q.PageQuery)
 }
 
-// alertSummaries reads one page of alerts by f with their computed malice.
+// alertSummaries reads one page of alerts by f (each with its effective malice as stored).
 func (s *Server) alertSummaries(ctx context.Context, f store.AlertFilter) ([]alertSummary, int, error) {
 	rows, total, err := s.deps.Alerts.ListAlerts(ctx, f)
 	if err != nil {
 		return nil, 0, err
 	}
-	ids := make([]uuid.UUID, len(rows))
-	for i, a := range rows {
-		ids[i] = a.UUID
-	}
-	malices, err := s.deps.Alerts.AlertMalices(ctx, ids)
-	if err != nil {
-		return nil, 0, err
-	}
 	out := make([]alertSummary, len(rows))
 	for i, a := range rows {
-		out[i] = toAlertSummary(a, string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])))
+		out[i] = toAlertSummary(a)
 	}
 	return out, total, nil
 }
@@ -269,7 +260,7 @@ func (s *Server) alertDetail(ctx context.Context, a store.Alert) (alertDetail, a
 	meta := alertDetailMeta{GeneratedAt: time.Now().UTC(), IndicatorCount: len(det.Indicators),
 		Enrichment:           enrichmentMeta{Succeeded: det.EnrichmentSucceeded, Failed: det.EnrichmentFailed, EnrichedAt: utcPtr(a.EnrichedAt)},
 		DetectionRuleMatched: det.RuleMatched(), ContextDocumentsApplied: len(det.ContextDocuments)}
-	d := alertDetail{alertSummary: toAlertSummary(a, det.Malice), RawPayload: a.RawPayload,
+	d := alertDetail{alertSummary: toAlertSummary(a), RawPayload: a.RawPayload,
 		Indicators:       mapSlice(det.Indicators, func(ind store.Indicator) indicatorResponse { return toIndicatorResponse(ind, true) }),
 		ContextDocuments: mapSlice(det.ContextDocuments, toContextDocumentResponse),
 		AgentFindings:    mapSlice(det.Findings, toFindingResponse), SeverityUnmapped: a.Normalized.SeverityUnmapped,

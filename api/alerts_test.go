@@ -370,8 +370,12 @@ func TestListAlerts_FiltersAndSorts(t *testing.T) {
 		id := byTitle["echo"]
 		r := ts.do(t, http.MethodPost, "/v1/alerts/"+id+"/indicators?enrich=false", key, map[string]any{"indicators": []map[string]any{{"value": "45.33.32.156"}}})
 		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-		_, err := ts.Store.DB().NewRaw("UPDATE indicators SET malice = 'Suspicious' WHERE type = 'ip' AND value = '45.33.32.156'").Exec(ctx)
-		require.NoError(t, err)
+		// The verdict is recorded as an enrichment records it (the store keeps the alert's effective
+		// malice current in the same transaction; a raw UPDATE of the indicator would bypass that).
+		var ind uuid.UUID
+		require.NoError(t, ts.Store.DB().NewRaw("SELECT uuid FROM indicators WHERE type = 'ip' AND value = '45.33.32.156'").Scan(ctx, &ind))
+		require.NoError(t, ts.Store.RecordEnrichment(ctx, nil, []store.IndicatorEnrichment{{IndicatorUUID: ind,
+			Results: map[string]any{"p": map[string]any{"success": true, "malice": "Suspicious"}}}}))
 		r = ts.do(t, http.MethodGet, "/v1/alerts?tags="+tag+"&q=echo", key, nil)
 		require.Equal(t, "Suspicious", r.JSON(t)["data"].([]any)[0].(map[string]any)["malice"])
 	})

@@ -83,11 +83,7 @@ func (s *Server) renderDecide(c *fiber.Ctx, status int, v decideView) error {
 		r := approvals.Request{Confidence: v.A.Confidence}
 		v.Confidence = r.ConfidenceText()
 		v.Expires = v.A.ExpiresAt.UTC().Format(time.RFC1123)
-		for _, d := range v.A.Decisions {
-			if d.Decision == store.ApprovalApproved {
-				v.Approved++
-			}
-		}
+		v.Approved = v.A.Tally().Approvals
 		if run, err := s.deps.Workflows.GetWorkflowRun(c.UserContext(), v.A.RunUUID); err == nil {
 			v.Version = run.WorkflowVersion
 			if def, err := s.deps.Workflows.GetWorkflowVersion(c.UserContext(), run.WorkflowUUID, run.WorkflowVersion); err == nil {

@@ -149,7 +149,7 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		CanRun                                  bool
 		Raw                                     rawView
 		Notes                                   alertNotes // comments and the timeline (comments.go)
-	}{page: base, A: a, Malice: d.Malice, Occurred: a.OccurredAt.UTC().Format(time.RFC1123),
+	}{page: base, A: a, Malice: a.EffectiveMalice, Occurred: a.OccurredAt.UTC().Format(time.RFC1123),
 		Description: deref(a.Description), Temporal: c.deps.Temporal.Link(ids.Alert(a.UUID)), Override: deref(a.MaliceOverride),
 		Rule: d.DetectionRule, Indicators: inds, Docs: docs, Findings: finds, Activity: acts, Graph: layoutGraph(a, d.Indicators, sibs),
 		Statuses: store.AlertStatuses(), Classifications: store.CloseClassifications(), MaliceLevels: indicators.MaliceNames(),

@@ -18,7 +18,6 @@ import (
 	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/errcode"
 	"github.com/vigil-soc/vigil/domain/timeline"
-	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/severity"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -225,19 +224,11 @@ func (c *Console) caseView(ctx *fiber.Ctx, status int, errText string) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]uuid.UUID, len(rows))
-	for i, a := range rows {
-		ids[i] = a.UUID
-	}
-	malices, err := c.deps.Store.AlertMalices(uctx, ids)
-	if err != nil {
-		return err
-	}
 	var open int
 	list := make([]caseAlertRow, len(rows))
 	for i, a := range rows {
 		list[i] = caseAlertRow{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status, Classification: deref(a.CloseClassification),
-			Malice: string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])), Assignee: deref(a.Assignee),
+			Malice: a.EffectiveMalice, Assignee: deref(a.Assignee),
 			Occurred: a.OccurredAt.UTC().Format("2006-01-02 15:04")}
 		if a.Status != store.StatusClosed {
 			open++

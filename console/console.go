@@ -69,7 +69,6 @@ type Store interface {
 	DeleteConsoleSession(ctx context.Context, idHash []byte) error
 	APIKeyPrefixExists(ctx context.Context, prefix string) (bool, error) // a failed sign-in's claimed prefix
 	ListAlerts(ctx context.Context, f store.AlertFilter) ([]store.Alert, int, error)
-	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
 	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)

@@ -166,6 +166,11 @@ func (h *harness) alert(t *testing.T, title string) uuid.UUID {
 	_, err = h.st.DB().NewRaw(`UPDATE indicators SET enrichment_results = ?, malice = 'Malicious' WHERE uuid = ?`,
 		`{"vt":{"status":"success","malice":"Malicious"}}`, inds[0].UUID).Exec(ctx)
 	require.NoError(t, err)
+	// What the store does in the transaction that records a verdict: the linked alerts' worst
+	// indicator malice follows (their effective malice, which the pages show, is computed from it).
+	_, err = h.st.DB().NewRaw(`UPDATE alerts SET indicator_malice = 'Malicious'
+		WHERE uuid IN (SELECT alert_uuid FROM alert_indicators WHERE indicator_uuid = ?)`, inds[0].UUID).Exec(ctx)
+	require.NoError(t, err)
 	return res.AlertUUID
 }
 

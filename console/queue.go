@@ -278,19 +278,11 @@ func (c *Console) queue(ctx *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]uuid.UUID, len(rows))
-	for i, a := range rows {
-		ids[i] = a.UUID
-	}
-	malices, err := c.deps.Store.AlertMalices(ctx.UserContext(), ids)
-	if err != nil {
-		return err
-	}
 	out := make([]queueRow, len(rows))
 	now := time.Now()
 	for i, a := range rows {
 		out[i] = queueRow{UUID: a.UUID, Title: a.Title, Severity: a.Severity, Status: a.Status,
-			Malice: string(indicators.AlertMalice(a.MaliceOverride, malices[a.UUID])), Source: a.SourceName,
+			Malice: a.EffectiveMalice, Source: a.SourceName,
 			Occurred: a.OccurredAt.UTC().Format("2006-01-02 15:04"), Enrichment: a.EnrichmentStatus, Tags: a.Tags,
 			Assignee: deref(a.Assignee), Age: ago(now, a.CreatedAt), Changed: ago(now, a.UpdatedAt),
 			Created: a.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"), Updated: a.UpdatedAt.UTC().Format("2006-01-02 15:04:05 UTC")}

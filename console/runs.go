@@ -208,6 +208,7 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 		return t.UTC().Format("2006-01-02 15:04:05")
 	}
 	var approval *store.ApprovalRequest
+	var tally store.ApprovalTally
 	var decisions []decisionRow
 	if r.ApprovalRequestUUID != nil {
 		a, err := c.deps.Store.GetApproval(uctx, *r.ApprovalRequestUUID)
@@ -215,7 +216,7 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 			return err
 		}
 		if err == nil {
-			approval = &a
+			approval, tally = &a, a.Tally()
 			for _, d := range a.Decisions {
 				decisions = append(decisions, toDecisionRow(d))
 			}
@@ -224,6 +225,7 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 	data := struct {
 		page
 		Approval                          *store.ApprovalRequest
+		Tally                             store.ApprovalTally // what counts toward the quorum
 		ApprovalExpires, Rejection        string
 		Decisions                         []decisionRow
 		R                                 store.WorkflowRun
@@ -235,7 +237,7 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 	}{page: c.base(ctx, "Run "+r.UUID.String(), ""), R: r, Row: toRunRow(r, names), Reason: deref(r.Reason), Confidence: conf,
 		Error: deref(r.Error), Result: result, Started: when(r.StartedAt), Completed: when(r.CompletedAt),
 		Temporal: c.deps.Temporal.Link(temporalID(r)), Steps: steps, Final: store.RunFinal(r.Status),
-		Approval: approval, Decisions: decisions}
+		Approval: approval, Tally: tally, Decisions: decisions}
 	if approval != nil {
 		data.ApprovalExpires, data.Rejection = approval.ExpiresAt.UTC().Format("2006-01-02 15:04:05"), deref(approval.RejectionReason)
 	}
@@ -247,11 +249,11 @@ func (c *Console) run(ctx *fiber.Ctx) error {
 // and the comment.
 type decisionRow struct {
 	Who, Via, Decision, At, Comment string
-	Counted                         bool // a human decision: counts toward the quorum
+	Counted                         bool // counts toward the quorum (store.ApprovalDecision.Counts)
 }
 
 func toDecisionRow(d store.ApprovalDecision) decisionRow {
-	row := decisionRow{Decision: d.Decision, At: d.DecidedAt.UTC().Format("2006-01-02 15:04:05"), Comment: deref(d.Comment), Counted: d.Human}
+	row := decisionRow{Decision: d.Decision, At: d.DecidedAt.UTC().Format("2006-01-02 15:04:05"), Comment: deref(d.Comment), Counted: d.Counts()}
 	switch {
 	case d.KeyName != nil:
 		row.Who, row.Via = *d.KeyName, "key "+deref(d.KeyPrefix)

@@ -11,7 +11,6 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/errcode"
-	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -236,14 +235,8 @@ func (s *Server) caseDetail(ctx context.Context, id uuid.UUID) (single[caseDetai
 	if err != nil {
 		return single[caseDetailView]{}, err
 	}
-	malices, err := s.cfg.Alerts.AlertMalices(ctx, mapAll(rows, func(al store.Alert) uuid.UUID { return al.UUID }))
-	if err != nil {
-		return single[caseDetailView]{}, err
-	}
 	v := caseDetailView{caseView: toCaseView(d.Case), Indicators: mapAll(d.Indicators, toCaseIndicatorView),
-		Alerts: mapAll(rows, func(al store.Alert) alertView {
-			return toAlertView(al, string(indicators.AlertMalice(al.MaliceOverride, malices[al.UUID])), false)
-		})}
+		Alerts: mapAll(rows, func(al store.Alert) alertView { return toAlertView(al, false) })}
 	return single[caseDetailView]{Data: v, Meta: map[string]any{"alerts_total": total, "alerts_shown": len(rows)}}, nil
 }
 

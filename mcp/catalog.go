@@ -150,14 +150,7 @@ func (s *Server) searchAlerts(ctx context.Context, a args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := mapAll(rows, func(al store.Alert) uuid.UUID { return al.UUID })
-	malices, err := s.cfg.Alerts.AlertMalices(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	return newList(rows, total, page, size, func(al store.Alert) alertView {
-		return toAlertView(al, string(indicators.AlertMalice(al.MaliceOverride, malices[al.UUID])), false)
-	}), nil
+	return newList(rows, total, page, size, func(al store.Alert) alertView { return toAlertView(al, false) }), nil
 }
 
 func (s *Server) alertDetail(ctx context.Context, id uuid.UUID) (any, error) {

@@ -41,7 +41,6 @@ type RateLimiter = ratelimit.Limiter
 // AlertReader is what the alert tools and resources read.
 type AlertReader interface {
 	ListAlerts(ctx context.Context, f store.AlertFilter) ([]store.Alert, int, error)
-	AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error)
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	AlertDetail(ctx context.Context, a store.Alert) (store.AlertDetail, error)
 }

@@ -107,7 +107,7 @@ type alertView struct {
 	AssignedAt *time.Time `json:"assigned_at"`
 }
 
-func toAlertView(a store.Alert, malice string, withPayload bool) alertView {
+func toAlertView(a store.Alert, withPayload bool) alertView {
 	content := map[string]any{"title": a.Title, "description": a.Description, "tags": nonNil(a.Tags)}
 	if withPayload {
 		content["raw_payload"] = a.RawPayload
@@ -119,7 +119,7 @@ func toAlertView(a store.Alert, malice string, withPayload bool) alertView {
 		}
 		content["normalization_notes"] = notes
 	}
-	return alertView{UUID: a.UUID, Status: a.Status, Severity: a.Severity, Malice: malice, EnrichmentStatus: a.EnrichmentStatus,
+	return alertView{UUID: a.UUID, Status: a.Status, Severity: a.Severity, Malice: a.EffectiveMalice, EnrichmentStatus: a.EnrichmentStatus,
 		IsEnriched: a.IsEnriched, SourceName: a.SourceName, OccurredAt: a.OccurredAt.UTC(), IngestedAt: a.IngestedAt.UTC(),
 		EnrichedAt: utc(a.EnrichedAt), CloseClassification: a.CloseClassification, AcknowledgedAt: utc(a.AcknowledgedAt),
 		TriagedAt: utc(a.TriagedAt), ClosedAt: utc(a.ClosedAt), DetectionRuleID: a.DetectionRuleID, DuplicateCount: a.DuplicateCount,
@@ -158,7 +158,7 @@ type alertDetailResult struct {
 }
 
 func toAlertDetail(d store.AlertDetail, now time.Time) alertDetailResult {
-	v := alertDetailView{alertView: toAlertView(d.Alert, d.Malice, true),
+	v := alertDetailView{alertView: toAlertView(d.Alert, true),
 		Indicators: mapAll(d.Indicators, toIndicatorView), ContextDocuments: mapAll(d.ContextDocuments, toContextDocumentView),
 		AgentFindings: mapAll(d.Findings, toFindingView)}
 	if d.DetectionRule != nil {

@@ -7,17 +7,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/targeting"
 )
 
 // AlertDetail is an alert with everything its detail view shows (API.md §3 GET /v1/alerts/{uuid}):
 // its indicators, detection rule, applicable context documents and findings, and the values computed
-// from them. REST and MCP both read it through (*Store).AlertDetail.
+// from them (its effective malice is the alert's own, Alert.EffectiveMalice). REST and MCP both read
+// it through (*Store).AlertDetail.
 type AlertDetail struct {
 	Alert            Alert
 	Indicators       []Indicator
-	Malice           string         // effective malice (indicators.AlertMalice)
 	DetectionRule    *DetectionRule // nil: no rule, or the rule was deleted
 	ContextDocuments []ContextDocument
 	Findings         []Finding
@@ -71,10 +70,8 @@ func (s *Store) AlertDetails(ctx context.Context, as []Alert) (map[uuid.UUID]Ale
 				d.DetectionRule = &r
 			}
 		}
-		malices := make([]string, len(d.Indicators))
 		succeeded, failed := map[string]bool{}, map[string]bool{}
-		for i, ind := range d.Indicators {
-			malices[i] = ind.Malice
+		for _, ind := range d.Indicators {
 			for provider, r := range ind.EnrichmentResults {
 				m, _ := r.(map[string]any)
 				switch status, _ := m["status"].(string); status {
@@ -85,7 +82,6 @@ func (s *Store) AlertDetails(ctx context.Context, as []Alert) (map[uuid.UUID]Ale
 				}
 			}
 		}
-		d.Malice = string(indicators.AlertMalice(a.MaliceOverride, malices))
 		// Never nil: the lists are answered as JSON arrays.
 		d.EnrichmentSucceeded = append([]string{}, slices.Sorted(maps.Keys(succeeded))...)
 		d.EnrichmentFailed = append([]string{}, slices.Sorted(maps.Keys(failed))...)

@@ -46,6 +46,13 @@ type Alert struct {
 	MaliceOverride       *string          `bun:"malice_override"`
 	MaliceOverrideSource *string          `bun:"malice_override_source"`
 	MaliceOverrideAt     *time.Time       `bun:"malice_override_at"`
+	// EffectiveMalice is the alert's malice (API.md §3): the override, else the worst malice of its
+	// linked indicators, else Pending. Postgres computes it (the stored generated column
+	// effective_malice over malice_override and indicator_malice, migration 20261126080000): it is
+	// read with the alert, never written (skipupdate; alerts are inserted by SQL naming their
+	// columns), and every door answers it as read; indicators.AlertMalice is the same rule in Go,
+	// held to the column by TestMaliceFilterAgreesWithAlertMalice.
+	EffectiveMalice string `bun:"effective_malice,skipupdate"`
 	// Assignee is the handle of the person who owns the alert (nil: unassigned) and AssignedAt when
 	// it was set (API.md §13).
 	Assignee   *string    `bun:"assignee"`
@@ -603,7 +610,9 @@ func (s *Store) PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *Ale
 		}
 		if len(ch.Columns) > 0 {
 			a.UpdatedAt = now
-			if _, err := tx.NewUpdate().Model(&a).Column(append(ch.Columns, "updated_at")...).WherePK().Exec(ctx); err != nil {
+			// effective_malice is returned: Postgres recomputes it when the override changes.
+			if _, err := tx.NewUpdate().Model(&a).Column(append(ch.Columns, "updated_at")...).WherePK().
+				Returning("effective_malice").Exec(ctx); err != nil {
 				return fmt.Errorf("update alert %s: %w", id, mapErr(err))
 			}
 		}
@@ -711,27 +720,6 @@ func (s *Store) AlertVerdictInputs(ctx context.Context, alertID uuid.UUID) (*str
 		return nil, nil, fmt.Errorf("verdict inputs of alert %s: %w", alertID, mapErr(err))
 	}
 	return row.Override, row.Malices, nil
-}
-
-// AlertMalices returns the malice of every indicator linked to each alert of ids (for list views).
-func (s *Store) AlertMalices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID][]string, error) {
-	out := make(map[uuid.UUID][]string, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	var rows []struct {
-		AlertUUID uuid.UUID `bun:"alert_uuid"`
-		Malice    string    `bun:"malice"`
-	}
-	err := s.db.NewSelect().TableExpr("alert_indicators AS ai").Join("JOIN indicators AS i ON i.uuid = ai.indicator_uuid").
-		ColumnExpr("DISTINCT ai.alert_uuid, i.malice").Where("ai.alert_uuid IN (?)", bun.List(ids)).Scan(ctx, &rows)
-	if err != nil {
-		return nil, fmt.Errorf("indicator malice of %d alerts: %w", len(ids), mapErr(err))
-	}
-	for _, r := range rows {
-		out[r.AlertUUID] = append(out[r.AlertUUID], r.Malice)
-	}
-	return out, nil
 }
 
 // LinkIndicators upserts keys globally and links them to the alert, in one transaction, returning

@@ -53,7 +53,44 @@ type ApprovalDecision struct {
 	KeyPrefix    *string   `bun:"key_prefix"`    // the deciding API key
 	KeyName      *string   `bun:"key_name"`      // its name
 	VerifiedUser *string   `bun:"verified_user"` // the Slack user or decide-page holder, verified by signature or token
-	Human        bool      `bun:"human"`         // counts toward the quorum
+	Human        bool      `bun:"human"`         // counts toward the quorum (Counts)
+}
+
+// Counts reports whether d counts toward its request's quorum: a human's decision (a human API key,
+// a verified Slack user, a decide-page holder). An agent's decision is recorded and shown, never
+// counted (API.md §8).
+func (d ApprovalDecision) Counts() bool { return d.Human }
+
+// ApprovalTally is what a request's decisions add up to (ApprovalRequest.Tally).
+type ApprovalTally struct {
+	Approvals  int // approvals that count: distinct identities whose counted decision approves
+	Rejections int // counted rejections: one rejects the request
+	Remaining  int // approvals still needed for the quorum (RequiredApprovals - Approvals, never below 0)
+}
+
+// Tally is the one count of what counts toward a's quorum, over a.Decisions: the decision rule
+// (responses.Decide) reads it on the locked request with the new decision added, and the approvals
+// inbox, the decide page and the console's run page show it. Only decisions that Count are counted;
+// an identity approves once.
+func (a ApprovalRequest) Tally() ApprovalTally {
+	var t ApprovalTally
+	approvers := map[string]bool{}
+	for _, d := range a.Decisions {
+		if !d.Counts() {
+			continue
+		}
+		switch d.Decision {
+		case ApprovalRejected:
+			t.Rejections++
+		case ApprovalApproved:
+			if !approvers[d.Identity] {
+				approvers[d.Identity] = true
+				t.Approvals++
+			}
+		}
+	}
+	t.Remaining = max(a.RequiredApprovals-t.Approvals, 0)
+	return t
 }
 
 func (s *Store) loadDecisions(ctx context.Context, db bun.IDB, reqs []ApprovalRequest) error {

@@ -222,7 +222,7 @@ func CaseData(c store.Case, inds []store.CaseIndicatorRow) map[string]any {
 func alertData(a store.Alert, d store.AlertDetail) map[string]any {
 	return map[string]any{"uuid": a.UUID, "title": a.Title, "description": a.Description, "severity": a.Severity,
 		"status": a.Status, "source_name": a.SourceName, "occurred_at": a.OccurredAt.UTC(), "ingested_at": a.IngestedAt.UTC(),
-		"tags": a.Tags, "malice": d.Malice, "case_uuid": a.CaseUUID, "malice_override": a.MaliceOverride, "malice_override_source": a.MaliceOverrideSource,
+		"tags": a.Tags, "malice": a.EffectiveMalice, "case_uuid": a.CaseUUID, "malice_override": a.MaliceOverride, "malice_override_source": a.MaliceOverrideSource,
 		"enrichment_status": a.EnrichmentStatus, "is_enriched": a.IsEnriched, "enriched_at": utcPtr(a.EnrichedAt),
 		"close_classification": a.CloseClassification, "acknowledged_at": utcPtr(a.AcknowledgedAt),
 		"triaged_at": utcPtr(a.TriagedAt), "closed_at": utcPtr(a.ClosedAt), "duplicate_count": a.DuplicateCount,

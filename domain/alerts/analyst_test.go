@@ -214,6 +214,7 @@ func TestMaliceFilterAgreesWithAlertMalice(t *testing.T) {
 		got := make([]uuid.UUID, len(rows))
 		for i, r := range rows {
 			got[i] = r.UUID
+			require.Equal(t, lvl, r.EffectiveMalice, "the alert read carries the level its filter matched")
 		}
 		require.ElementsMatch(t, want[lvl], got, lvl)
 		require.Equal(t, len(want[lvl]), total)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,9 +119,11 @@ func (s *Service) Decide(ctx context.Context, id uuid.UUID, who Decider, approve
 // decideLocked decides d on request a (locked, with every decision committed before) at now. A
 // decide-page token must match the request's and be unspent (ErrDecideToken); only a pending request
 // before expires_at can be decided (ErrApprovalExpired / ErrApprovalDecided), never by the key that
-// triggered the run (ErrSelfApproval), once per identity (ErrResponderVoted). One rejection rejects;
-// approvals from required_approvals distinct human identities approve (the free-text responder
-// label is never counted, an agent's decision is recorded but never counted).
+// triggered the run (ErrSelfApproval), once per identity (ErrResponderVoted). The outcome is the
+// request's Tally with the new decision added (store.ApprovalRequest.Tally, the one count the inbox
+// and the pages show too): one counted rejection rejects; approvals from required_approvals distinct
+// human identities approve (the free-text responder label is never counted, an agent's decision is
+// recorded but never counted).
 func decideLocked(a store.ApprovalRequest, d decision, approve bool, comment *string, now time.Time) (store.ApprovalOutcome, error) {
 	if d.tokenHash != nil && (len(a.DecideTokenHash) == 0 || subtle.ConstantTimeCompare(a.DecideTokenHash, d.tokenHash) != 1 ||
 		a.DecideTokenUsedAt != nil) {
@@ -137,30 +140,26 @@ func decideLocked(a store.ApprovalRequest, d decision, approve bool, comment *st
 	if d.keyUUID != nil && a.TriggerKeyUUID != nil && *d.keyUUID == *a.TriggerKeyUUID {
 		return store.ApprovalOutcome{}, ErrSelfApproval
 	}
-	approvers := map[string]bool{}
 	for _, x := range a.Decisions {
 		if x.Identity == d.identity {
 			return store.ApprovalOutcome{}, ErrResponderVoted
 		}
-		if x.Decision == store.ApprovalApproved && x.Human {
-			approvers[x.Identity] = true
-		}
 	}
-	verdict, status := store.ApprovalRejected, store.ApprovalRejected
-	var reason *string
+	verdict := store.ApprovalRejected
 	if approve {
-		verdict, status = store.ApprovalApproved, store.ApprovalPending
-		if !d.agent {
-			approvers[d.identity] = true
-		}
-		if len(approvers) >= a.RequiredApprovals {
-			status = store.ApprovalApproved
-		}
-	} else {
-		reason = comment
+		verdict = store.ApprovalApproved
 	}
 	row := store.ApprovalDecision{Identity: d.identity, ResponderID: d.responderID, Decision: verdict, Comment: comment,
 		KeyPrefix: nonEmpty(d.keyPrefix), KeyName: nonEmpty(d.keyName), VerifiedUser: nonEmpty(d.verifiedUser), Human: !d.agent}
+	next := a
+	next.Decisions = append(slices.Clip(a.Decisions), row)
+	status, reason := store.ApprovalPending, (*string)(nil)
+	switch t := next.Tally(); {
+	case t.Rejections > 0:
+		status, reason = store.ApprovalRejected, comment
+	case t.Remaining == 0:
+		status = store.ApprovalApproved
+	}
 	return store.ApprovalOutcome{Decision: row, Status: status, RejectionReason: reason, UseToken: d.tokenHash != nil,
 		ActorType: d.actorType}, nil
 }

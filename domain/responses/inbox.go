@@ -29,7 +29,7 @@ type Card struct {
 	// ApprovalMode and Tags: what the workflow version declares.
 	ApprovalMode string
 	Tags         []string
-	Approved     int    // approvals recorded so far
+	Approved     int    // approvals that count so far (store.ApprovalRequest.Tally)
 	TemporalID   string // the run's Temporal workflow id
 	// CanApprove and CanReject: the caller's decision would be accepted now; Refusal says why not
 	// (the rule's error, nil when both are allowed).
@@ -61,11 +61,7 @@ func (s *Service) Inbox(ctx context.Context, who Decider, now time.Time) ([]Card
 		if c.Steps != nil {
 			card.Steps = approvals.Steps(c.Steps)
 		}
-		for _, d := range a.Decisions {
-			if d.Decision == store.ApprovalApproved {
-				card.Approved++
-			}
-		}
+		card.Approved = a.Tally().Approvals
 		errApprove, errReject := MayDecide(a, who, true, now), MayDecide(a, who, false, now)
 		card.CanApprove, card.CanReject = errApprove == nil, errReject == nil
 		card.Refusal = errApprove
