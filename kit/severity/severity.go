@@ -94,147 +94,99 @@ func FromWord(s string) (Level, bool) {
 	return "", false
 }
 
-// SplunkNumber maps Splunk's numeric alert severity: 1 Informational, 2 Low, 3 Medium, 4 High,
-// 5 Critical, and 6 (Splunk's "fatal", the top of alert.severity's 1-6 scale) Critical. Other text
-// and numbers report false.
+// Scale is a vendor's numeric severity: the values it takes (Lo..Hi, whole numbers only when Whole)
+// and the lowest value of each band, checked in order (From[i].Min descending). One table of them
+// (Scales) is every vendor number Vigil reads; docs/SOURCES.md prints it.
+type Scale struct {
+	Name   string
+	Lo, Hi float64
+	Whole  bool
+	From   []Band
+}
+
+// Band is the level of the values from Min up to the previous band's Min.
+type Band struct {
+	Min   float64
+	Level Level
+}
+
+// Level maps v onto the scale; outside Lo..Hi, a fraction on a whole scale, or NaN report false.
+func (s Scale) Level(v float64) (Level, bool) {
+	if v != v || v < s.Lo || v > s.Hi || s.Whole && v != float64(int64(v)) { // NaN fails every comparison
+		return "", false
+	}
+	for _, b := range s.From {
+		if v >= b.Min {
+			return b.Level, true
+		}
+	}
+	return "", false
+}
+
+// The vendor scales.
+var (
+	// Splunk's alert.severity 1-6: 1 Informational, 2 Low, 3 Medium, 4 High, 5 Critical, 6 (Splunk's
+	// "fatal") Critical.
+	splunkScale = Scale{Name: "Splunk alert severity", Lo: 1, Hi: 6, Whole: true,
+		From: []Band{{5, Critical}, {4, High}, {3, Medium}, {2, Low}, {1, Informational}}}
+	// Elastic's rule risk_score 0-100 (and the same scale elsewhere), Elastic's own bands.
+	riskScale = Scale{Name: "risk score (Elastic)", Lo: 0, Hi: 100,
+		From: []Band{{74, Critical}, {48, High}, {22, Medium}, {0, Low}}}
+	// OCSF severity_id: 1-5 the levels, 6 Fatal Critical; 0 Unknown and 99 Other are no level.
+	ocsfScale = Scale{Name: "OCSF severity_id", Lo: 1, Hi: 6, Whole: true,
+		From: []Band{{5, Critical}, {4, High}, {3, Medium}, {2, Low}, {1, Informational}}}
+	// Amazon GuardDuty 0.0-10.0.
+	guardDutyScale = Scale{Name: "GuardDuty", Lo: 0, Hi: 10,
+		From: []Band{{9, Critical}, {7, High}, {4, Medium}, {0, Low}}}
+	// TheHive's alert and case severity 1-4.
+	theHiveScale = Scale{Name: "TheHive", Lo: 1, Hi: 4, Whole: true,
+		From: []Band{{4, Critical}, {3, High}, {2, Medium}, {1, Low}}}
+	// CVSS v3's bands over a 0-10 score: 0 "None".
+	cvssScale = Scale{Name: "CVSS-like 0-10", Lo: 0, Hi: 10,
+		From: []Band{{9, Critical}, {7, High}, {4, Medium}, {0.1, Low}, {0, Informational}}}
+	// Wazuh rule levels 0-15, the Wazuh dashboard's bands.
+	wazuhScale = Scale{Name: "Wazuh rule level", Lo: 0, Hi: 15, Whole: true,
+		From: []Band{{15, Critical}, {12, High}, {7, Medium}, {0, Low}}}
+	// Suricata EVE alert severity (the classification priority): 1 is the most severe.
+	suricataScale = Scale{Name: "Suricata priority", Lo: 1, Hi: 4, Whole: true,
+		From: []Band{{4, Informational}, {3, Low}, {2, Medium}, {1, High}}}
+)
+
+// Scales is the one table of vendor numbers, in the order docs/SOURCES.md lists them.
+func Scales() []Scale {
+	return []Scale{splunkScale, riskScale, ocsfScale, guardDutyScale, theHiveScale, cvssScale, wazuhScale, suricataScale}
+}
+
+// SplunkNumber maps Splunk's numeric alert severity (text): 1 Informational, 2 Low, 3 Medium, 4 High,
+// 5 and 6 Critical. Other text and numbers report false.
 func SplunkNumber(s string) (Level, bool) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
 		return "", false
 	}
-	switch n {
-	case 1:
-		return Informational, true
-	case 2:
-		return Low, true
-	case 3:
-		return Medium, true
-	case 4:
-		return High, true
-	case 5, 6:
-		return Critical, true
-	}
-	return "", false
+	return splunkScale.Level(float64(n))
 }
 
-// RiskScore maps a 0-100 risk score (Elastic's rule risk_score, and the same scale elsewhere):
-// 0-21 Low, 22-47 Medium, 48-73 High, 74-100 Critical (Elastic's own bands). Outside 0..100 or NaN
-// reports false.
-func RiskScore(score float64) (Level, bool) {
-	switch {
-	case score < 0 || score > 100 || score != score: // NaN fails every comparison
-		return "", false
-	case score < 22:
-		return Low, true
-	case score < 48:
-		return Medium, true
-	case score < 74:
-		return High, true
-	default:
-		return Critical, true
-	}
-}
+// RiskScore maps a 0-100 risk score: 0-21 Low, 22-47 Medium, 48-73 High, 74-100 Critical.
+func RiskScore(score float64) (Level, bool) { return riskScale.Level(score) }
 
-// OCSFSeverityID maps OCSF's severity_id: 1 Informational, 2 Low, 3 Medium, 4 High, 5 Critical,
-// 6 Fatal → Critical. 0 (Unknown) and 99 (Other) say nothing about the level and report false, as
-// does every other value (the alert is then Pending with severity_unmapped).
-func OCSFSeverityID(id float64) (Level, bool) {
-	switch id {
-	case 1:
-		return Informational, true
-	case 2:
-		return Low, true
-	case 3:
-		return Medium, true
-	case 4:
-		return High, true
-	case 5, 6:
-		return Critical, true
-	}
-	return "", false
-}
+// OCSFSeverityID maps OCSF's severity_id: 1 Informational … 5 Critical, 6 Fatal → Critical; 0
+// (Unknown), 99 (Other) and every other value report false (Pending with severity_unmapped).
+func OCSFSeverityID(id float64) (Level, bool) { return ocsfScale.Level(id) }
 
-// GuardDuty maps an Amazon GuardDuty finding's severity, 0.0-10.0: ≥ 9 Critical, ≥ 7 High, ≥ 4 Medium,
-// else Low. Outside 0..10 or NaN reports false.
-func GuardDuty(score float64) (Level, bool) {
-	switch {
-	case score < 0 || score > 10 || score != score:
-		return "", false
-	case score >= 9:
-		return Critical, true
-	case score >= 7:
-		return High, true
-	case score >= 4:
-		return Medium, true
-	default:
-		return Low, true
-	}
-}
+// GuardDuty maps an Amazon GuardDuty finding's severity, 0.0-10.0: ≥ 9 Critical, ≥ 7 High, ≥ 4
+// Medium, else Low.
+func GuardDuty(score float64) (Level, bool) { return guardDutyScale.Level(score) }
 
-// TheHive maps TheHive's alert and case severity: 1 Low, 2 Medium, 3 High, 4 Critical. Other values
-// report false.
-func TheHive(n float64) (Level, bool) {
-	switch n {
-	case 1:
-		return Low, true
-	case 2:
-		return Medium, true
-	case 3:
-		return High, true
-	case 4:
-		return Critical, true
-	}
-	return "", false
-}
+// TheHive maps TheHive's severity: 1 Low, 2 Medium, 3 High, 4 Critical.
+func TheHive(n float64) (Level, bool) { return theHiveScale.Level(n) }
 
 // CVSS maps a CVSS-like 0-10 score with CVSS v3's bands: 0 Informational ("None"), 0.1-3.9 Low,
-// 4.0-6.9 Medium, 7.0-8.9 High, 9.0-10.0 Critical. Outside 0..10 or NaN reports false.
-func CVSS(score float64) (Level, bool) {
-	switch {
-	case score < 0 || score > 10 || score != score:
-		return "", false
-	case score == 0:
-		return Informational, true
-	case score < 4:
-		return Low, true
-	case score < 7:
-		return Medium, true
-	case score < 9:
-		return High, true
-	default:
-		return Critical, true
-	}
-}
+// 4.0-6.9 Medium, 7.0-8.9 High, 9.0-10.0 Critical.
+func CVSS(score float64) (Level, bool) { return cvssScale.Level(score) }
 
-// Wazuh maps a Wazuh rule level, 0-15, with the Wazuh dashboard's bands: 0-6 Low, 7-11 Medium,
-// 12-14 High, 15 Critical. Other values report false.
-func Wazuh(level float64) (Level, bool) {
-	switch {
-	case level < 0 || level > 15 || level != level || level != float64(int(level)):
-		return "", false
-	case level >= 15:
-		return Critical, true
-	case level >= 12:
-		return High, true
-	case level >= 7:
-		return Medium, true
-	default:
-		return Low, true
-	}
-}
+// Wazuh maps a Wazuh rule level, 0-15: 0-6 Low, 7-11 Medium, 12-14 High, 15 Critical.
+func Wazuh(level float64) (Level, bool) { return wazuhScale.Level(level) }
 
-// Suricata maps a Suricata EVE alert's severity (its classification priority): 1 High, 2 Medium,
-// 3 Low, 4 Informational. Other values report false.
-func Suricata(n float64) (Level, bool) {
-	switch n {
-	case 1:
-		return High, true
-	case 2:
-		return Medium, true
-	case 3:
-		return Low, true
-	case 4:
-		return Informational, true
-	}
-	return "", false
-}
+// Suricata maps a Suricata EVE alert's severity: 1 High, 2 Medium, 3 Low, 4 Informational.
+func Suricata(n float64) (Level, bool) { return suricataScale.Level(n) }
