@@ -98,8 +98,9 @@ func (Elastic) Normalize(payload map[string]any) Normalized {
 	return n
 }
 
-// elasticRule maps an ECS field (by the suffix of its path) to a normalized field and an indicator type.
-type elasticRule struct {
+// pathRule maps a field (by the suffix of its path: ECS, OCSF) to a normalized field and an indicator
+// type.
+type pathRule struct {
 	suffix string
 	field  string // "" = indicator only
 	typ    indicators.Type
@@ -107,7 +108,7 @@ type elasticRule struct {
 }
 
 // elasticRules are checked in order; the first suffix that matches a path wins.
-var elasticRules = []elasticRule{
+var elasticRules = []pathRule{
 	{"hash.md5", indicators.FieldFileHashMD5, indicators.TypeMD5, false},
 	{"hash.sha1", indicators.FieldFileHashSHA1, indicators.TypeSHA1, false},
 	{"hash.sha256", indicators.FieldFileHashSHA256, indicators.TypeSHA256, false},
@@ -142,7 +143,7 @@ var elasticRules = []elasticRule{
 	{"process.command_line", FieldProcessCommandLine, "", false},
 }
 
-// elasticField applies the first matching elasticRule to one leaf of the document. Leaves under
+// elasticField applies the first matching elasticRules entry to one leaf of the document. Leaves under
 // kibana.alert.rule or signal.rule (the rule's own definition: its query, its threat mapping), under
 // Elastic Defend's policy (artifact hashes) and its call_stack_* modules are not the alert's indicators.
 func elasticField(c *collector, path []string, v any) {
@@ -163,7 +164,13 @@ func elasticField(c *collector, path []string, v any) {
 	if s = strings.TrimSpace(s); s == "" {
 		return
 	}
-	for _, r := range elasticRules {
+	applyPathRules(c, elasticRules, path, s)
+}
+
+// applyPathRules applies the first rule of rules whose suffix ends path to the leaf's text s: a
+// normalized field, a pass-1 candidate or both (host-name rules only for what looks like an FQDN).
+func applyPathRules(c *collector, rules []pathRule, path []string, s string) {
+	for _, r := range rules {
 		if !hasSuffix(path, r.suffix) {
 			continue
 		}

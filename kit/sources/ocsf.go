@@ -148,7 +148,7 @@ func ocsfObservables(c *collector, payload map[string]any) {
 }
 
 // ocsfRules map OCSF attribute paths (by suffix) to normalized fields and indicator types.
-var ocsfRules = []elasticRule{
+var ocsfRules = []pathRule{
 	{"src_endpoint.ip", indicators.FieldSrcIP, indicators.TypeIP, false},
 	{"dst_endpoint.ip", indicators.FieldDstIP, indicators.TypeIP, false},
 	{"device.ip", "", indicators.TypeIP, false},
@@ -176,23 +176,7 @@ func ocsfField(c *collector, path []string, v any) {
 	if s = strings.TrimSpace(s); !ok || s == "" {
 		return
 	}
-	for _, r := range ocsfRules {
-		if !hasSuffix(path, r.suffix) {
-			continue
-		}
-		if r.fqdn && !looksLikeHost(s) {
-			return
-		}
-		switch {
-		case r.typ == "":
-			c.field(r.field, s)
-		case r.field == "":
-			c.indicator(r.typ, s)
-		default:
-			c.both(r.field, r.typ, s)
-		}
-		return
-	}
+	applyPathRules(c, ocsfRules, path, s)
 }
 
 // ocsfHashes reads OCSF fingerprint objects ({algorithm_id, value}, in any "hashes" array): 1 MD5,
