@@ -31,11 +31,8 @@ import (
 
 // ContextDocumentStore is what the context-document routes need.
 type ContextDocumentStore interface {
-	CreateContextDocument(ctx context.Context, d *store.ContextDocument) error
 	GetContextDocument(ctx context.Context, id uuid.UUID) (store.ContextDocument, error)
 	ListContextDocuments(ctx context.Context, f store.ContextDocumentFilter) ([]store.ContextDocument, int, error)
-	UpdateContextDocument(ctx context.Context, d *store.ContextDocument, columns ...string) error
-	DeleteContextDocument(ctx context.Context, id uuid.UUID) error
 	AlertSubject(ctx context.Context, alertUUID uuid.UUID) (targeting.Subject, error)
 	ApplicableContextDocuments(ctx context.Context, s targeting.Subject) ([]store.ContextDocument, error)
 }
@@ -197,7 +194,7 @@ func (s *Server) createContextDocument(c *fiber.Ctx) error {
 	} else if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	d, err := s.config.documents.Create(c.UserContext(), s.actor(c), config.DocumentFields{Title: req.Title,
+	d, err := s.config.Documents.Create(c.UserContext(), s.actor(c), config.DocumentFields{Title: req.Title,
 		DocumentType: req.DocumentType, IsGlobal: req.IsGlobal, Description: req.Description, Tags: req.Tags,
 		Content: req.Content, TargetingRules: parseRules(req.TargetingRules)})
 	if err != nil {
@@ -476,7 +473,7 @@ func (s *Server) updateContextDocument(c *fiber.Ctx) error {
 	if rules.Set && !rules.Null {
 		rules.Value = parseRules(req.TargetingRules.Value)
 	}
-	d, err := s.config.documents.Update(c.UserContext(), s.actor(c), id, config.DocumentPatch{Title: req.Title,
+	d, err := s.config.Documents.Update(c.UserContext(), s.actor(c), id, config.DocumentPatch{Title: req.Title,
 		DocumentType: req.DocumentType, IsGlobal: req.IsGlobal, Description: req.Description.kit(), Content: req.Content,
 		Tags: req.Tags, TargetingRules: rules})
 	if err != nil {
@@ -490,7 +487,7 @@ func (s *Server) deleteContextDocument(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.documents.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Documents.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Context document")
 	}
 	return c.SendStatus(http.StatusNoContent)

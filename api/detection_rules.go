@@ -18,11 +18,8 @@ import (
 
 // DetectionRuleStore is what the detection-rule routes need.
 type DetectionRuleStore interface {
-	CreateDetectionRule(ctx context.Context, r *store.DetectionRule) (adopted bool, err error)
 	GetDetectionRule(ctx context.Context, id uuid.UUID) (store.DetectionRule, error)
 	ListDetectionRules(ctx context.Context, f store.DetectionRuleFilter) ([]store.DetectionRule, int, error)
-	UpdateDetectionRule(ctx context.Context, r *store.DetectionRule, columns ...string) error
-	DeleteDetectionRule(ctx context.Context, id uuid.UUID) error
 	DetectionRuleMetrics(ctx context.Context, ruleID int64, w store.MetricsWindow) (store.DetectionRuleMetrics, error)
 }
 
@@ -218,7 +215,7 @@ func (s *Server) createDetectionRule(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	r, err := s.config.rules.Create(c.UserContext(), s.actor(c), config.RuleFields{Name: req.Name, SourceRuleID: req.SourceRuleID,
+	r, err := s.config.Rules.Create(c.UserContext(), s.actor(c), config.RuleFields{Name: req.Name, SourceRuleID: req.SourceRuleID,
 		SourceName: req.SourceName, Severity: req.Severity, IsActive: req.IsActive, MitreTactics: req.MitreTactics,
 		MitreTechniques: req.MitreTechniques, MitreSubtechniques: req.MitreSubtechniques, DataSources: req.DataSources,
 		RunFrequency: req.RunFrequency, CreatedBy: req.CreatedBy, Documentation: req.Documentation})
@@ -302,7 +299,7 @@ func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	r, err := s.config.rules.Update(c.UserContext(), s.actor(c), id, config.RulePatch{Name: req.Name,
+	r, err := s.config.Rules.Update(c.UserContext(), s.actor(c), id, config.RulePatch{Name: req.Name,
 		SourceRuleID: req.SourceRuleID.kit(), SourceName: req.SourceName.kit(), Severity: req.Severity.kit(),
 		RunFrequency: req.RunFrequency.kit(), Documentation: req.Documentation.kit(), IsActive: req.IsActive,
 		MitreTactics: req.MitreTactics, MitreTechniques: req.MitreTechniques, MitreSubtechniques: req.MitreSubtechniques,
@@ -318,7 +315,7 @@ func (s *Server) deleteDetectionRule(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.rules.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Rules.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Detection rule")
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -20,11 +20,8 @@ import (
 
 // IndicatorMappingStore is what the indicator-mapping routes need.
 type IndicatorMappingStore interface {
-	CreateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping) error
 	GetIndicatorMapping(ctx context.Context, id uuid.UUID) (store.IndicatorMapping, error)
 	ListIndicatorMappings(ctx context.Context, f store.IndicatorMappingFilter) ([]store.IndicatorMapping, int, error)
-	UpdateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping, columns ...string) error
-	DeleteIndicatorMapping(ctx context.Context, id uuid.UUID) error
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 	ExtractionExclusions(ctx context.Context) (store.ExtractionExclusions, error)
 }
@@ -117,7 +114,7 @@ func (s *Server) createMapping(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	m, err := s.config.mappings.Create(c.UserContext(), s.actor(c), config.MappingFields{SourceName: req.SourceName,
+	m, err := s.config.Mappings.Create(c.UserContext(), s.actor(c), config.MappingFields{SourceName: req.SourceName,
 		FieldPath: req.FieldPath, IndicatorType: req.IndicatorType, ExtractionTarget: req.ExtractionTarget,
 		IsActive: req.IsActive, Description: req.Description})
 	if err != nil {
@@ -169,7 +166,7 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	m, err := s.config.mappings.Update(c.UserContext(), s.actor(c), id, config.MappingPatch{SourceName: req.SourceName.kit(),
+	m, err := s.config.Mappings.Update(c.UserContext(), s.actor(c), id, config.MappingPatch{SourceName: req.SourceName.kit(),
 		FieldPath: req.FieldPath, IndicatorType: req.IndicatorType, ExtractionTarget: req.ExtractionTarget,
 		IsActive: req.IsActive, Description: req.Description.kit()})
 	if err != nil {
@@ -183,7 +180,7 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.mappings.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Mappings.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return mappingError(err)
 	}
 	return c.SendStatus(http.StatusNoContent)
@@ -211,7 +208,7 @@ func toExclusionsResponse(x store.ExtractionExclusions) exclusionsResponse {
 }
 
 func (s *Server) getExclusions(c *fiber.Ctx) error {
-	x, err := s.config.exclusions.Get(c.UserContext())
+	x, err := s.config.Exclusions.Get(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -223,7 +220,7 @@ func (s *Server) putExclusions(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	x, err := s.config.exclusions.Put(c.UserContext(), s.actor(c), req.Entries)
+	x, err := s.config.Exclusions.Put(c.UserContext(), s.actor(c), req.Entries)
 	if err != nil {
 		return inBody(err)
 	}

@@ -19,11 +19,8 @@ import (
 
 // SourceIntegrationStore is what the source-integration routes and ingestion need.
 type SourceIntegrationStore interface {
-	CreateSourceIntegration(ctx context.Context, si *store.SourceIntegration) error
 	GetSourceIntegration(ctx context.Context, id uuid.UUID) (store.SourceIntegration, error)
 	ListSourceIntegrations(ctx context.Context, f store.SourceIntegrationFilter) ([]store.SourceIntegration, int, error)
-	UpdateSourceIntegration(ctx context.Context, si *store.SourceIntegration, columns ...string) error
-	DeleteSourceIntegration(ctx context.Context, id uuid.UUID) error
 }
 
 func (s *Server) sourceIntegrationRoutes() {
@@ -126,7 +123,7 @@ func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 	if req.AuthConfig != nil {
 		f.Secret = &req.AuthConfig.Secret
 	}
-	si, err := s.config.integrations.Create(c.UserContext(), s.actor(c), f)
+	si, err := s.config.Integrations.Create(c.UserContext(), s.actor(c), f)
 	if errors.Is(err, store.ErrConflict) {
 		return NewError(http.StatusConflict, "INTEGRATION_EXISTS", "This source already has an integration; update it instead.").
 			WithDetails(map[string]any{"source_name": req.SourceName})
@@ -177,7 +174,7 @@ func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
 		return err
 	}
 	secret := optional.Value[string]{Set: req.AuthConfig.Set, Null: req.AuthConfig.Null, Value: req.AuthConfig.Value.Secret}
-	si, err := s.config.integrations.Update(c.UserContext(), s.actor(c), id, config.IntegrationPatch{DisplayName: req.DisplayName,
+	si, err := s.config.Integrations.Update(c.UserContext(), s.actor(c), id, config.IntegrationPatch{DisplayName: req.DisplayName,
 		IsActive: req.IsActive, AuthType: req.AuthType, Secret: secret, SeverityMapping: req.SeverityMapping,
 		Documentation: req.Documentation.kit()})
 	if err != nil {
@@ -191,7 +188,7 @@ func (s *Server) deleteSourceIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.integrations.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Integrations.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Source integration")
 	}
 	return c.SendStatus(http.StatusNoContent)

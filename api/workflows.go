@@ -33,7 +33,6 @@ type WorkflowStore interface {
 
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
-	CancelWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 
 	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
 

@@ -94,6 +94,7 @@ func named() []struct {
 		{responses.ErrResponderVoted, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}},
 		{responses.ErrSelfApproval, Fault{Status: forbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}},
 		{comments.ErrNotAuthor, Fault{Status: forbidden, Code: "NOT_COMMENT_AUTHOR", Message: "Only the key that wrote this comment may change it (an admin key may delete it)."}},
+		{responses.ErrRunFinal, Fault{Status: conflict, Code: "RUN_NOT_CANCELLABLE", Message: "The run has already ended."}},
 		{responses.ErrDecideToken, Fault{Status: forbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}},
 		{store.ErrNotFound, Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "Resource not found."}},
 		{store.ErrConflict, Fault{Status: conflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}},
