@@ -160,9 +160,6 @@ func (s *Server) updateAPIKey(c *fiber.Ctx) error {
 	k, err := s.apiKeys.Update(c.UserContext(), s.actor(c), id, apikeys.Patch{Name: req.Name, Scopes: req.Scopes,
 		AllowedSources: req.AllowedSources.kit(), IsActive: req.IsActive, ExpiresAt: req.ExpiresAt.kit(),
 		RateLimitPerMinute: req.RateLimitPerMinute.kit()})
-	if errors.Is(err, apikeys.ErrRevoked) {
-		return NewError(http.StatusConflict, "KEY_REVOKED", "A revoked API key cannot be re-activated; create a new key.")
-	}
 	if err != nil {
 		return notFoundAs(err, "API key")
 	}

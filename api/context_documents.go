@@ -40,7 +40,7 @@ type ContextDocumentStore interface {
 // Limits of context documents.
 const (
 	// MaxContextDocumentBytes bounds a document's content (JSON content or uploaded file), in UTF-8 bytes.
-	MaxContextDocumentBytes = 1 << 20
+	MaxContextDocumentBytes = config.MaxDocumentBytes
 	maxMultipartParts       = 64
 	maxMultipartFieldBytes  = 256 << 10
 )
@@ -120,7 +120,7 @@ type listContextDocumentsQuery struct {
 // Validate refuses text the database cannot hold.
 func (q listContextDocumentsQuery) Validate() validate.Errors {
 	var errs validate.Errors
-	checkText(&errs, []any{"q"}, q.Q)
+	errs.Text([]any{"q"}, q.Q)
 	return errs
 }
 
@@ -149,30 +149,13 @@ type createContextDocumentRequest struct {
 	TargetingRules json.RawMessage `json:"targeting_rules" doc:"{\"match_any\": [rule], \"match_all\": [rule]}, rule = {field, op, value}; null or {}: no rules."`
 }
 
-// Validate checks text, the content size and the targeting rules.
+// Validate applies the owner's checks (config.CheckDocument) and parses the targeting rules.
 func (r createContextDocumentRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	checkName(&errs, []any{"title"}, r.Title)
-	if r.Description != nil {
-		checkText(&errs, []any{"description"}, *r.Description)
-	}
-	checkContent(&errs, []any{"content"}, r.Content)
-	for i, t := range r.Tags {
-		checkText(&errs, []any{"tags", i}, t)
-	}
+	errs := config.CheckDocument(config.DocumentFields{Title: r.Title, Description: r.Description, Content: r.Content, Tags: r.Tags})
 	if _, rerrs := targeting.Parse(r.TargetingRules); len(rerrs) > 0 {
 		errs.Merge([]any{"targeting_rules"}, rerrs)
 	}
 	return errs
-}
-
-func checkContent(errs *validate.Errors, loc []any, s string) {
-	if len(s) > MaxContextDocumentBytes {
-		errs.AddCtx(loc, validate.TypeStringTooLong, fmt.Sprintf("Content should have at most %d bytes.", MaxContextDocumentBytes),
-			nil, map[string]any{"max_bytes": MaxContextDocumentBytes})
-		return
-	}
-	checkText(errs, loc, s)
 }
 
 // parseRules parses already validated targeting rules; nil for none.
@@ -406,7 +389,7 @@ func titleFromFileName(name string) string {
 	name = strings.ReplaceAll(name, `\`, "/")
 	base := path.Base(name)
 	base = strings.TrimSpace(strings.TrimSuffix(base, path.Ext(base)))
-	if base == "" || base == "." || base == "/" || !utf8.ValidString(base) || containsNUL(base) {
+	if base == "" || base == "." || base == "/" || !utf8.ValidString(base) || validate.HasNUL(base) {
 		return ""
 	}
 	if r := []rune(base); len(r) > 500 {
@@ -437,21 +420,9 @@ type updateContextDocumentRequest struct {
 	TargetingRules Optional[json.RawMessage] `json:"targeting_rules" doc:"Replaces the rules; an explicit null removes them."`
 }
 
-// Validate checks text, the content size and the targeting rules.
+// Validate applies the owner's checks (config.CheckDocumentPatch) and parses the targeting rules.
 func (r updateContextDocumentRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	if r.Title != nil {
-		checkName(&errs, []any{"title"}, *r.Title)
-	}
-	if r.Description.Set && !r.Description.Null {
-		checkText(&errs, []any{"description"}, r.Description.Value)
-	}
-	if r.Content != nil {
-		checkContent(&errs, []any{"content"}, *r.Content)
-	}
-	for i, t := range r.Tags {
-		checkText(&errs, []any{"tags", i}, t)
-	}
+	errs := config.CheckDocumentPatch(config.DocumentPatch{Title: r.Title, Description: r.Description.kit(), Content: r.Content, Tags: r.Tags})
 	if r.TargetingRules.Set && !r.TargetingRules.Null {
 		if _, rerrs := targeting.Parse(r.TargetingRules.Value); len(rerrs) > 0 {
 			errs.Merge([]any{"targeting_rules"}, rerrs)

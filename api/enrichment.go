@@ -242,7 +242,7 @@ func (s *Server) createProvider(c *fiber.Ctx) error {
 			WithDetails(map[string]any{"provider_name": req.ProviderName})
 	}
 	if err != nil {
-		return providerError(err)
+		return notFoundAs(err, "Enrichment provider")
 	}
 	return respond(c, http.StatusCreated, s.toProviderResponse(p))
 }
@@ -298,22 +298,6 @@ func (r updateProviderRequest) Validate() validate.Errors {
 
 func enrichIsNull(raw enrichRaw) bool { return strings.TrimSpace(string(raw)) == "null" }
 
-// providerError maps the provider rules' refusals to the contract's codes.
-func providerError(err error) error {
-	var br *enrichment.BuiltinRestrictedError
-	switch {
-	case errors.As(err, &br):
-		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED",
-			"Builtin providers only accept changes to is_active, auth_config, description, malice_rules, TTLs and rate_limit.").
-			WithDetails(map[string]any{"fields": br.Fields})
-	case errors.Is(err, enrichment.ErrBuiltinNotDeletable):
-		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED", "Builtin providers cannot be deleted; deactivate them instead.")
-	case errors.Is(err, config.ErrNoSealer):
-		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Credentials cannot be stored: no encryption key is configured.")
-	}
-	return notFoundAs(err, "Enrichment provider")
-}
-
 func (s *Server) updateProvider(c *fiber.Ctx) error {
 	_, p, err := s.loadProvider(c)
 	if err != nil {
@@ -336,7 +320,7 @@ func (s *Server) updateProvider(c *fiber.Ctx) error {
 		DefaultCacheTTLSeconds: req.DefaultCacheTTLSeconds, CacheTTLByType: req.CacheTTLByType, MaliceRules: req.MaliceRules,
 		RateLimit: rate})
 	if err != nil {
-		return providerError(err)
+		return notFoundAs(err, "Enrichment provider")
 	}
 	return respond(c, http.StatusOK, s.toProviderResponse(p))
 }
@@ -347,7 +331,7 @@ func (s *Server) deleteProvider(c *fiber.Ctx) error {
 		return err
 	}
 	if err := s.config.Providers.Delete(c.UserContext(), s.actor(c), p); err != nil {
-		return providerError(err)
+		return notFoundAs(err, "Enrichment provider")
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -359,7 +343,7 @@ func (s *Server) setProviderActive(active bool) fiber.Handler {
 			return err
 		}
 		if p, err = s.config.Providers.SetActive(c.UserContext(), s.actor(c), p, active); err != nil {
-			return providerError(err)
+			return notFoundAs(err, "Enrichment provider")
 		}
 		return respond(c, http.StatusOK, s.toProviderResponse(p))
 	}

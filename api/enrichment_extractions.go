@@ -97,10 +97,7 @@ func errDuplicateExtraction() *Error {
 
 // extractionError maps the extraction rules' refusals to the contract's codes.
 func extractionError(err error) error {
-	switch {
-	case errors.Is(err, enrichment.ErrSystemExtraction):
-		return NewError(http.StatusForbidden, "SYSTEM_EXTRACTION_RESTRICTED", "System extractions can only be activated or deactivated.")
-	case errors.Is(err, store.ErrConflict):
+	if errors.Is(err, store.ErrConflict) {
 		return errDuplicateExtraction()
 	}
 	return notFoundAs(inBody(err), "Field extraction")

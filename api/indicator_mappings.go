@@ -146,12 +146,7 @@ type updateMappingRequest struct {
 
 // mappingError maps the mapping rules' refusals to the contract's codes.
 func mappingError(err error) error {
-	var sm *ingest.SystemMappingError
-	switch {
-	case errors.As(err, &sm):
-		return NewError(http.StatusUnprocessableEntity, "SYSTEM_MAPPING_READONLY",
-			"System mappings are read-only except is_active and description.").WithDetails(map[string]any{"fields": sm.Fields})
-	case errors.Is(err, store.ErrConflict):
+	if errors.Is(err, store.ErrConflict) {
 		return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
 	}
 	return notFoundAs(inBody(err), "Indicator mapping")

@@ -12,7 +12,6 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/kit/optional"
-	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
@@ -100,17 +99,7 @@ type createSourceIntegrationRequest struct {
 
 // Validate checks the severity mapping (the source name is checked against the registry by the handler).
 func (r createSourceIntegrationRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	checkSeverityMapping(&errs, r.SeverityMapping)
-	return errs
-}
-
-func checkSeverityMapping(errs *validate.Errors, m map[string]string) {
-	if len(m) > 100 {
-		errs.Add([]any{"severity_mapping"}, validate.TypeTooLong, "At most 100 severity mappings.", len(m))
-		return
-	}
-	errs.Merge([]any{"severity_mapping"}, sources.ValidateSeverityMapping(m))
+	return config.CheckSeverityMapping(r.SeverityMapping)
 }
 
 func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
@@ -159,9 +148,7 @@ type updateSourceIntegrationRequest struct {
 
 // Validate checks the severity mapping.
 func (r updateSourceIntegrationRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	checkSeverityMapping(&errs, r.SeverityMapping)
-	return errs
+	return config.CheckSeverityMapping(r.SeverityMapping)
 }
 
 func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {

@@ -147,7 +147,6 @@ func (r createWorkflowRequest) Validate() validate.Errors {
 // UpdateWorkflow, DeleteWorkflow) to the contract's codes.
 func definitionError(err error) error {
 	var he *responses.SecretHostError
-	var nc *responses.NotConfiguredError
 	var verrs validate.Errors
 	switch {
 	case errors.As(err, &he):
@@ -155,13 +154,6 @@ func definitionError(err error) error {
 			"Step "+strconv.Itoa(he.StepIndex)+" ("+he.StepName+") would send secret "+he.Secret+" (or what a step received for it) to "+he.Host+
 				", which is not in its allowed_hosts; an admin sets them with PUT /v1/workflow-secrets/"+he.Secret+".").
 			WithDetails(map[string]any{"step_index": he.StepIndex, "step_name": he.StepName, "secret": he.Secret, "host": he.Host})
-	case errors.As(err, &nc):
-		return NewError(http.StatusConflict, "WORKFLOW_NOT_CONFIGURED", "Store the workflow's secrets before activating it.").
-			WithDetails(map[string]any{"missing_secrets": nc.Missing})
-	case errors.Is(err, responses.ErrSystemReadOnly):
-		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW_READ_ONLY", "System workflows accept only state changes.")
-	case errors.Is(err, responses.ErrSystemNotDeletable):
-		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW", "System workflows cannot be deleted; set state to inactive instead.")
 	case errors.As(err, &verrs):
 		return inBody(verrs)
 	}

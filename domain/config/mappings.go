@@ -82,9 +82,12 @@ type MappingFields struct {
 	Description      *string
 }
 
-// Create stores a new mapping with its audit event by actor. An unknown source is a
-// validate.Errors; an identical mapping store.ErrConflict.
+// Create stores a new mapping with its audit event by actor. An unknown source or a mapping
+// ingest.ValidateMapping refuses is a validate.Errors; an identical mapping store.ErrConflict.
 func (s *Mappings) Create(ctx context.Context, actor store.Actor, f MappingFields) (store.IndicatorMapping, error) {
+	if errs := ingest.ValidateMapping(f.FieldPath, f.IndicatorType, f.ExtractionTarget, f.Description); len(errs) > 0 {
+		return store.IndicatorMapping{}, errs
+	}
 	if err := s.CheckSource(f.SourceName); err != nil {
 		return store.IndicatorMapping{}, err
 	}
