@@ -350,6 +350,7 @@ func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, l
 		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
 		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
 		Cases: fd.svc.cases, CaseTimeline: fd.svc.timeline,
+		Exclusions: fd.svc.config.Exclusions, Mappings: fd.svc.config.Mappings,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box
