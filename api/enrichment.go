@@ -237,10 +237,6 @@ func (s *Server) createProvider(c *fiber.Ctx) error {
 		HTTPConfig: req.HTTPConfig, MaliceRules: req.MaliceRules, AuthType: req.AuthType, AuthConfig: req.AuthConfig,
 		EnvVarMapping: req.EnvVarMapping, DefaultCacheTTLSeconds: req.DefaultCacheTTLSeconds, CacheTTLByType: req.CacheTTLByType,
 		RateLimit: req.RateLimit.toStore()})
-	if errors.Is(err, store.ErrConflict) {
-		return NewError(http.StatusConflict, "DUPLICATE_PROVIDER", "A provider named "+req.ProviderName+" already exists.").
-			WithDetails(map[string]any{"provider_name": req.ProviderName})
-	}
 	if err != nil {
 		return notFoundAs(err, "Enrichment provider")
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -91,15 +90,9 @@ func (r bulkExtractionRequest) Validate() validate.Errors {
 	return errs
 }
 
-func errDuplicateExtraction() *Error {
-	return NewError(http.StatusConflict, "DUPLICATE_EXTRACTION", "An extraction with this provider_name, indicator_type and target_key already exists.")
-}
-
-// extractionError maps the extraction rules' refusals to the contract's codes.
+// extractionError names a missing extraction and places validation errors in the body; every code
+// is domain/errcode's.
 func extractionError(err error) error {
-	if errors.Is(err, store.ErrConflict) {
-		return errDuplicateExtraction()
-	}
 	return notFoundAs(inBody(err), "Field extraction")
 }
 

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -144,11 +143,9 @@ type updateMappingRequest struct {
 	Description      Optional[string] `json:"description" maxLength:"1000" doc:"An explicit null clears it."`
 }
 
-// mappingError maps the mapping rules' refusals to the contract's codes.
+// mappingError names a missing mapping and places validation errors in the body; every code is
+// domain/errcode's.
 func mappingError(err error) error {
-	if errors.Is(err, store.ErrConflict) {
-		return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
-	}
 	return notFoundAs(inBody(err), "Indicator mapping")
 }
 

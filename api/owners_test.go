@@ -20,7 +20,7 @@ import (
 func TestRulesLiveInTheirOwners(t *testing.T) {
 	ownedCodes := []string{"RUN_NOT_CANCELLABLE", "KEY_REVOKED", "DUPLICATE_RULE", "SYSTEM_MAPPING_READONLY",
 		"BUILTIN_RESTRICTED", "SYSTEM_EXTRACTION_RESTRICTED", "SYSTEM_WORKFLOW", "SYSTEM_WORKFLOW_READ_ONLY",
-		"WORKFLOW_NOT_CONFIGURED", "AGENT_INACTIVE"}
+		"WORKFLOW_NOT_CONFIGURED", "AGENT_INACTIVE", "MAPPING_EXISTS", "INTEGRATION_EXISTS", "DUPLICATE_PROVIDER", "DUPLICATE_EXTRACTION"}
 	ownedFuncs := []string{"checkText", "checkName", "checkRuleText", "checkContent", "checkSeverityMapping", "isBlank",
 		"containsNUL", "duplicateRule", "providerError", "signalRun", "newConfigRules"}
 	ownedCalls := []string{"SignalWorkflowRun", "CancelWorkflowRun", // responses.CancelRun

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -113,10 +112,6 @@ func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 		f.Secret = &req.AuthConfig.Secret
 	}
 	si, err := s.config.Integrations.Create(c.UserContext(), s.actor(c), f)
-	if errors.Is(err, store.ErrConflict) {
-		return NewError(http.StatusConflict, "INTEGRATION_EXISTS", "This source already has an integration; update it instead.").
-			WithDetails(map[string]any{"source_name": req.SourceName})
-	}
 	if err != nil {
 		return inBody(err)
 	}

@@ -95,7 +95,7 @@ func (s *Integrations) Create(ctx context.Context, actor store.Actor, f Integrat
 		return audit.Subject{Type: audit.SourceIntegration, UUID: si.UUID, Name: si.SourceName, After: si}, err
 	})
 	if err != nil {
-		return store.SourceIntegration{}, fmt.Errorf("create source integration %s: %w", si.SourceName, err)
+		return store.SourceIntegration{}, taken(fmt.Errorf("create source integration %s: %w", si.SourceName, err), TakenIntegration, si.SourceName)
 	}
 	s.cache.Invalidate()
 	return si, nil

@@ -98,7 +98,7 @@ func (s *Mappings) Create(ctx context.Context, actor store.Actor, f MappingField
 		return mappingSubject(nil, &m), err
 	})
 	if err != nil {
-		return store.IndicatorMapping{}, fmt.Errorf("create indicator mapping: %w", err)
+		return store.IndicatorMapping{}, taken(fmt.Errorf("create indicator mapping: %w", err), TakenMapping, "")
 	}
 	s.cache.Invalidate()
 	return m, nil
@@ -153,7 +153,7 @@ func (s *Mappings) Update(ctx context.Context, actor store.Actor, id uuid.UUID, 
 		return mappingSubject(&before, &m), err
 	})
 	if err != nil {
-		return store.IndicatorMapping{}, fmt.Errorf("update indicator mapping %s: %w", id, err)
+		return store.IndicatorMapping{}, taken(fmt.Errorf("update indicator mapping %s: %w", id, err), TakenMapping, "")
 	}
 	s.cache.Invalidate()
 	return m, nil

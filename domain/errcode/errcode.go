@@ -48,6 +48,7 @@ func Of(err error) (f Fault, ok bool) {
 		sm    *ingest.SystemMappingError
 		br    *enrichment.BuiltinRestrictedError
 		nc    *responses.NotConfiguredError
+		ex    *config.ExistsError
 	)
 	switch {
 	case err == nil:
@@ -84,6 +85,10 @@ func Of(err error) (f Fault, ok bool) {
 	case errors.As(err, &nc):
 		return Fault{Status: http.StatusConflict, Code: "WORKFLOW_NOT_CONFIGURED", Message: "Store the workflow's secrets before activating it.",
 			Details: map[string]any{"missing_secrets": nc.Missing}}, true
+	case errors.As(err, &ex):
+		if f, ok := exists(ex); ok {
+			return f, true
+		}
 	case errors.As(err, &oc):
 		return Fault{Status: http.StatusConflict, Code: "ALERT_IN_OTHER_CASE",
 			Message: "Alert " + oc.AlertUUID.String() + " belongs to another case; send move: true to move it.",
@@ -135,6 +140,26 @@ func named() []struct {
 		{auth.ErrKeyExpired, Fault{Status: unauthorized, Code: "KEY_EXPIRED", Message: "The API key has expired."}},
 		{auth.ErrInvalidKey, Fault{Status: unauthorized, Code: "UNAUTHORIZED", Message: "The API key is invalid or revoked."}},
 	}
+}
+
+// exists is the 409 of a taken configuration resource, each with its contract code.
+func exists(ex *config.ExistsError) (Fault, bool) {
+	f := Fault{Status: http.StatusConflict}
+	switch ex.What {
+	case config.TakenMapping:
+		f.Code, f.Message = "MAPPING_EXISTS", "An identical indicator mapping exists."
+	case config.TakenIntegration:
+		f.Code, f.Message = "INTEGRATION_EXISTS", "This source already has an integration; update it instead."
+		f.Details = map[string]any{"source_name": ex.Name}
+	case config.TakenProvider:
+		f.Code, f.Message = "DUPLICATE_PROVIDER", "A provider named "+ex.Name+" already exists."
+		f.Details = map[string]any{"provider_name": ex.Name}
+	case config.TakenExtraction:
+		f.Code, f.Message = "DUPLICATE_EXTRACTION", "An extraction with this provider_name, indicator_type and target_key already exists."
+	default:
+		return Fault{}, false
+	}
+	return f, true
 }
 
 const duplicateRule = "A detection rule with this source_name and source_rule_id already exists."
