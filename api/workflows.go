@@ -18,15 +18,10 @@ import (
 	"github.com/vigil-soc/vigil/store"
 )
 
-// WorkflowStore is what the workflow, run, approval and secret routes need, including what the
-// response-workflow rules they call read and write (responses.Store).
+// WorkflowStore is what the workflow, run, approval and secret routes read; their changes go
+// through responses.Service.
 type WorkflowStore interface {
-	responses.Store
-
-	CreateWorkflow(ctx context.Context, w *store.Workflow) error
-	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
-	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
-	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
+	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
 	ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]store.Workflow, int, error)
 	ListWorkflowVersions(ctx context.Context, id uuid.UUID, p store.Page) ([]store.WorkflowVersion, int, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
@@ -34,11 +29,10 @@ type WorkflowStore interface {
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
 
+	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
 	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
 
-	PutWorkflowSecret(ctx context.Context, sec *store.WorkflowSecret) (bool, error)
 	ListWorkflowSecrets(ctx context.Context, p store.Page) ([]store.WorkflowSecret, int, error)
-	DeleteWorkflowSecret(ctx context.Context, name string) error
 }
 
 func (s *Server) workflowRoutes() {
