@@ -117,8 +117,6 @@ func (s *Server) dispatchAgent(c *fiber.Ctx) error {
 		e := cannotReceive(cr)
 		e.Details["agent_uuid"] = q.AgentUUID
 		return e
-	case errors.Is(err, agents.ErrAgentInactive):
-		return NewError(http.StatusUnprocessableEntity, "AGENT_INACTIVE", "The agent is not active; activate it before dispatching to it.")
 	case errors.Is(err, agents.ErrAgentNotFound):
 		return notFoundAs(err, "Agent")
 	case err != nil:
@@ -372,4 +370,11 @@ func (s *Server) listAgentDeliveries(c *fiber.Ctx) error {
 		return err
 	}
 	return respondList(c, mapSlice(rows, toDeliveryResponse), total, q.PageQuery)
+}
+
+func deref(l *[]string) []string {
+	if l == nil {
+		return nil
+	}
+	return *l
 }

@@ -26,12 +26,8 @@ type AlertStore interface {
 	GetAlert(ctx context.Context, id uuid.UUID) (store.Alert, error)
 	AlertExists(ctx context.Context, id uuid.UUID) error
 	AlertIndicators(ctx context.Context, id uuid.UUID) ([]store.Indicator, error)
-	PatchAlert(ctx context.Context, id uuid.UUID, decide func(a *store.Alert, now time.Time) (store.AlertChange, error)) (store.Alert, error)
 	DeleteAlert(ctx context.Context, id uuid.UUID, actor store.Actor) error
-	CreateFinding(ctx context.Context, f *store.Finding, actorType string) error
 	ListFindings(ctx context.Context, alertID uuid.UUID) ([]store.Finding, error)
-	LinkIndicators(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source string) ([]store.Indicator, int, error)
-	LinkIndicatorsForEnrichment(ctx context.Context, alertID uuid.UUID, keys []store.IndicatorKey, source, actorType, actorKeyPrefix string) ([]store.Indicator, int, error)
 	ListActivity(ctx context.Context, f store.ActivityFilter) ([]store.ActivityEvent, int, error)
 	EnqueueRerun(ctx context.Context, alertID uuid.UUID, actorType, actorKeyPrefix string) error
 	SiblingAlerts(ctx context.Context, alertID uuid.UUID, limit int) ([]store.Sibling, error)

@@ -17,10 +17,8 @@ import (
 
 // APIKeyStore is what the API-key routes need.
 type APIKeyStore interface {
-	CreateAPIKey(ctx context.Context, k *store.APIKey) error
 	GetAPIKey(ctx context.Context, id uuid.UUID) (store.APIKey, error)
 	ListAPIKeys(ctx context.Context, f store.APIKeyFilter) ([]store.APIKey, int, error)
-	UpdateAPIKey(ctx context.Context, k *store.APIKey, columns ...string) error
 }
 
 func (s *Server) apiKeyRoutes() {
@@ -121,7 +119,7 @@ func (s *Server) createAPIKey(c *fiber.Ctx) error {
 	if req.KeyType != nil {
 		keyType = *req.KeyType
 	}
-	k, plain, err := s.config.apiKeys.Create(c.UserContext(), s.actor(c), apikeys.Fields{Name: req.Name, Scopes: req.Scopes,
+	k, plain, err := s.apiKeys.Create(c.UserContext(), s.actor(c), apikeys.Fields{Name: req.Name, Scopes: req.Scopes,
 		KeyType: keyType, AllowedSources: req.AllowedSources, ExpiresAt: req.ExpiresAt, RateLimitPerMinute: req.RateLimitPerMinute})
 	if err != nil {
 		return inBody(err)
@@ -159,12 +157,9 @@ func (s *Server) updateAPIKey(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	k, err := s.config.apiKeys.Update(c.UserContext(), s.actor(c), id, apikeys.Patch{Name: req.Name, Scopes: req.Scopes,
+	k, err := s.apiKeys.Update(c.UserContext(), s.actor(c), id, apikeys.Patch{Name: req.Name, Scopes: req.Scopes,
 		AllowedSources: req.AllowedSources.kit(), IsActive: req.IsActive, ExpiresAt: req.ExpiresAt.kit(),
 		RateLimitPerMinute: req.RateLimitPerMinute.kit()})
-	if errors.Is(err, apikeys.ErrRevoked) {
-		return NewError(http.StatusConflict, "KEY_REVOKED", "A revoked API key cannot be re-activated; create a new key.")
-	}
 	if err != nil {
 		return notFoundAs(err, "API key")
 	}
@@ -176,7 +171,7 @@ func (s *Server) revokeAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.apiKeys.Revoke(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.apiKeys.Revoke(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "API key")
 	}
 	return c.SendStatus(http.StatusNoContent)

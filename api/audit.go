@@ -9,17 +9,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/agents"
-	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
 
-// AuditStore writes configuration changes with their audit events (store.Store.Audited) and reads
-// the audit trail.
+// AuditStore reads the audit trail.
 type AuditStore interface {
-	audit.Store
 	ListAuditEvents(ctx context.Context, f store.AuditFilter) ([]store.AuditEvent, int, error)
 }
 

@@ -31,11 +31,8 @@ import (
 
 // ContextDocumentStore is what the context-document routes need.
 type ContextDocumentStore interface {
-	CreateContextDocument(ctx context.Context, d *store.ContextDocument) error
 	GetContextDocument(ctx context.Context, id uuid.UUID) (store.ContextDocument, error)
 	ListContextDocuments(ctx context.Context, f store.ContextDocumentFilter) ([]store.ContextDocument, int, error)
-	UpdateContextDocument(ctx context.Context, d *store.ContextDocument, columns ...string) error
-	DeleteContextDocument(ctx context.Context, id uuid.UUID) error
 	AlertSubject(ctx context.Context, alertUUID uuid.UUID) (targeting.Subject, error)
 	ApplicableContextDocuments(ctx context.Context, s targeting.Subject) ([]store.ContextDocument, error)
 }
@@ -43,7 +40,7 @@ type ContextDocumentStore interface {
 // Limits of context documents.
 const (
 	// MaxContextDocumentBytes bounds a document's content (JSON content or uploaded file), in UTF-8 bytes.
-	MaxContextDocumentBytes = 1 << 20
+	MaxContextDocumentBytes = config.MaxDocumentBytes
 	maxMultipartParts       = 64
 	maxMultipartFieldBytes  = 256 << 10
 )
@@ -123,7 +120,7 @@ type listContextDocumentsQuery struct {
 // Validate refuses text the database cannot hold.
 func (q listContextDocumentsQuery) Validate() validate.Errors {
 	var errs validate.Errors
-	checkText(&errs, []any{"q"}, q.Q)
+	errs.Text([]any{"q"}, q.Q)
 	return errs
 }
 
@@ -152,30 +149,13 @@ type createContextDocumentRequest struct {
 	TargetingRules json.RawMessage `json:"targeting_rules" doc:"{\"match_any\": [rule], \"match_all\": [rule]}, rule = {field, op, value}; null or {}: no rules."`
 }
 
-// Validate checks text, the content size and the targeting rules.
+// Validate applies the owner's checks (config.CheckDocument) and parses the targeting rules.
 func (r createContextDocumentRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	checkName(&errs, []any{"title"}, r.Title)
-	if r.Description != nil {
-		checkText(&errs, []any{"description"}, *r.Description)
-	}
-	checkContent(&errs, []any{"content"}, r.Content)
-	for i, t := range r.Tags {
-		checkText(&errs, []any{"tags", i}, t)
-	}
+	errs := config.CheckDocument(config.DocumentFields{Title: r.Title, Description: r.Description, Content: r.Content, Tags: r.Tags})
 	if _, rerrs := targeting.Parse(r.TargetingRules); len(rerrs) > 0 {
 		errs.Merge([]any{"targeting_rules"}, rerrs)
 	}
 	return errs
-}
-
-func checkContent(errs *validate.Errors, loc []any, s string) {
-	if len(s) > MaxContextDocumentBytes {
-		errs.AddCtx(loc, validate.TypeStringTooLong, fmt.Sprintf("Content should have at most %d bytes.", MaxContextDocumentBytes),
-			nil, map[string]any{"max_bytes": MaxContextDocumentBytes})
-		return
-	}
-	checkText(errs, loc, s)
 }
 
 // parseRules parses already validated targeting rules; nil for none.
@@ -197,7 +177,7 @@ func (s *Server) createContextDocument(c *fiber.Ctx) error {
 	} else if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	d, err := s.config.documents.Create(c.UserContext(), s.actor(c), config.DocumentFields{Title: req.Title,
+	d, err := s.config.Documents.Create(c.UserContext(), s.actor(c), config.DocumentFields{Title: req.Title,
 		DocumentType: req.DocumentType, IsGlobal: req.IsGlobal, Description: req.Description, Tags: req.Tags,
 		Content: req.Content, TargetingRules: parseRules(req.TargetingRules)})
 	if err != nil {
@@ -409,7 +389,7 @@ func titleFromFileName(name string) string {
 	name = strings.ReplaceAll(name, `\`, "/")
 	base := path.Base(name)
 	base = strings.TrimSpace(strings.TrimSuffix(base, path.Ext(base)))
-	if base == "" || base == "." || base == "/" || !utf8.ValidString(base) || containsNUL(base) {
+	if base == "" || base == "." || base == "/" || !utf8.ValidString(base) || validate.HasNUL(base) {
 		return ""
 	}
 	if r := []rune(base); len(r) > 500 {
@@ -440,21 +420,9 @@ type updateContextDocumentRequest struct {
 	TargetingRules Optional[json.RawMessage] `json:"targeting_rules" doc:"Replaces the rules; an explicit null removes them."`
 }
 
-// Validate checks text, the content size and the targeting rules.
+// Validate applies the owner's checks (config.CheckDocumentPatch) and parses the targeting rules.
 func (r updateContextDocumentRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	if r.Title != nil {
-		checkName(&errs, []any{"title"}, *r.Title)
-	}
-	if r.Description.Set && !r.Description.Null {
-		checkText(&errs, []any{"description"}, r.Description.Value)
-	}
-	if r.Content != nil {
-		checkContent(&errs, []any{"content"}, *r.Content)
-	}
-	for i, t := range r.Tags {
-		checkText(&errs, []any{"tags", i}, t)
-	}
+	errs := config.CheckDocumentPatch(config.DocumentPatch{Title: r.Title, Description: r.Description.kit(), Content: r.Content, Tags: r.Tags})
 	if r.TargetingRules.Set && !r.TargetingRules.Null {
 		if _, rerrs := targeting.Parse(r.TargetingRules.Value); len(rerrs) > 0 {
 			errs.Merge([]any{"targeting_rules"}, rerrs)
@@ -476,7 +444,7 @@ func (s *Server) updateContextDocument(c *fiber.Ctx) error {
 	if rules.Set && !rules.Null {
 		rules.Value = parseRules(req.TargetingRules.Value)
 	}
-	d, err := s.config.documents.Update(c.UserContext(), s.actor(c), id, config.DocumentPatch{Title: req.Title,
+	d, err := s.config.Documents.Update(c.UserContext(), s.actor(c), id, config.DocumentPatch{Title: req.Title,
 		DocumentType: req.DocumentType, IsGlobal: req.IsGlobal, Description: req.Description.kit(), Content: req.Content,
 		Tags: req.Tags, TargetingRules: rules})
 	if err != nil {
@@ -490,7 +458,7 @@ func (s *Server) deleteContextDocument(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.documents.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Documents.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Context document")
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -2,10 +2,8 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -18,11 +16,8 @@ import (
 
 // DetectionRuleStore is what the detection-rule routes need.
 type DetectionRuleStore interface {
-	CreateDetectionRule(ctx context.Context, r *store.DetectionRule) (adopted bool, err error)
 	GetDetectionRule(ctx context.Context, id uuid.UUID) (store.DetectionRule, error)
 	ListDetectionRules(ctx context.Context, f store.DetectionRuleFilter) ([]store.DetectionRule, int, error)
-	UpdateDetectionRule(ctx context.Context, r *store.DetectionRule, columns ...string) error
-	DeleteDetectionRule(ctx context.Context, id uuid.UUID) error
 	DetectionRuleMetrics(ctx context.Context, ruleID int64, w store.MetricsWindow) (store.DetectionRuleMetrics, error)
 }
 
@@ -102,11 +97,11 @@ type listDetectionRulesQuery struct {
 func (q listDetectionRulesQuery) Validate() validate.Errors {
 	var errs validate.Errors
 	if q.SourceName != nil {
-		checkText(&errs, []any{"source_name"}, *q.SourceName)
+		errs.Text([]any{"source_name"}, *q.SourceName)
 	}
-	checkText(&errs, []any{"q"}, q.Q)
-	checkText(&errs, []any{"mitre_tactic"}, q.MitreTactic)
-	checkText(&errs, []any{"mitre_technique"}, q.MitreTechnique)
+	errs.Text([]any{"q"}, q.Q)
+	errs.Text([]any{"mitre_tactic"}, q.MitreTactic)
+	errs.Text([]any{"mitre_technique"}, q.MitreTechnique)
 	return errs
 }
 
@@ -152,65 +147,14 @@ type createDetectionRuleRequest struct {
 	Documentation      *string  `json:"documentation" maxLength:"100000" doc:"Markdown."`
 }
 
-// Validate checks what the tags cannot: blank names and text the database cannot hold.
-func (r createDetectionRuleRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	checkName(&errs, []any{"name"}, r.Name)
-	checkRuleText(&errs, map[string]*string{"source_rule_id": r.SourceRuleID, "source_name": r.SourceName,
-		"run_frequency": r.RunFrequency, "created_by": r.CreatedBy, "documentation": r.Documentation},
-		map[string][]string{"mitre_tactics": r.MitreTactics, "mitre_techniques": r.MitreTechniques,
-			"mitre_subtechniques": r.MitreSubtechniques, "data_sources": r.DataSources})
-	return errs
-}
+// Validate applies the owner's checks (config.CheckRule), so they report with the tags' in one 422.
+func (r createDetectionRuleRequest) Validate() validate.Errors { return config.CheckRule(r.fields()) }
 
-func checkRuleText(errs *validate.Errors, texts map[string]*string, lists map[string][]string) {
-	for _, name := range []string{"source_rule_id", "source_name", "run_frequency", "created_by", "documentation"} {
-		if p := texts[name]; p != nil {
-			checkText(errs, []any{name}, *p)
-		}
-	}
-	for _, name := range []string{"mitre_tactics", "mitre_techniques", "mitre_subtechniques", "data_sources"} {
-		for i, v := range lists[name] {
-			checkText(errs, []any{name, i}, v)
-		}
-	}
-}
-
-// checkName refuses a name that is only whitespace (besides checkText's rules).
-func checkName(errs *validate.Errors, loc []any, s string) {
-	if s != "" && isBlank(s) {
-		errs.Add(loc, validate.TypeStringTooShort, "String should not be blank.", s)
-		return
-	}
-	checkText(errs, loc, s)
-}
-
-func isBlank(s string) bool {
-	for _, r := range s {
-		if r != ' ' && r != '\t' && r != '\n' && r != '\r' && r != '\v' && r != '\f' && r != 0xA0 && r != 0x3000 {
-			return false
-		}
-	}
-	return true
-}
-
-// checkText refuses strings PostgreSQL text cannot store (NUL) or that are not UTF-8.
-func checkText(errs *validate.Errors, loc []any, s string) {
-	switch {
-	case !utf8.ValidString(s):
-		errs.Add(loc, validate.TypeString, "String should be valid UTF-8.", nil)
-	case containsNUL(s):
-		errs.Add(loc, validate.TypeValue, "String should not contain NUL characters.", nil)
-	}
-}
-
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
+func (r createDetectionRuleRequest) fields() config.RuleFields {
+	return config.RuleFields{Name: r.Name, SourceRuleID: r.SourceRuleID, SourceName: r.SourceName, Severity: r.Severity,
+		IsActive: r.IsActive, MitreTactics: r.MitreTactics, MitreTechniques: r.MitreTechniques,
+		MitreSubtechniques: r.MitreSubtechniques, DataSources: r.DataSources, RunFrequency: r.RunFrequency,
+		CreatedBy: r.CreatedBy, Documentation: r.Documentation}
 }
 
 func (s *Server) createDetectionRule(c *fiber.Ctx) error {
@@ -218,27 +162,11 @@ func (s *Server) createDetectionRule(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	r, err := s.config.rules.Create(c.UserContext(), s.actor(c), config.RuleFields{Name: req.Name, SourceRuleID: req.SourceRuleID,
-		SourceName: req.SourceName, Severity: req.Severity, IsActive: req.IsActive, MitreTactics: req.MitreTactics,
-		MitreTechniques: req.MitreTechniques, MitreSubtechniques: req.MitreSubtechniques, DataSources: req.DataSources,
-		RunFrequency: req.RunFrequency, CreatedBy: req.CreatedBy, Documentation: req.Documentation})
+	r, err := s.config.Rules.Create(c.UserContext(), s.actor(c), req.fields())
 	if err != nil {
-		return duplicateRule(err)
+		return notFoundAs(err, "Detection rule")
 	}
 	return respond(c, http.StatusCreated, toDetectionRuleResponse(r))
-}
-
-// duplicateRule answers 409 DUPLICATE_RULE for a taken source reference.
-func duplicateRule(err error) error {
-	var dup *store.DuplicateRuleError
-	if errors.As(err, &dup) {
-		return NewError(http.StatusConflict, "DUPLICATE_RULE", "A detection rule with this source_name and source_rule_id already exists.").
-			WithDetails(map[string]any{"existing_uuid": dup.Existing})
-	}
-	if errors.Is(err, store.ErrDuplicateRule) {
-		return NewError(http.StatusConflict, "DUPLICATE_RULE", "A detection rule with this source_name and source_rule_id already exists.")
-	}
-	return notFoundAs(err, "Detection rule")
 }
 
 func (s *Server) getDetectionRule(c *fiber.Ctx) error {
@@ -267,30 +195,16 @@ type updateDetectionRuleRequest struct {
 	Documentation      Optional[string] `json:"documentation" maxLength:"100000"`
 }
 
-// Validate checks what the tags cannot.
+// Validate applies the owner's checks (config.CheckRulePatch).
 func (r updateDetectionRuleRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	if r.Name != nil {
-		checkName(&errs, []any{"name"}, *r.Name)
-	}
-	opt := func(o Optional[string]) *string {
-		if o.Set && !o.Null {
-			return &o.Value
-		}
-		return nil
-	}
-	checkRuleText(&errs, map[string]*string{"source_rule_id": opt(r.SourceRuleID), "source_name": opt(r.SourceName),
-		"run_frequency": opt(r.RunFrequency), "documentation": opt(r.Documentation)},
-		map[string][]string{"mitre_tactics": deref(r.MitreTactics), "mitre_techniques": deref(r.MitreTechniques),
-			"mitre_subtechniques": deref(r.MitreSubtechniques), "data_sources": deref(r.DataSources)})
-	return errs
+	return config.CheckRulePatch(r.patch())
 }
 
-func deref(l *[]string) []string {
-	if l == nil {
-		return nil
-	}
-	return *l
+func (r updateDetectionRuleRequest) patch() config.RulePatch {
+	return config.RulePatch{Name: r.Name, SourceRuleID: r.SourceRuleID.kit(), SourceName: r.SourceName.kit(),
+		Severity: r.Severity.kit(), RunFrequency: r.RunFrequency.kit(), Documentation: r.Documentation.kit(),
+		IsActive: r.IsActive, MitreTactics: r.MitreTactics, MitreTechniques: r.MitreTechniques,
+		MitreSubtechniques: r.MitreSubtechniques, DataSources: r.DataSources}
 }
 
 func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
@@ -302,13 +216,9 @@ func (s *Server) updateDetectionRule(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	r, err := s.config.rules.Update(c.UserContext(), s.actor(c), id, config.RulePatch{Name: req.Name,
-		SourceRuleID: req.SourceRuleID.kit(), SourceName: req.SourceName.kit(), Severity: req.Severity.kit(),
-		RunFrequency: req.RunFrequency.kit(), Documentation: req.Documentation.kit(), IsActive: req.IsActive,
-		MitreTactics: req.MitreTactics, MitreTechniques: req.MitreTechniques, MitreSubtechniques: req.MitreSubtechniques,
-		DataSources: req.DataSources})
+	r, err := s.config.Rules.Update(c.UserContext(), s.actor(c), id, req.patch())
 	if err != nil {
-		return duplicateRule(err)
+		return notFoundAs(err, "Detection rule")
 	}
 	return respond(c, http.StatusOK, toDetectionRuleResponse(r))
 }
@@ -318,7 +228,7 @@ func (s *Server) deleteDetectionRule(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.rules.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Rules.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Detection rule")
 	}
 	return c.SendStatus(http.StatusNoContent)

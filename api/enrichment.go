@@ -22,16 +22,10 @@ import (
 
 // EnrichmentStore is what the provider and field-extraction routes need.
 type EnrichmentStore interface {
-	CreateProvider(ctx context.Context, p *store.EnrichmentProvider) error
 	GetProvider(ctx context.Context, id uuid.UUID) (store.EnrichmentProvider, error)
 	ListProviders(ctx context.Context, f store.ProviderFilter) ([]store.EnrichmentProvider, int, error)
-	UpdateProvider(ctx context.Context, p *store.EnrichmentProvider, columns ...string) error
-	DeleteProvider(ctx context.Context, id uuid.UUID) error
-	CreateFieldExtractions(ctx context.Context, exts []*store.FieldExtraction) error
 	GetFieldExtraction(ctx context.Context, id uuid.UUID) (store.FieldExtraction, error)
 	ListFieldExtractions(ctx context.Context, f store.FieldExtractionFilter) ([]store.FieldExtraction, int, error)
-	UpdateFieldExtraction(ctx context.Context, e *store.FieldExtraction, columns ...string) error
-	DeleteFieldExtraction(ctx context.Context, id uuid.UUID) error
 }
 
 // Enricher runs enrichments through Temporal (implemented by temporal.Enricher).
@@ -42,16 +36,10 @@ type Enricher interface {
 	TestProvider(ctx context.Context, provider, typ, value string) (enrichment.Answer, []httpsteps.StepRecord, error)
 }
 
-// CredentialSealer seals provider credentials at rest (secretbox.Box).
-type CredentialSealer interface {
-	SealJSON(v any) ([]byte, error)
-}
-
 // EnrichmentDeps groups the enrichment routes' collaborators.
 type EnrichmentDeps struct {
 	Store    EnrichmentStore
-	Enricher Enricher         // nil: enrichment routes answer 503
-	Sealer   CredentialSealer // nil: auth_config cannot be set (503)
+	Enricher Enricher // nil: enrichment routes answer 503
 	// Env looks up the environment variables env_var_mapping names, for has_credentials.
 	Env store.Env
 }
@@ -244,17 +232,13 @@ func (s *Server) createProvider(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	p, err := s.config.providers.Create(c.UserContext(), s.actor(c), config.ProviderFields{ProviderName: req.ProviderName,
+	p, err := s.config.Providers.Create(c.UserContext(), s.actor(c), config.ProviderFields{ProviderName: req.ProviderName,
 		DisplayName: req.DisplayName, Description: req.Description, SupportedIndicatorTypes: req.SupportedIndicatorTypes,
 		HTTPConfig: req.HTTPConfig, MaliceRules: req.MaliceRules, AuthType: req.AuthType, AuthConfig: req.AuthConfig,
 		EnvVarMapping: req.EnvVarMapping, DefaultCacheTTLSeconds: req.DefaultCacheTTLSeconds, CacheTTLByType: req.CacheTTLByType,
 		RateLimit: req.RateLimit.toStore()})
-	if errors.Is(err, store.ErrConflict) {
-		return NewError(http.StatusConflict, "DUPLICATE_PROVIDER", "A provider named "+req.ProviderName+" already exists.").
-			WithDetails(map[string]any{"provider_name": req.ProviderName})
-	}
 	if err != nil {
-		return providerError(err)
+		return notFoundAs(err, "Enrichment provider")
 	}
 	return respond(c, http.StatusCreated, s.toProviderResponse(p))
 }
@@ -310,22 +294,6 @@ func (r updateProviderRequest) Validate() validate.Errors {
 
 func enrichIsNull(raw enrichRaw) bool { return strings.TrimSpace(string(raw)) == "null" }
 
-// providerError maps the provider rules' refusals to the contract's codes.
-func providerError(err error) error {
-	var br *enrichment.BuiltinRestrictedError
-	switch {
-	case errors.As(err, &br):
-		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED",
-			"Builtin providers only accept changes to is_active, auth_config, description, malice_rules, TTLs and rate_limit.").
-			WithDetails(map[string]any{"fields": br.Fields})
-	case errors.Is(err, enrichment.ErrBuiltinNotDeletable):
-		return NewError(http.StatusBadRequest, "BUILTIN_RESTRICTED", "Builtin providers cannot be deleted; deactivate them instead.")
-	case errors.Is(err, config.ErrNoSealer):
-		return NewError(http.StatusServiceUnavailable, "UNAVAILABLE", "Credentials cannot be stored: no encryption key is configured.")
-	}
-	return notFoundAs(err, "Enrichment provider")
-}
-
 func (s *Server) updateProvider(c *fiber.Ctx) error {
 	_, p, err := s.loadProvider(c)
 	if err != nil {
@@ -342,13 +310,13 @@ func (s *Server) updateProvider(c *fiber.Ctx) error {
 			rate.Value = *req.RateLimit.Value.toStore()
 		}
 	}
-	p, err = s.config.providers.Update(c.UserContext(), s.actor(c), p, config.ProviderPatch{DisplayName: req.DisplayName,
+	p, err = s.config.Providers.Update(c.UserContext(), s.actor(c), p, config.ProviderPatch{DisplayName: req.DisplayName,
 		Description: req.Description, IsActive: req.IsActive, SupportedIndicatorTypes: req.SupportedIndicatorTypes,
 		HTTPConfig: req.HTTPConfig, AuthType: req.AuthType, AuthConfig: req.AuthConfig.kit(), EnvVarMapping: req.EnvVarMapping,
 		DefaultCacheTTLSeconds: req.DefaultCacheTTLSeconds, CacheTTLByType: req.CacheTTLByType, MaliceRules: req.MaliceRules,
 		RateLimit: rate})
 	if err != nil {
-		return providerError(err)
+		return notFoundAs(err, "Enrichment provider")
 	}
 	return respond(c, http.StatusOK, s.toProviderResponse(p))
 }
@@ -358,8 +326,8 @@ func (s *Server) deleteProvider(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.providers.Delete(c.UserContext(), s.actor(c), p); err != nil {
-		return providerError(err)
+	if err := s.config.Providers.Delete(c.UserContext(), s.actor(c), p); err != nil {
+		return notFoundAs(err, "Enrichment provider")
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -370,8 +338,8 @@ func (s *Server) setProviderActive(active bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		if p, err = s.config.providers.SetActive(c.UserContext(), s.actor(c), p, active); err != nil {
-			return providerError(err)
+		if p, err = s.config.Providers.SetActive(c.UserContext(), s.actor(c), p, active); err != nil {
+			return notFoundAs(err, "Enrichment provider")
 		}
 		return respond(c, http.StatusOK, s.toProviderResponse(p))
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -91,18 +90,9 @@ func (r bulkExtractionRequest) Validate() validate.Errors {
 	return errs
 }
 
-func errDuplicateExtraction() *Error {
-	return NewError(http.StatusConflict, "DUPLICATE_EXTRACTION", "An extraction with this provider_name, indicator_type and target_key already exists.")
-}
-
-// extractionError maps the extraction rules' refusals to the contract's codes.
+// extractionError names a missing extraction and places validation errors in the body; every code
+// is domain/errcode's.
 func extractionError(err error) error {
-	switch {
-	case errors.Is(err, enrichment.ErrSystemExtraction):
-		return NewError(http.StatusForbidden, "SYSTEM_EXTRACTION_RESTRICTED", "System extractions can only be activated or deactivated.")
-	case errors.Is(err, store.ErrConflict):
-		return errDuplicateExtraction()
-	}
 	return notFoundAs(inBody(err), "Field extraction")
 }
 
@@ -114,7 +104,7 @@ func (s *Server) createExtraction(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	e, err := s.config.extractions.Create(c.UserContext(), s.actor(c), req.fields())
+	e, err := s.config.Extractions.Create(c.UserContext(), s.actor(c), req.fields())
 	if err != nil {
 		return extractionError(err)
 	}
@@ -129,7 +119,7 @@ func (s *Server) bulkCreateExtractions(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	exts, err := s.config.extractions.CreateMany(c.UserContext(), s.actor(c), mapSlice(req.Extractions, extractionRequest.fields))
+	exts, err := s.config.Extractions.CreateMany(c.UserContext(), s.actor(c), mapSlice(req.Extractions, extractionRequest.fields))
 	if err != nil {
 		return extractionError(err)
 	}
@@ -188,7 +178,7 @@ func (s *Server) updateExtraction(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	e, err = s.config.extractions.Update(c.UserContext(), s.actor(c), e, config.ExtractionPatch{ProviderName: req.ProviderName,
+	e, err = s.config.Extractions.Update(c.UserContext(), s.actor(c), e, config.ExtractionPatch{ProviderName: req.ProviderName,
 		IndicatorType: req.IndicatorType, SourcePath: req.SourcePath, TargetKey: req.TargetKey, ValueType: req.ValueType,
 		Description: req.Description, IsActive: req.IsActive})
 	if err != nil {
@@ -202,7 +192,7 @@ func (s *Server) deleteExtraction(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.extractions.Delete(c.UserContext(), s.actor(c), e); err != nil {
+	if err := s.config.Extractions.Delete(c.UserContext(), s.actor(c), e); err != nil {
 		return extractionError(err)
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -59,7 +59,7 @@ func newEnrichServer(t *testing.T, env map[string]string) *enrichTS {
 	require.NoError(t, err)
 	fe := &fakeEnricher{}
 	ts := newTestServer(t, func(_ *Config, d *Deps) {
-		d.Enrichment = EnrichmentDeps{Store: testStore(t), Enricher: fe, Sealer: box, Env: store.MapEnv(env)}
+		d.Enrichment, d.Secrets = EnrichmentDeps{Store: testStore(t), Enricher: fe, Env: store.MapEnv(env)}, box
 		d.Health.Providers = func(ctx context.Context) (map[string]string, error) {
 			return testStore(t).ProviderHealth(ctx, store.MapEnv(env))
 		}

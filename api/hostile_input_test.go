@@ -42,9 +42,9 @@ func newSweepServer(t *testing.T) *testServer {
 		cfg.AlertDedupWindow = 0
 		d.SourceRegistry, d.Secrets = reg, box
 		d.DetectionRules, d.ContextDocuments = st, st
-		d.Sources, d.Integrations, d.Ingest, d.Alerts, d.Indicators, d.Mappings = st, st, st, st, st, st
-		d.Enrichment = EnrichmentDeps{Store: st, Enricher: &fakeEnricher{}, Sealer: box, Env: store.MapEnv(nil)}
-		d.Workflows, d.RunSignaler = st, refusingStarter{}
+		d.Sources, d.Integrations, d.Alerts, d.Indicators, d.Mappings = st, st, st, st, st
+		d.Enrichment = EnrichmentDeps{Store: st, Enricher: &fakeEnricher{}, Env: store.MapEnv(nil)}
+		d.Workflows = st
 		d.Metrics = st
 		d.Agents, d.AgentStore = agents.New(st, box, guard, agents.NewHTTPClient(guard)), st
 	})

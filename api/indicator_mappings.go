@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -20,11 +19,8 @@ import (
 
 // IndicatorMappingStore is what the indicator-mapping routes need.
 type IndicatorMappingStore interface {
-	CreateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping) error
 	GetIndicatorMapping(ctx context.Context, id uuid.UUID) (store.IndicatorMapping, error)
 	ListIndicatorMappings(ctx context.Context, f store.IndicatorMappingFilter) ([]store.IndicatorMapping, int, error)
-	UpdateIndicatorMapping(ctx context.Context, m *store.IndicatorMapping, columns ...string) error
-	DeleteIndicatorMapping(ctx context.Context, id uuid.UUID) error
 	ActiveMappings(ctx context.Context, sourceName string) ([]indicators.Mapping, error)
 	ExtractionExclusions(ctx context.Context) (store.ExtractionExclusions, error)
 }
@@ -117,7 +113,7 @@ func (s *Server) createMapping(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	m, err := s.config.mappings.Create(c.UserContext(), s.actor(c), config.MappingFields{SourceName: req.SourceName,
+	m, err := s.config.Mappings.Create(c.UserContext(), s.actor(c), config.MappingFields{SourceName: req.SourceName,
 		FieldPath: req.FieldPath, IndicatorType: req.IndicatorType, ExtractionTarget: req.ExtractionTarget,
 		IsActive: req.IsActive, Description: req.Description})
 	if err != nil {
@@ -147,16 +143,9 @@ type updateMappingRequest struct {
 	Description      Optional[string] `json:"description" maxLength:"1000" doc:"An explicit null clears it."`
 }
 
-// mappingError maps the mapping rules' refusals to the contract's codes.
+// mappingError names a missing mapping and places validation errors in the body; every code is
+// domain/errcode's.
 func mappingError(err error) error {
-	var sm *ingest.SystemMappingError
-	switch {
-	case errors.As(err, &sm):
-		return NewError(http.StatusUnprocessableEntity, "SYSTEM_MAPPING_READONLY",
-			"System mappings are read-only except is_active and description.").WithDetails(map[string]any{"fields": sm.Fields})
-	case errors.Is(err, store.ErrConflict):
-		return NewError(http.StatusConflict, "MAPPING_EXISTS", "An identical indicator mapping exists.")
-	}
 	return notFoundAs(inBody(err), "Indicator mapping")
 }
 
@@ -169,7 +158,7 @@ func (s *Server) updateMapping(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	m, err := s.config.mappings.Update(c.UserContext(), s.actor(c), id, config.MappingPatch{SourceName: req.SourceName.kit(),
+	m, err := s.config.Mappings.Update(c.UserContext(), s.actor(c), id, config.MappingPatch{SourceName: req.SourceName.kit(),
 		FieldPath: req.FieldPath, IndicatorType: req.IndicatorType, ExtractionTarget: req.ExtractionTarget,
 		IsActive: req.IsActive, Description: req.Description.kit()})
 	if err != nil {
@@ -183,7 +172,7 @@ func (s *Server) deleteMapping(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.mappings.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Mappings.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return mappingError(err)
 	}
 	return c.SendStatus(http.StatusNoContent)
@@ -211,7 +200,7 @@ func toExclusionsResponse(x store.ExtractionExclusions) exclusionsResponse {
 }
 
 func (s *Server) getExclusions(c *fiber.Ctx) error {
-	x, err := s.config.exclusions.Get(c.UserContext())
+	x, err := s.config.Exclusions.Get(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -223,7 +212,7 @@ func (s *Server) putExclusions(c *fiber.Ctx) error {
 	if err := bindBody(c, &req); err != nil {
 		return err
 	}
-	x, err := s.config.exclusions.Put(c.UserContext(), s.actor(c), req.Entries)
+	x, err := s.config.Exclusions.Put(c.UserContext(), s.actor(c), req.Entries)
 	if err != nil {
 		return inBody(err)
 	}

@@ -21,7 +21,6 @@ type IndicatorStore interface {
 	ListIndicators(ctx context.Context, f store.IndicatorFilter) ([]store.Indicator, int, error)
 	GetIndicator(ctx context.Context, id uuid.UUID) (store.Indicator, error)
 	IndicatorAlertCount(ctx context.Context, id uuid.UUID) (int, error)
-	SetIndicatorMalice(ctx context.Context, id uuid.UUID, level *string, recompute func(map[string]any) string, actorType, actorKeyPrefix string) (store.Indicator, error)
 }
 
 func (s *Server) indicatorRoutes() {

@@ -15,9 +15,6 @@ import (
 	"github.com/vigil-soc/vigil/kit/validate"
 )
 
-// IngestStore is what ingestion needs (ingest.Store).
-type IngestStore = ingest.Store
-
 func (s *Server) ingestRoutes() {
 	write := []string{auth.ScopeAlertsWrite}
 	s.add(route{Method: http.MethodPost, Path: "/v1/ingest/:source_name", Tag: "Ingestion", Summary: "Ingest a source's webhook payload",

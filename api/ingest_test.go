@@ -38,7 +38,7 @@ func newAlertServer(t testing.TB, mutate func(*Config, *Deps)) *testServer {
 	return newTestServer(t, func(cfg *Config, d *Deps) {
 		cfg.AlertDedupWindow = 24 * time.Hour
 		d.SourceRegistry, d.Secrets = reg, box
-		d.Sources, d.Integrations, d.Ingest, d.Alerts, d.Indicators, d.Mappings = st, st, st, st, st, st
+		d.Sources, d.Integrations, d.Alerts, d.Indicators, d.Mappings = st, st, st, st, st
 		if mutate != nil {
 			mutate(cfg, d)
 		}

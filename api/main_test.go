@@ -19,9 +19,13 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/comments"
+	"github.com/vigil-soc/vigil/domain/config"
+	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/domain/timeline"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
+	"github.com/vigil-soc/vigil/kit/secretbox"
+	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/store"
 )
 
@@ -59,7 +63,7 @@ func newTestServerOn(t testing.TB, mutate func(*Config, *Deps), wrap func(net.Li
 	if mutate != nil {
 		mutate(&cfg, &deps)
 	}
-	withServices(st, &deps)
+	withServices(st, cfg, &deps)
 	srv := New(cfg, deps)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -72,19 +76,40 @@ func newTestServerOn(t testing.TB, mutate func(*Config, *Deps), wrap func(net.Li
 	return &testServer{URL: "http://" + addr, Store: st, Server: srv}
 }
 
-// withServices builds the domain services cmd/vigil builds once per process, over deps' stores, unless
-// the test brought its own.
-func withServices(st *store.Store, deps *Deps) {
+// withServices builds the domain services cmd/vigil builds once per process, over st, unless the
+// test brought its own.
+func withServices(st *store.Store, cfg Config, deps *Deps) {
 	if deps.Audit == nil {
 		deps.Audit = st
 	}
-	if deps.Responses == nil {
-		rd := responses.Deps{Store: deps.Workflows, StepClient: deps.WorkflowStepClient, Signaler: deps.RunSignaler, Log: deps.Log}
-		if deps.Workflows == nil {
-			rd.Store = st
+	if deps.SourceRegistry == nil {
+		deps.SourceRegistry = sources.NewRegistry()
+	}
+	var sealer *secretbox.Box // nil stays a nil interface below
+	if deps.Secrets != nil {
+		sealer = deps.Secrets
+	}
+	if deps.Ingest == nil {
+		var opener ingest.SecretOpener
+		if sealer != nil {
+			opener = sealer
 		}
-		if deps.Secrets != nil {
-			rd.Secrets = deps.Secrets
+		deps.Ingest = ingest.New(st, deps.SourceRegistry, opener, cfg.AlertDedupWindow)
+	}
+	if deps.APIKeyRules == nil {
+		deps.APIKeyRules = apikeys.New(st, st, deps.Auth)
+	}
+	if deps.Config.Rules == nil {
+		var s config.Sealer
+		if sealer != nil {
+			s = sealer
+		}
+		deps.Config = config.NewOwners(st, deps.SourceRegistry, s, deps.Ingest)
+	}
+	if deps.Responses == nil {
+		rd := responses.Deps{Store: st, Log: deps.Log}
+		if sealer != nil {
+			rd.Secrets = sealer
 		}
 		deps.Responses = responses.New(rd)
 	}

@@ -86,7 +86,7 @@ type alertMetricsQuery struct {
 func (q alertMetricsQuery) Validate() validate.Errors {
 	var errs validate.Errors
 	if q.SourceName != nil {
-		checkText(&errs, []any{"source_name"}, *q.SourceName)
+		errs.Text([]any{"source_name"}, *q.SourceName)
 	}
 	return errs
 }

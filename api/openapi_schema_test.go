@@ -156,8 +156,8 @@ func TestOpenAPIRequestSchemaIsWhatTheHandlerBinds(t *testing.T) {
 	ts := newAlertServer(t, func(_ *Config, d *Deps) { // every route wired, as cmd/vigil does
 		st := testStore(t)
 		d.DetectionRules, d.ContextDocuments, d.Workflows, d.AgentStore = st, st, st, st
-		d.Enrichment = EnrichmentDeps{Store: st, Enricher: &fakeEnricher{}, Sealer: box, Env: store.MapEnv(nil)}
-		d.RunSignaler = refusingStarter{}
+		d.Enrichment = EnrichmentDeps{Store: st, Enricher: &fakeEnricher{}, Env: store.MapEnv(nil)}
+		d.Secrets = box
 		d.Agents = agents.New(st, box, guard, agents.NewHTTPClient(guard))
 	})
 	doc := servedDocument(t, ts)

@@ -82,7 +82,7 @@ func newSecurityHarness(t *testing.T, queueSuffix string, env store.Env) *securi
 	h.acts.Enrichment = &enrichment.EngineDeps{Store: st, Box: h.box, Env: env, HTTP: guard.HTTPClient(30 * time.Second)}
 	h.startWorkers(t)
 	enrich := newTestServer(t, func(_ *Config, d *Deps) {
-		d.Enrichment = EnrichmentDeps{Store: st, Sealer: h.box, Env: env, Enricher: temporal.NewEnricher(h.client, h.queues, h.acts)}
+		d.Enrichment, d.Secrets = EnrichmentDeps{Store: st, Env: env, Enricher: temporal.NewEnricher(h.client, h.queues, h.acts)}, h.box
 	})
 	return &securityHarness{runHarness: h, enrich: enrich, admin: mustKey(t, st, auth.ScopeAdmin)}
 }

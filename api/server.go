@@ -14,11 +14,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/alerts"
+	"github.com/vigil-soc/vigil/domain/apikeys"
 	"github.com/vigil-soc/vigil/domain/auth"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/conncap"
-	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/kit/ratelimit"
 	"github.com/vigil-soc/vigil/kit/secretbox"
 	"github.com/vigil-soc/vigil/kit/sources"
@@ -54,26 +55,23 @@ type Deps struct {
 	Auth    Authenticator
 	Limiter RateLimiter
 	Health  HealthChecks
-	APIKeys APIKeyStore
-	Audit   AuditStore // configuration changes with their audit events; the audit trail
+	APIKeys APIKeyStore // reads; changes go through APIKeyRules
+	Audit   AuditStore  // the audit trail
 
 	DetectionRules   DetectionRuleStore
 	ContextDocuments ContextDocumentStore
 
 	SourceRegistry *sources.Registry // the source plugins
-	Secrets        *secretbox.Box    // seals source-integration secrets (ENCRYPTION_KEY)
+	Secrets        *secretbox.Box    // seals workflow secrets (ENCRYPTION_KEY)
 	Sources        SourceStore
 	Integrations   SourceIntegrationStore
-	Ingest         IngestStore
 	Alerts         AlertStore
 	Indicators     IndicatorStore
 	Mappings       IndicatorMappingStore
 
 	Enrichment EnrichmentDeps // providers, field extractions, on-demand enrichment
 
-	Workflows          WorkflowStore       // workflows, versions, runs, approvals, workflow secrets
-	RunSignaler        WorkflowRunSignaler // signals WorkflowRun after a decision (temporal.RunSignaler)
-	WorkflowStepClient httpsteps.Doer      // live_http dry runs of workflows (SSRF-guarded)
+	Workflows WorkflowStore // workflows, versions, runs, approvals, workflow secrets
 
 	Metrics    MetricsStore // alert, workflow and summary metrics
 	Agents     AgentService // agent registrations and test deliveries (agents.Service)
@@ -87,11 +85,14 @@ type Deps struct {
 	PayloadCodec PayloadCodec
 
 	// The domain services, built once in cmd/vigil and shared with MCP, the console and the activities.
-	AlertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
-	Responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
-	Comments   CommentService     // comments on alerts (comments.Service); nil serves no comment routes
-	Timeline   TimelineService    // an alert's one timeline (timeline.Service); nil with Comments
-	Cases      CaseService        // cases (cases.Service, API.md §14); nil serves no case routes
+	Ingest      *ingest.Service    // ingestion, with the integrations and mappings it caches
+	APIKeyRules *apikeys.Service   // API-key changes
+	Config      config.Owners      // the owners of the other configuration changes
+	AlertRules  *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
+	Responses   *responses.Service // the rules of response workflows: execute, dry runs, decisions, cancellation
+	Comments    CommentService     // comments on alerts (comments.Service); nil serves no comment routes
+	Timeline    TimelineService    // an alert's one timeline (timeline.Service); nil with Comments
+	Cases       CaseService        // cases (cases.Service, API.md §14); nil serves no case routes
 }
 
 // Mounter adds routes of its own to the app (the console, with its own sign-in).
@@ -120,7 +121,8 @@ type Server struct {
 	ingest     *ingest.Service    // ingestion, with the integrations and mappings it caches
 	alertRules *alerts.Service    // alert PATCH, findings, adding indicators, indicator malice
 	responses  *responses.Service // the rules of response workflows: execute, dry runs, decisions
-	config     configRules        // the owners of the configuration changes (config.go)
+	apiKeys    *apikeys.Service   // API-key changes
+	config     config.Owners      // the owners of the other configuration changes
 }
 
 // New builds the Fiber app with every route registered.
@@ -148,16 +150,10 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log, limits: ratelimit.Policy{Limiter: deps.Limiter,
 		DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: deps.Log}}
-	s.responses, s.alertRules = deps.Responses, deps.AlertRules
+	s.responses, s.alertRules, s.ingest, s.apiKeys, s.config = deps.Responses, deps.AlertRules, deps.Ingest, deps.APIKeyRules, deps.Config
 	if s.deps.SourceRegistry == nil {
 		s.deps.SourceRegistry = sources.NewRegistry()
 	}
-	var secrets ingest.SecretOpener
-	if s.deps.Secrets != nil {
-		secrets = s.deps.Secrets
-	}
-	s.ingest = ingest.New(deps.Ingest, s.deps.SourceRegistry, secrets, cfg.AlertDedupWindow)
-	s.config = newConfigRules(s.deps, s.ingest)
 	s.app = fiber.New(fiber.Config{
 		AppName: "vigil",
 		// Every body is streamed: fasthttp hands the request over after the headers (and at most 8 KiB

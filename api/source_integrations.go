@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -12,18 +11,14 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/kit/optional"
-	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
 )
 
 // SourceIntegrationStore is what the source-integration routes and ingestion need.
 type SourceIntegrationStore interface {
-	CreateSourceIntegration(ctx context.Context, si *store.SourceIntegration) error
 	GetSourceIntegration(ctx context.Context, id uuid.UUID) (store.SourceIntegration, error)
 	ListSourceIntegrations(ctx context.Context, f store.SourceIntegrationFilter) ([]store.SourceIntegration, int, error)
-	UpdateSourceIntegration(ctx context.Context, si *store.SourceIntegration, columns ...string) error
-	DeleteSourceIntegration(ctx context.Context, id uuid.UUID) error
 }
 
 func (s *Server) sourceIntegrationRoutes() {
@@ -103,17 +98,7 @@ type createSourceIntegrationRequest struct {
 
 // Validate checks the severity mapping (the source name is checked against the registry by the handler).
 func (r createSourceIntegrationRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	checkSeverityMapping(&errs, r.SeverityMapping)
-	return errs
-}
-
-func checkSeverityMapping(errs *validate.Errors, m map[string]string) {
-	if len(m) > 100 {
-		errs.Add([]any{"severity_mapping"}, validate.TypeTooLong, "At most 100 severity mappings.", len(m))
-		return
-	}
-	errs.Merge([]any{"severity_mapping"}, sources.ValidateSeverityMapping(m))
+	return config.CheckSeverityMapping(r.SeverityMapping)
 }
 
 func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
@@ -126,11 +111,7 @@ func (s *Server) createSourceIntegration(c *fiber.Ctx) error {
 	if req.AuthConfig != nil {
 		f.Secret = &req.AuthConfig.Secret
 	}
-	si, err := s.config.integrations.Create(c.UserContext(), s.actor(c), f)
-	if errors.Is(err, store.ErrConflict) {
-		return NewError(http.StatusConflict, "INTEGRATION_EXISTS", "This source already has an integration; update it instead.").
-			WithDetails(map[string]any{"source_name": req.SourceName})
-	}
+	si, err := s.config.Integrations.Create(c.UserContext(), s.actor(c), f)
 	if err != nil {
 		return inBody(err)
 	}
@@ -162,9 +143,7 @@ type updateSourceIntegrationRequest struct {
 
 // Validate checks the severity mapping.
 func (r updateSourceIntegrationRequest) Validate() validate.Errors {
-	var errs validate.Errors
-	checkSeverityMapping(&errs, r.SeverityMapping)
-	return errs
+	return config.CheckSeverityMapping(r.SeverityMapping)
 }
 
 func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
@@ -177,7 +156,7 @@ func (s *Server) updateSourceIntegration(c *fiber.Ctx) error {
 		return err
 	}
 	secret := optional.Value[string]{Set: req.AuthConfig.Set, Null: req.AuthConfig.Null, Value: req.AuthConfig.Value.Secret}
-	si, err := s.config.integrations.Update(c.UserContext(), s.actor(c), id, config.IntegrationPatch{DisplayName: req.DisplayName,
+	si, err := s.config.Integrations.Update(c.UserContext(), s.actor(c), id, config.IntegrationPatch{DisplayName: req.DisplayName,
 		IsActive: req.IsActive, AuthType: req.AuthType, Secret: secret, SeverityMapping: req.SeverityMapping,
 		Documentation: req.Documentation.kit()})
 	if err != nil {
@@ -191,7 +170,7 @@ func (s *Server) deleteSourceIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.config.integrations.Delete(c.UserContext(), s.actor(c), id); err != nil {
+	if err := s.config.Integrations.Delete(c.UserContext(), s.actor(c), id); err != nil {
 		return notFoundAs(err, "Source integration")
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -129,25 +128,9 @@ func (s *Server) cancelWorkflowRun(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	r, err := s.deps.Workflows.CancelWorkflowRun(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrRunFinal):
-		return NewError(http.StatusConflict, "RUN_NOT_CANCELLABLE", "The run has already ended.")
-	case err != nil:
-		return notFoundAs(err, "Workflow run")
+	r, err := s.responses.CancelRun(c.UserContext(), id)
+	if err != nil {
+		return err
 	}
-	s.signalRun(c, id)
 	return respond(c, http.StatusOK, toRunResponse(r))
-}
-
-// signalRun tells the run's workflow to re-read Postgres. The cancellation is already committed, so a
-// failure here is logged, not returned: the workflow re-reads before each step and at its timers.
-func (s *Server) signalRun(c *fiber.Ctx, runID uuid.UUID) {
-	if s.deps.RunSignaler == nil {
-		return
-	}
-	if err := s.deps.RunSignaler.SignalWorkflowRun(c.UserContext(), runID); err != nil {
-		s.log.WarnContext(c.UserContext(), "signal workflow run", "err", err, "run_uuid", runID)
-	}
 }

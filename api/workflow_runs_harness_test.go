@@ -191,11 +191,9 @@ func newRunHarness(t testing.TB, queueSuffix string) *runHarness {
 	startDispatcher(t, st, c, h.queues)
 	h.ts = newTestServer(t, func(cfg *Config, d *Deps) {
 		d.Workflows = st
-		d.RunSignaler = temporal.NewRunSignaler(c)
 		d.Secrets = box
-		d.WorkflowStepClient = guard.HTTPClient(30 * time.Second)
 		cfg.SlackSigningSecret = slackTestSecret
-		rs := responses.New(responses.Deps{Store: st, Signaler: d.RunSignaler, StepClient: d.WorkflowStepClient, Secrets: box, Log: d.Log})
+		rs := responses.New(responses.Deps{Store: st, Signaler: temporal.NewRunSignaler(c), StepClient: guard.HTTPClient(30 * time.Second), Secrets: box, Log: d.Log})
 		d.Responses = rs // one service for REST and the console, as cmd/vigil wires it
 		al := alerts.New(st, d.Log)
 		d.Console = console.New(console.Deps{Auth: d.Auth, Box: box, Store: st, Alerts: al,

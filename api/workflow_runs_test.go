@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-soc/vigil/domain/builtins"
 	"github.com/vigil-soc/vigil/kit/httpsteps"
 	"github.com/vigil-soc/vigil/store"
+	"github.com/vigil-soc/vigil/temporal"
 )
 
 // recordRunHistory, when set, makes TestRunAgentHeldAtGateApprovedRunsOnce write the history of
@@ -131,7 +132,7 @@ func TestRunAgentHeldAtGateApprovedRunsOnce(t *testing.T) {
 		testenv.WriteHistory(t, h.client, ex.WorkflowID, *recordRunHistory)
 	}
 	// Duplicate signals and a second approval change nothing.
-	require.NoError(t, h.ts.Server.deps.RunSignaler.SignalWorkflowRun(context.Background(), ex.RunUUID))
+	require.NoError(t, temporal.NewRunSignaler(h.client).SignalWorkflowRun(context.Background(), ex.RunUUID))
 	requireError(t, h.decide(t, approver, *ex.ApprovalRequestUUID, "approve", nil), http.StatusConflict, "APPROVAL_ALREADY_DECIDED")
 	requireError(t, h.decide(t, human, *ex.ApprovalRequestUUID, "reject", nil), http.StatusConflict, "APPROVAL_ALREADY_DECIDED")
 	time.Sleep(300 * time.Millisecond)

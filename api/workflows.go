@@ -18,28 +18,21 @@ import (
 	"github.com/vigil-soc/vigil/store"
 )
 
-// WorkflowStore is what the workflow, run, approval and secret routes need, including what the
-// response-workflow rules they call read and write (responses.Store).
+// WorkflowStore is what the workflow, run, approval and secret routes read; their changes go
+// through responses.Service.
 type WorkflowStore interface {
-	responses.Store
-
-	CreateWorkflow(ctx context.Context, w *store.Workflow) error
-	UpdateWorkflow(ctx context.Context, w *store.Workflow, newVersion bool, columns ...string) error
-	DeleteWorkflow(ctx context.Context, id uuid.UUID) error
-	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
+	GetWorkflow(ctx context.Context, id uuid.UUID) (store.Workflow, error)
 	ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]store.Workflow, int, error)
 	ListWorkflowVersions(ctx context.Context, id uuid.UUID, p store.Page) ([]store.WorkflowVersion, int, error)
 	GetWorkflowVersion(ctx context.Context, id uuid.UUID, version int) (store.WorkflowDefinition, error)
 
 	GetWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	ListWorkflowRuns(ctx context.Context, f store.WorkflowRunFilter) ([]store.WorkflowRun, int, error)
-	CancelWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 
+	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
 	ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.ApprovalRequest, int, error)
 
-	PutWorkflowSecret(ctx context.Context, sec *store.WorkflowSecret) (bool, error)
 	ListWorkflowSecrets(ctx context.Context, p store.Page) ([]store.WorkflowSecret, int, error)
-	DeleteWorkflowSecret(ctx context.Context, name string) error
 }
 
 func (s *Server) workflowRoutes() {
@@ -148,7 +141,6 @@ func (r createWorkflowRequest) Validate() validate.Errors {
 // UpdateWorkflow, DeleteWorkflow) to the contract's codes.
 func definitionError(err error) error {
 	var he *responses.SecretHostError
-	var nc *responses.NotConfiguredError
 	var verrs validate.Errors
 	switch {
 	case errors.As(err, &he):
@@ -156,13 +148,6 @@ func definitionError(err error) error {
 			"Step "+strconv.Itoa(he.StepIndex)+" ("+he.StepName+") would send secret "+he.Secret+" (or what a step received for it) to "+he.Host+
 				", which is not in its allowed_hosts; an admin sets them with PUT /v1/workflow-secrets/"+he.Secret+".").
 			WithDetails(map[string]any{"step_index": he.StepIndex, "step_name": he.StepName, "secret": he.Secret, "host": he.Host})
-	case errors.As(err, &nc):
-		return NewError(http.StatusConflict, "WORKFLOW_NOT_CONFIGURED", "Store the workflow's secrets before activating it.").
-			WithDetails(map[string]any{"missing_secrets": nc.Missing})
-	case errors.Is(err, responses.ErrSystemReadOnly):
-		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW_READ_ONLY", "System workflows accept only state changes.")
-	case errors.Is(err, responses.ErrSystemNotDeletable):
-		return NewError(http.StatusForbidden, "SYSTEM_WORKFLOW", "System workflows cannot be deleted; set state to inactive instead.")
 	case errors.As(err, &verrs):
 		return inBody(verrs)
 	}

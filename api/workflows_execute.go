@@ -14,9 +14,6 @@ import (
 	"github.com/vigil-soc/vigil/kit/validate"
 )
 
-// WorkflowRunSignaler tells a run's Temporal workflow to re-read its decision (temporal.RunSignaler).
-type WorkflowRunSignaler = responses.RunSignaler
-
 // responsesError answers the errors of package responses (and the store errors it passes on) by
 // the one error table (errcode); a secret that cannot be opened for a dry run is an internal error.
 func responsesError(err error) error {

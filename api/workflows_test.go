@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -30,21 +28,9 @@ func newWorkflowServer(t *testing.T) (*testServer, *secretbox.Box) {
 	ts := newTestServer(t, func(_ *Config, d *Deps) {
 		d.Workflows = st
 		d.Secrets = box
-		d.RunSignaler = refusingStarter{}
 	})
 	return ts, box
 }
-
-// refusingStarter stands in for Temporal where a test must not start runs.
-type refusingStarter struct{}
-
-func (refusingStarter) StartWorkflowRun(context.Context, store.WorkflowRun, string, bool, time.Time) (string, error) {
-	return "", errStarterDown
-}
-
-func (refusingStarter) SignalWorkflowRun(context.Context, uuid.UUID) error { return nil }
-
-var errStarterDown = errors.New("temporal down")
 
 func simpleWorkflow(name string) map[string]any {
 	return map[string]any{"name": name, "indicator_types": []string{"ip"},

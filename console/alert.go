@@ -40,8 +40,10 @@ type indicatorRow struct {
 	Type, Value, Malice string
 	Overridden          bool
 	Steps               []stepRecord
-	Fitting             int    // how many active workflows fit it (responses.Launcher)
-	Internal            string // why it is an internal address ("" when not: responses.InternalAddress)
+	Fitting             int         // how many active workflows fit it (responses.Launcher)
+	Internal            string      // why it is an internal address ("" when not: responses.InternalAddress)
+	Origins             []originRow // which pass found it for this alert, and where (origins.go)
+	Excludable          bool        // "Never an indicator" can take its value (a host, a domain, an IP)
 }
 
 type activityRow struct{ At, Type, Actor, Prefix string }
@@ -68,6 +70,11 @@ func (c *Console) notFound(ctx *fiber.Ctx, what string) error {
 }
 
 func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
+	return c.alertPageWith(ctx, status, errText, "")
+}
+
+// alertPageWith is the alert page with a refusal (errText) or a status line (notice).
+func (c *Console) alertPageWith(ctx *fiber.Ctx, status int, errText, notice string) error {
 	id, err := uuid.Parse(ctx.Params("uuid"))
 	if err != nil {
 		return c.notFound(ctx, "alert")
@@ -87,7 +94,7 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 	inds := make([]indicatorRow, len(d.Indicators))
 	for i, ind := range d.Indicators {
 		inds[i] = indicatorRow{UUID: ind.UUID, Type: ind.Type, Value: ind.Value, Malice: ind.Malice, Overridden: ind.MaliceOverriddenAt != nil,
-			Steps: stepRecords(ind.EnrichmentResults)}
+			Steps: stepRecords(ind.EnrichmentResults), Origins: origins(ind.ExtractedBy), Excludable: excludable(ind.Value)}
 	}
 	evs, _, err := c.deps.Store.ListActivity(uctx, store.ActivityFilter{AlertUUID: &a.UUID, Page: store.Page{Number: 1, Size: 50}})
 	if err != nil {
@@ -114,6 +121,7 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		return err
 	}
 	base := c.base(ctx, a.Title, errText)
+	base.Notice = notice
 	notes, err := c.notes(ctx, a.UUID)
 	if err != nil {
 		return err
@@ -147,13 +155,15 @@ func (c *Console) alertPage(ctx *fiber.Ctx, status int, errText string) error {
 		Graph                                   graph
 		Statuses, Classifications, MaliceLevels []string
 		CanRun                                  bool
+		CanConfigure                            bool // an admin session with the configuration owners wired: the per-indicator actions
 		Raw                                     rawView
 		Notes                                   alertNotes // comments and the timeline (comments.go)
 	}{page: base, A: a, Malice: a.EffectiveMalice, Occurred: a.OccurredAt.UTC().Format(time.RFC1123),
 		Description: deref(a.Description), Temporal: c.deps.Temporal.Link(ids.Alert(a.UUID)), Override: deref(a.MaliceOverride),
 		Rule: d.DetectionRule, Indicators: inds, Docs: docs, Findings: finds, Activity: acts, Graph: layoutGraph(a, d.Indicators, sibs),
 		Statuses: store.AlertStatuses(), Classifications: store.CloseClassifications(), MaliceLevels: indicators.MaliceNames(),
-		CanRun: canRun, Raw: raw, Notes: notes}
+		CanRun: canRun, Raw: raw, Notes: notes,
+		CanConfigure: w.p.Has(auth.ScopeAdmin) && c.deps.Exclusions != nil && c.deps.Mappings != nil}
 	return c.render(ctx, status, "alert", data)
 }
 

@@ -125,8 +125,13 @@ type Deps struct {
 	// merged timeline (timeline.Service); without it the case page shows comments and no timeline.
 	Cases        CaseService
 	CaseTimeline CaseTimelineService
-	Temporal     TemporalUI
-	Env          store.Env // provider credentials' environment (the dashboard's "configured" providers)
+	// Exclusions and Mappings own the never-indicator list and the indicator mappings
+	// (config.Exclusions, config.Mappings): an admin adds either from an indicator's row on the alert
+	// page. nil: the actions are not offered.
+	Exclusions ExclusionService
+	Mappings   MappingService
+	Temporal   TemporalUI
+	Env        store.Env // provider credentials' environment (the dashboard's "configured" providers)
 	// LiveRefresh is how often the queue's script asks for new rows (0: every 10 s).
 	LiveRefresh time.Duration
 	// MaxBodyBytes bounds a signed-in form's body as MAX_REQUEST_BODY_SIZE_MB bounds the API's (0:
@@ -201,6 +206,10 @@ func (c *Console) Register(r fiber.Router) {
 	g.Post("/alerts/:uuid/assign", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.assign)
 	g.Post("/alerts/:uuid/malice", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.setMalice)
 	g.Post("/alerts/:uuid/findings", c.session, c.csrf, c.need(auth.ScopeAlertsWrite), c.addFinding)
+	if c.deps.Exclusions != nil && c.deps.Mappings != nil {
+		g.Post("/alerts/:uuid/never-indicator", c.session, c.csrf, c.need(auth.ScopeAdmin), c.neverIndicator)
+		g.Post("/alerts/:uuid/map-field", c.session, c.csrf, c.need(auth.ScopeAdmin), c.mapField)
+	}
 	g.Get("/alerts/:uuid/launch", c.session, c.need(auth.ScopeAlertsRead, auth.ScopeWorkflowsExecute), c.launch)
 	g.Post("/alerts/:uuid/run", c.session, c.csrf, c.need(auth.ScopeWorkflowsExecute), c.runWorkflow)
 	c.registerComments(g)
@@ -367,6 +376,7 @@ type page struct {
 	Title, Error, KeyName, KeyPrefix, CSRF string
 	Next                                   string // the sign-in form's return path (safeNext), "" for the queue
 	SkipTo, SkipLabel                      string // a page's own first skip link (the queue: its first alert)
+	Notice                                 string // a form's status line (role="status"), beside Error
 	Signed, CanApprove, CanWrite, CanRuns  bool
 	CanAudit                               bool // an admin session: the audit trail
 	Pending                                int  // pending, unexpired approval requests (shown with CanApprove)

@@ -64,8 +64,14 @@ func (s *Store) PutExtractionExclusions(ctx context.Context, entries []string) (
 	return x, nil
 }
 
-// LockExtractionExclusions reads the list FOR UPDATE (inside the transaction of a change).
+// LockExtractionExclusions reads the list FOR UPDATE (inside the transaction of a change). A list
+// never stored is created empty first, so there is a row to lock: two first changes at once wait for
+// each other instead of both writing over an unlocked nothing (the insert rolls back with a change
+// that does not commit, and one that commits writes the row anyway).
 func (s *Store) LockExtractionExclusions(ctx context.Context) (ExtractionExclusions, error) {
+	if _, err := s.db.NewRaw(`INSERT INTO extraction_exclusions (id, entries) VALUES (1, '{}') ON CONFLICT (id) DO NOTHING`).Exec(ctx); err != nil {
+		return ExtractionExclusions{}, fmt.Errorf("lock extraction exclusions: %w", mapErr(err))
+	}
 	var x ExtractionExclusions
 	err := s.db.NewSelect().Model(&x).Where("id = 1").For("UPDATE").Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {

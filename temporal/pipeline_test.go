@@ -33,7 +33,9 @@ import (
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/builtins"
 	"github.com/vigil-soc/vigil/domain/cases"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/ids"
 	"github.com/vigil-soc/vigil/kit/metrics"
@@ -139,10 +141,12 @@ func startPipeEnv(dsn, addr, prefix string, codec converter.PayloadCodec) (*pipe
 			Circuit: store.CircuitPolicy{Failures: 3, Cooldown: 2 * time.Second, ProbeFor: 15 * time.Second}},
 		AgentEvents: &activities.AgentEventDeps{Store: st, Payloads: agents.NewPayloads(st, "http://vigil.test"), Deliverer: e.agents}}
 
+	ingestSvc := ingest.New(st, reg, box, 24*time.Hour)
 	srv := api.New(api.Config{RateLimitPerMinute: 1_000_000, AlertDedupWindow: 24 * time.Hour}, api.Deps{
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
 		Limiter: ratelimit.NewMemory(), APIKeys: st, Audit: st, DetectionRules: st, ContextDocuments: st,
-		SourceRegistry: reg, Secrets: box, Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
+		SourceRegistry: reg, Secrets: box, Sources: st, Integrations: st, Alerts: st, Indicators: st, Mappings: st,
+		Ingest: ingestSvc, Config: config.NewOwners(st, reg, box, ingestSvc),
 		Agents: e.agents, AgentStore: st, AlertRules: alerts.New(st, slog.New(slog.DiscardHandler)),
 		Responses: responses.New(responses.Deps{Store: st, Log: slog.New(slog.DiscardHandler)}),
 	})

@@ -26,8 +26,8 @@ func registerWorkflowRuns(r Registrar, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.FinishWorkflowRun, activity.RegisterOptions{})
 }
 
-// RunSignaler signals WorkflowRun executions after a decision was committed; the API uses it
-// through its own small interface. Runs are started by the Dispatcher from the start outbox.
+// RunSignaler signals WorkflowRun executions after a decision or a cancellation was committed
+// (responses.Service's Decide and CancelRun, through responses.RunSignaler). Runs are started by the Dispatcher from the start outbox.
 type RunSignaler struct {
 	client client.Client
 }

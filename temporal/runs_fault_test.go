@@ -65,7 +65,7 @@ func TestWorkflowRun_TemporalUnreachableAtExecute(t *testing.T) {
 
 	srv := api.New(api.Config{RateLimitPerMinute: 1_000_000}, api.Deps{
 		Log: slog.New(slog.DiscardHandler), Auth: auth.NewAuthenticator(st, slog.New(slog.DiscardHandler), 0),
-		Limiter: ratelimit.NewMemory(), APIKeys: st, Audit: st, Secrets: box, Workflows: st, RunSignaler: temporal.NewRunSignaler(lazy),
+		Limiter: ratelimit.NewMemory(), APIKeys: st, Audit: st, Secrets: box, Workflows: st,
 		Responses: responses.New(responses.Deps{Store: st, Secrets: box, Signaler: temporal.NewRunSignaler(lazy), Log: slog.New(slog.DiscardHandler)})})
 	newKey := func(scopes ...string) string {
 		k, plain, err := apikeys.Build(apikeys.Fields{Name: "fault-" + uuid.NewString()[:8], Scopes: scopes})

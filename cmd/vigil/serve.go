@@ -116,7 +116,8 @@ func newFrontDoor(cfg config, st *store.Store, box *secretbox.Box, tc client.Cli
 		limiter = ratelimit.NewPostgres(st)
 	}
 	limits := ratelimit.Policy{Limiter: limiter, DefaultPerMinute: cfg.RateLimitPerMinute, TrustedProxies: cfg.TrustedProxyCount, Log: log}
-	return frontDoor{authn: auth.NewAuthenticator(st, log, 2*time.Second), limiter: limiter, limits: limits, svc: newServices(cfg, st, box, tc, log), health: api.HealthChecks{
+	authn := auth.NewAuthenticator(st, log, 2*time.Second)
+	return frontDoor{authn: authn, limiter: limiter, limits: limits, svc: newServices(cfg, st, box, tc, authn, log), health: api.HealthChecks{
 		Database: st.Ping,
 		Temporal: func(ctx context.Context) error { return temporal.Check(ctx, tc) },
 		Providers: func(ctx context.Context) (map[string]string, error) {
@@ -150,9 +151,9 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 		DetectionRules:   st,
 		ContextDocuments: st,
 		// Ingestion, sources, alerts, indicators and mappings (API.md §2-§4).
-		SourceRegistry: sources.NewRegistry(), Secrets: box,
-		Sources: st, Integrations: st, Ingest: st, Alerts: st, Indicators: st, Mappings: st,
-		Enrichment: api.EnrichmentDeps{Store: st, Sealer: box, Env: cfg.ProviderEnv,
+		SourceRegistry: fd.svc.sources, Secrets: box,
+		Sources: st, Integrations: st, Alerts: st, Indicators: st, Mappings: st,
+		Enrichment: api.EnrichmentDeps{Store: st, Env: cfg.ProviderEnv,
 			Enricher: fd.svc.enricher},
 		Metrics:   st,
 		Telemetry: metrics.NewAPI(reg),
@@ -165,9 +166,10 @@ func serveAPI(ctx context.Context, cfg config, log *slog.Logger, st *store.Store
 	// The endpoint only displays: a plaintext payload in a history (one a client without the codec
 	// wrote) is shown as it is.
 	apiDeps.PayloadCodec, apiCfg.CodecAllowedOrigin = codec.AllowPlaintext(), urlOrigin(cfg.TemporalUIURL)
-	wireWorkflowRunAPI(cfg, st, tc, &apiCfg, &apiDeps)
+	wireWorkflowRunAPI(cfg, st, &apiCfg, &apiDeps)
 	apiDeps.Agents, apiDeps.AgentStore = fd.svc.agents, st
 	apiDeps.AlertRules, apiDeps.Responses = fd.svc.alerts, fd.svc.responses
+	apiDeps.Ingest, apiDeps.APIKeyRules, apiDeps.Config = fd.svc.ingest, fd.svc.apiKeys, fd.svc.config
 	apiDeps.Comments, apiDeps.Timeline, apiDeps.Cases = fd.svc.comments, fd.svc.timeline, fd.svc.cases
 	apiDeps.Console = newConsole(cfg, st, box, fd, log)
 	srv := api.New(apiCfg, apiDeps)
@@ -348,6 +350,7 @@ func newConsole(cfg config, st *store.Store, box *secretbox.Box, fd frontDoor, l
 		Approvals: fd.svc.responses, Runs: fd.svc.responses, Env: cfg.ProviderEnv,
 		Comments: fd.svc.comments, Timeline: fd.svc.timeline,
 		Cases: fd.svc.cases, CaseTimeline: fd.svc.timeline,
+		Exclusions: fd.svc.config.Exclusions, Mappings: fd.svc.config.Mappings,
 		Temporal: console.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}}
 	if box != nil { // a nil *Box in the interface would not read as "no key"
 		deps.Box = box

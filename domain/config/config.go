@@ -8,6 +8,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -65,4 +66,31 @@ func deleteAudited[T any](ctx context.Context, changes audit.Store, actor store.
 		return fmt.Errorf("delete %s %s: %w", what, id, err)
 	}
 	return nil
+}
+
+// What an ExistsError says is taken.
+const (
+	TakenMapping     = "indicator mapping"   // an identical mapping (source, path, type, target)
+	TakenIntegration = "source integration"  // the source's one integration; Name the source
+	TakenProvider    = "enrichment provider" // the provider name; Name it
+	TakenExtraction  = "field extraction"    // (provider, indicator type, target key)
+)
+
+// ExistsError is the store's conflict (store.ErrConflict, which it wraps) as the owner names it: what
+// is taken, so the one error table (domain/errcode) answers each resource's contract code.
+type ExistsError struct {
+	What string // TakenMapping, TakenIntegration, TakenProvider or TakenExtraction
+	Name string // the taken name, when it has one
+	err  error
+}
+
+func (e *ExistsError) Error() string { return e.What + " exists: " + e.err.Error() }
+func (e *ExistsError) Unwrap() error { return e.err }
+
+// taken is err as an *ExistsError when it is the store's conflict, else err.
+func taken(err error, what, name string) error {
+	if errors.Is(err, store.ErrConflict) {
+		return &ExistsError{What: what, Name: name, err: err}
+	}
+	return err
 }

@@ -43,6 +43,9 @@ type DocumentFields struct {
 
 // Create stores a new document with its audit event by actor.
 func (s *Documents) Create(ctx context.Context, actor store.Actor, f DocumentFields) (store.ContextDocument, error) {
+	if errs := CheckDocument(f); len(errs) > 0 {
+		return store.ContextDocument{}, errs
+	}
 	d := store.ContextDocument{Title: f.Title, DocumentType: f.DocumentType, IsGlobal: f.IsGlobal != nil && *f.IsGlobal,
 		Description: f.Description, Tags: Unique(f.Tags), Content: f.Content, TargetingRules: f.TargetingRules}
 	if p := actor.KeyPrefix; p != "" {
@@ -74,6 +77,9 @@ type DocumentPatch struct {
 // Update applies p to document id with its audit event by actor (none when nothing changed). A
 // missing document is store.ErrNotFound.
 func (s *Documents) Update(ctx context.Context, actor store.Actor, id uuid.UUID, p DocumentPatch) (store.ContextDocument, error) {
+	if errs := CheckDocumentPatch(p); len(errs) > 0 {
+		return store.ContextDocument{}, errs
+	}
 	d, err := s.docs.GetContextDocument(ctx, id)
 	if err != nil {
 		return store.ContextDocument{}, fmt.Errorf("get context document %s: %w", id, err)

@@ -2,6 +2,8 @@ package config
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/vigil-soc/vigil/domain/audit"
@@ -78,4 +80,43 @@ func (s *Exclusions) Put(ctx context.Context, actor store.Actor, entries []strin
 			Before: &before, After: &after, Only: []string{"entries"}}, nil
 	})
 	return out, err
+}
+
+// Add puts entry on the list (checked, canonical) and records the change, appending under the
+// list's lock so two concurrent adds both land. added is false when the list already held it
+// (nothing is written, no event recorded). A bad entry is the 422 of Check (location ["entries", 0]);
+// a full list the 422 of Check on the whole list.
+func (s *Exclusions) Add(ctx context.Context, actor store.Actor, entry string) (out store.ExtractionExclusions, added bool, err error) {
+	canon, err := Check([]string{entry})
+	if err != nil {
+		return store.ExtractionExclusions{}, false, err
+	}
+	err = audit.Record(ctx, s.changes, actor, store.AuditUpdated, func(ctx context.Context, tx *store.Store) (audit.Subject, error) {
+		before, err := tx.LockExtractionExclusions(ctx)
+		if err != nil {
+			return audit.Subject{}, err
+		}
+		out = before
+		subj := audit.Subject{Type: audit.ExtractionExcl, UUID: before.UUID, Name: "extraction exclusions",
+			Before: &before, After: &before, Only: []string{"entries"}}
+		if slices.Contains(before.Entries, canon[0]) {
+			return subj, nil // unchanged: no event
+		}
+		all, err := Check(append(slices.Clone(before.Entries), canon[0]))
+		if err != nil {
+			return audit.Subject{}, err
+		}
+		if out, err = tx.PutExtractionExclusions(ctx, all); err != nil {
+			return audit.Subject{}, err
+		}
+		added = true
+		after := out
+		after.UpdatedAt = before.UpdatedAt
+		subj.UUID, subj.After = out.UUID, &after
+		return subj, nil
+	})
+	if err != nil {
+		return store.ExtractionExclusions{}, false, fmt.Errorf("add extraction exclusion: %w", err)
+	}
+	return out, added, nil
 }

@@ -53,7 +53,7 @@ func (s *Extractions) Create(ctx context.Context, actor store.Actor, f Extractio
 		return extractionSubject(nil, e), err
 	})
 	if err != nil {
-		return store.FieldExtraction{}, fmt.Errorf("create field extraction: %w", err)
+		return store.FieldExtraction{}, taken(fmt.Errorf("create field extraction: %w", err), TakenExtraction, "")
 	}
 	return *e, nil
 }
@@ -81,7 +81,7 @@ func (s *Extractions) CreateMany(ctx context.Context, actor store.Actor, fs []Ex
 		return subjects, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create %d field extractions: %w", len(exts), err)
+		return nil, taken(fmt.Errorf("create %d field extractions: %w", len(exts), err), TakenExtraction, "")
 	}
 	out := make([]store.FieldExtraction, len(exts))
 	for i, e := range exts {
@@ -151,7 +151,7 @@ func (s *Extractions) Update(ctx context.Context, actor store.Actor, e store.Fie
 		return extractionSubject(&before, &e), err
 	})
 	if err != nil {
-		return store.FieldExtraction{}, fmt.Errorf("update field extraction %s: %w", e.UUID, err)
+		return store.FieldExtraction{}, taken(fmt.Errorf("update field extraction %s: %w", e.UUID, err), TakenExtraction, "")
 	}
 	return e, nil
 }

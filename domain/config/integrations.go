@@ -59,6 +59,9 @@ type IntegrationFields struct {
 // signature settings are a validate.Errors (locations relative to the request); a source that has
 // an integration store.ErrConflict.
 func (s *Integrations) Create(ctx context.Context, actor store.Actor, f IntegrationFields) (store.SourceIntegration, error) {
+	if errs := CheckSeverityMapping(f.SeverityMapping); len(errs) > 0 {
+		return store.SourceIntegration{}, errs
+	}
 	plugin, ok := s.sources.Get(f.SourceName)
 	if !ok {
 		var errs validate.Errors
@@ -92,7 +95,7 @@ func (s *Integrations) Create(ctx context.Context, actor store.Actor, f Integrat
 		return audit.Subject{Type: audit.SourceIntegration, UUID: si.UUID, Name: si.SourceName, After: si}, err
 	})
 	if err != nil {
-		return store.SourceIntegration{}, fmt.Errorf("create source integration %s: %w", si.SourceName, err)
+		return store.SourceIntegration{}, taken(fmt.Errorf("create source integration %s: %w", si.SourceName, err), TakenIntegration, si.SourceName)
 	}
 	s.cache.Invalidate()
 	return si, nil
@@ -119,6 +122,9 @@ type IntegrationPatch struct {
 // Update applies p to integration id with its audit event by actor (none when nothing changed). A
 // missing integration is store.ErrNotFound; contradicting signature settings a validate.Errors.
 func (s *Integrations) Update(ctx context.Context, actor store.Actor, id uuid.UUID, p IntegrationPatch) (store.SourceIntegration, error) {
+	if errs := CheckSeverityMapping(p.SeverityMapping); len(errs) > 0 {
+		return store.SourceIntegration{}, errs
+	}
 	si, err := s.integrations.GetSourceIntegration(ctx, id)
 	if err != nil {
 		return store.SourceIntegration{}, fmt.Errorf("get source integration %s: %w", id, err)

@@ -82,9 +82,12 @@ type MappingFields struct {
 	Description      *string
 }
 
-// Create stores a new mapping with its audit event by actor. An unknown source is a
-// validate.Errors; an identical mapping store.ErrConflict.
+// Create stores a new mapping with its audit event by actor. An unknown source or a mapping
+// ingest.ValidateMapping refuses is a validate.Errors; an identical mapping store.ErrConflict.
 func (s *Mappings) Create(ctx context.Context, actor store.Actor, f MappingFields) (store.IndicatorMapping, error) {
+	if errs := ingest.ValidateMapping(f.FieldPath, f.IndicatorType, f.ExtractionTarget, f.Description); len(errs) > 0 {
+		return store.IndicatorMapping{}, errs
+	}
 	if err := s.CheckSource(f.SourceName); err != nil {
 		return store.IndicatorMapping{}, err
 	}
@@ -95,7 +98,7 @@ func (s *Mappings) Create(ctx context.Context, actor store.Actor, f MappingField
 		return mappingSubject(nil, &m), err
 	})
 	if err != nil {
-		return store.IndicatorMapping{}, fmt.Errorf("create indicator mapping: %w", err)
+		return store.IndicatorMapping{}, taken(fmt.Errorf("create indicator mapping: %w", err), TakenMapping, "")
 	}
 	s.cache.Invalidate()
 	return m, nil
@@ -150,7 +153,7 @@ func (s *Mappings) Update(ctx context.Context, actor store.Actor, id uuid.UUID, 
 		return mappingSubject(&before, &m), err
 	})
 	if err != nil {
-		return store.IndicatorMapping{}, fmt.Errorf("update indicator mapping %s: %w", id, err)
+		return store.IndicatorMapping{}, taken(fmt.Errorf("update indicator mapping %s: %w", id, err), TakenMapping, "")
 	}
 	s.cache.Invalidate()
 	return m, nil

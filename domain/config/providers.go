@@ -74,7 +74,7 @@ func (s *Providers) Create(ctx context.Context, actor store.Actor, f ProviderFie
 		return audit.Subject{Type: audit.EnrichmentProvider, UUID: p.UUID, Name: p.ProviderName, After: p}, err
 	})
 	if err != nil {
-		return store.EnrichmentProvider{}, fmt.Errorf("create enrichment provider %s: %w", p.ProviderName, err)
+		return store.EnrichmentProvider{}, taken(fmt.Errorf("create enrichment provider %s: %w", p.ProviderName, err), TakenProvider, p.ProviderName)
 	}
 	return p, nil
 }

@@ -42,6 +42,9 @@ type RuleFields struct {
 // by a rule is a *store.DuplicateRuleError, unless the holder is a stub the pipeline created: the
 // stub is completed with f (store.Store.CreateDetectionRule).
 func (s *Rules) Create(ctx context.Context, actor store.Actor, f RuleFields) (store.DetectionRule, error) {
+	if errs := CheckRule(f); len(errs) > 0 {
+		return store.DetectionRule{}, errs
+	}
 	r := store.DetectionRule{Name: f.Name, SourceRuleID: f.SourceRuleID, SourceName: f.SourceName, Severity: f.Severity,
 		IsActive: f.IsActive == nil || *f.IsActive, MitreTactics: Unique(f.MitreTactics),
 		MitreTechniques: Unique(f.MitreTechniques), MitreSubtechniques: Unique(f.MitreSubtechniques),
@@ -72,6 +75,9 @@ type RulePatch struct {
 // Update applies p to rule id with its audit event by actor (none when nothing changed). A missing
 // rule is store.ErrNotFound; a taken source reference a *store.DuplicateRuleError.
 func (s *Rules) Update(ctx context.Context, actor store.Actor, id uuid.UUID, p RulePatch) (store.DetectionRule, error) {
+	if errs := CheckRulePatch(p); len(errs) > 0 {
+		return store.DetectionRule{}, errs
+	}
 	r, err := s.rules.GetDetectionRule(ctx, id)
 	if err != nil {
 		return store.DetectionRule{}, fmt.Errorf("get detection rule %s: %w", id, err)

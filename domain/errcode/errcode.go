@@ -12,10 +12,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/vigil-soc/vigil/domain/agents"
 	"github.com/vigil-soc/vigil/domain/auth"
 	"github.com/vigil-soc/vigil/domain/cases"
 	"github.com/vigil-soc/vigil/domain/comments"
+	"github.com/vigil-soc/vigil/domain/config"
 	"github.com/vigil-soc/vigil/domain/enrichment"
+	"github.com/vigil-soc/vigil/domain/ingest"
 	"github.com/vigil-soc/vigil/domain/responses"
 	"github.com/vigil-soc/vigil/kit/validate"
 	"github.com/vigil-soc/vigil/store"
@@ -42,6 +45,11 @@ func Of(err error) (f Fault, ok bool) {
 		un    *responses.UnavailableError
 		oc    *cases.AlertInOtherCaseError
 		sn    *store.SourceNotAllowedError
+		dr    *store.DuplicateRuleError
+		sm    *ingest.SystemMappingError
+		br    *enrichment.BuiltinRestrictedError
+		nc    *responses.NotConfiguredError
+		ex    *config.ExistsError
 	)
 	switch {
 	case err == nil:
@@ -65,6 +73,23 @@ func Of(err error) (f Fault, ok bool) {
 		}
 		return Fault{Status: http.StatusForbidden, Code: "SOURCE_NOT_ALLOWED",
 			Message: "This key's allowed_sources do not include " + sn.Source + ": it may not change alerts of that source.", Details: details}, true
+	case errors.As(err, &dr):
+		return Fault{Status: http.StatusConflict, Code: "DUPLICATE_RULE", Message: duplicateRule,
+			Details: map[string]any{"existing_uuid": dr.Existing}}, true
+	case errors.As(err, &sm):
+		return Fault{Status: http.StatusUnprocessableEntity, Code: "SYSTEM_MAPPING_READONLY",
+			Message: "System mappings are read-only except is_active and description.", Details: map[string]any{"fields": sm.Fields}}, true
+	case errors.As(err, &br):
+		return Fault{Status: http.StatusBadRequest, Code: "BUILTIN_RESTRICTED",
+			Message: "Builtin providers only accept changes to is_active, auth_config, description, malice_rules, TTLs and rate_limit.",
+			Details: map[string]any{"fields": br.Fields}}, true
+	case errors.As(err, &nc):
+		return Fault{Status: http.StatusConflict, Code: "WORKFLOW_NOT_CONFIGURED", Message: "Store the workflow's secrets before activating it.",
+			Details: map[string]any{"missing_secrets": nc.Missing}}, true
+	case errors.As(err, &ex):
+		if f, ok := exists(ex); ok {
+			return f, true
+		}
 	case errors.As(err, &oc):
 		return Fault{Status: http.StatusConflict, Code: "ALERT_IN_OTHER_CASE",
 			Message: "Alert " + oc.AlertUUID.String() + " belongs to another case; send move: true to move it.",
@@ -95,6 +120,15 @@ func named() []struct {
 		{responses.ErrResponderVoted, Fault{Status: conflict, Code: "APPROVAL_ALREADY_DECIDED", Message: "This responder has already decided this request."}},
 		{responses.ErrSelfApproval, Fault{Status: forbidden, Code: "SELF_APPROVAL_FORBIDDEN", Message: "A key may not decide a run it triggered."}},
 		{comments.ErrNotAuthor, Fault{Status: forbidden, Code: "NOT_COMMENT_AUTHOR", Message: "Only the key that wrote this comment may change it (an admin key may delete it)."}},
+		{store.ErrDuplicateRule, Fault{Status: conflict, Code: "DUPLICATE_RULE", Message: duplicateRule}},
+		{store.ErrKeyRevoked, Fault{Status: conflict, Code: "KEY_REVOKED", Message: "A revoked API key cannot be re-activated; create a new key."}},
+		{enrichment.ErrBuiltinNotDeletable, Fault{Status: http.StatusBadRequest, Code: "BUILTIN_RESTRICTED", Message: "Builtin providers cannot be deleted; deactivate them instead."}},
+		{enrichment.ErrSystemExtraction, Fault{Status: forbidden, Code: "SYSTEM_EXTRACTION_RESTRICTED", Message: "System extractions can only be activated or deactivated."}},
+		{config.ErrNoSealer, unavailable("Credentials cannot be stored: no encryption key is configured.")},
+		{responses.ErrSystemReadOnly, Fault{Status: forbidden, Code: "SYSTEM_WORKFLOW_READ_ONLY", Message: "System workflows accept only state changes."}},
+		{responses.ErrSystemNotDeletable, Fault{Status: forbidden, Code: "SYSTEM_WORKFLOW", Message: "System workflows cannot be deleted; set state to inactive instead."}},
+		{agents.ErrAgentInactive, Fault{Status: http.StatusUnprocessableEntity, Code: "AGENT_INACTIVE", Message: "The agent is not active; activate it before dispatching to it."}},
+		{responses.ErrRunFinal, Fault{Status: conflict, Code: "RUN_NOT_CANCELLABLE", Message: "The run has already ended."}},
 		{responses.ErrDecideToken, Fault{Status: forbidden, Code: "INVALID_DECIDE_TOKEN", Message: "This approval link is invalid or has already been used."}},
 		{store.ErrNotFound, Fault{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "Resource not found."}},
 		{store.ErrConflict, Fault{Status: conflict, Code: "CONFLICT", Message: "The request conflicts with an existing resource."}},
@@ -108,6 +142,28 @@ func named() []struct {
 		{auth.ErrInvalidKey, Fault{Status: unauthorized, Code: "UNAUTHORIZED", Message: "The API key is invalid or revoked."}},
 	}
 }
+
+// exists is the 409 of a taken configuration resource, each with its contract code.
+func exists(ex *config.ExistsError) (Fault, bool) {
+	f := Fault{Status: http.StatusConflict}
+	switch ex.What {
+	case config.TakenMapping:
+		f.Code, f.Message = "MAPPING_EXISTS", "An identical indicator mapping exists."
+	case config.TakenIntegration:
+		f.Code, f.Message = "INTEGRATION_EXISTS", "This source already has an integration; update it instead."
+		f.Details = map[string]any{"source_name": ex.Name}
+	case config.TakenProvider:
+		f.Code, f.Message = "DUPLICATE_PROVIDER", "A provider named "+ex.Name+" already exists."
+		f.Details = map[string]any{"provider_name": ex.Name}
+	case config.TakenExtraction:
+		f.Code, f.Message = "DUPLICATE_EXTRACTION", "An extraction with this provider_name, indicator_type and target_key already exists."
+	default:
+		return Fault{}, false
+	}
+	return f, true
+}
+
+const duplicateRule = "A detection rule with this source_name and source_rule_id already exists."
 
 func unavailable(msg string) Fault {
 	return Fault{Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: msg}

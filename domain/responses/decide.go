@@ -108,11 +108,7 @@ func (s *Service) Decide(ctx context.Context, id uuid.UUID, who Decider, approve
 	if err != nil {
 		return store.ApprovalRequest{}, notFoundAs(err, "Approval request")
 	}
-	if s.deps.Signaler != nil {
-		if err := s.deps.Signaler.SignalWorkflowRun(ctx, a.RunUUID); err != nil {
-			s.log.WarnContext(ctx, "signal workflow run", "err", err, "run_uuid", a.RunUUID)
-		}
-	}
+	s.signal(ctx, a.RunUUID)
 	return a, nil
 }
 

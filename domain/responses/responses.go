@@ -35,6 +35,7 @@ type Store interface {
 	audit.Store // a configuration change and its audit event commit together
 	SetSystemWorkflowEnabled(ctx context.Context, id uuid.UUID, enabled bool) (store.Workflow, error)
 	CreateWorkflowRun(ctx context.Context, run *store.WorkflowRun, approval *store.ApprovalRequest) (bool, error)
+	CancelWorkflowRun(ctx context.Context, id uuid.UUID) (store.WorkflowRun, error)
 	FindIdempotentRun(ctx context.Context, keyUUID, workflowUUID uuid.UUID, idemKey string) (store.WorkflowRun, error)
 	GetApproval(ctx context.Context, id uuid.UUID) (store.ApprovalRequest, error)
 	DecideApproval(ctx context.Context, id uuid.UUID, decide store.DecideFunc) (store.ApprovalRequest, error)
