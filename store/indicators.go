@@ -41,8 +41,18 @@ type IndicatorKey struct {
 	Value string
 }
 
-// UpsertIndicators inserts the indicators that do not exist yet and bumps last_seen on the others, in
-// one statement on db (the store or a transaction), returning every row in input order. Idempotent.
+// LastSeenGrain is how stale an existing indicator's last_seen may be before a link bumps it: a
+// storm of alerts sharing an indicator writes its row about once a minute instead of once per alert.
+const LastSeenGrain = time.Minute
+
+// UpsertIndicators inserts the indicators that do not exist yet and bumps last_seen on the others
+// when it is older than LastSeenGrain, on db (the store or a transaction), returning every row in
+// input order. Idempotent. An existing row is never waited for: it is read without a lock, only the
+// missing ones are inserted (ON CONFLICT DO NOTHING, in (type, value) order, for a concurrent insert
+// of the same), and a stale last_seen is bumped only where no other transaction holds the row (SKIP
+// LOCKED: that one is bumping it). So concurrent links of alerts that share indicators — a storm of
+// one detection — do not queue behind each other until commit, as an upsert that updated every row
+// (and an insert that met the updated row's uncommitted version) did.
 func (s *Store) UpsertIndicators(ctx context.Context, db bun.IDB, keys []IndicatorKey) ([]Indicator, error) {
 	if len(keys) == 0 {
 		return nil, nil
@@ -51,38 +61,81 @@ func (s *Store) UpsertIndicators(ctx context.Context, db bun.IDB, keys []Indicat
 		db = s.db
 	}
 	now := s.Now()
-	rows := make([]Indicator, 0, len(keys))
-	seen := make(map[IndicatorKey]bool, len(keys))
-	for _, k := range keys {
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		rows = append(rows, Indicator{UUID: uuid.New(), Type: k.Type, Value: k.Value, FirstSeen: now, LastSeen: now,
-			Malice: "Pending", CreatedAt: now, UpdatedAt: now})
-	}
-	// Lock order by (type, value) avoids deadlocks between concurrent upserts of overlapping sets.
-	sortIndicatorRows(rows)
-	_, err := db.NewInsert().Model(&rows).
-		Column("uuid", "type", "value", "first_seen", "last_seen", "malice", "created_at", "updated_at").
-		On("CONFLICT (type, value) DO UPDATE").
-		// bun aliases the table as "indicator" in INSERT ... AS.
-		Set("last_seen = GREATEST(indicator.last_seen, EXCLUDED.last_seen)").
-		Returning("*").
-		Exec(ctx)
+	byKey, err := s.indicatorsByKey(ctx, db, keys)
 	if err != nil {
-		return nil, fmt.Errorf("upsert %d indicators: %w", len(rows), mapErr(err))
+		return nil, err
 	}
-	byKey := make(map[IndicatorKey]Indicator, len(rows))
-	for _, r := range rows {
-		byKey[IndicatorKey{r.Type, r.Value}] = r
+	var missing []Indicator
+	var stale []uuid.UUID
+	for _, k := range keys {
+		r, ok := byKey[k]
+		switch {
+		case !ok && !slices.ContainsFunc(missing, func(m Indicator) bool { return m.Type == k.Type && m.Value == k.Value }):
+			missing = append(missing, Indicator{UUID: uuid.New(), Type: k.Type, Value: k.Value, FirstSeen: now, LastSeen: now,
+				Malice: "Pending", CreatedAt: now, UpdatedAt: now})
+		case ok && r.LastSeen.Before(now.Add(-LastSeenGrain)) && !slices.Contains(stale, r.UUID):
+			stale = append(stale, r.UUID)
+		}
+	}
+	if len(missing) > 0 {
+		// Insert order by (type, value): two transactions inserting overlapping new keys wait for
+		// each other in one order, never in a cycle.
+		sortIndicatorRows(missing)
+		if _, err := db.NewInsert().Model(&missing).
+			Column("uuid", "type", "value", "first_seen", "last_seen", "malice", "created_at", "updated_at").
+			On("CONFLICT (type, value) DO NOTHING").Exec(ctx); err != nil {
+			return nil, fmt.Errorf("insert %d indicators: %w", len(missing), mapErr(err))
+		}
+		// What another transaction inserted meanwhile is read with ours.
+		mk := make([]IndicatorKey, len(missing))
+		for i, m := range missing {
+			mk[i] = IndicatorKey{m.Type, m.Value}
+		}
+		added, err := s.indicatorsByKey(ctx, db, mk)
+		if err != nil {
+			return nil, err
+		}
+		for k, r := range added {
+			byKey[k] = r
+		}
+	}
+	if len(stale) > 0 {
+		if _, err := db.NewRaw(`UPDATE indicators SET last_seen = ?0 WHERE uuid IN (
+				SELECT uuid FROM indicators WHERE uuid IN (?1) AND last_seen < ?2 FOR NO KEY UPDATE SKIP LOCKED)`,
+			now, bun.In(stale), now.Add(-LastSeenGrain)).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("bump last_seen of %d indicators: %w", len(stale), mapErr(err))
+		}
 	}
 	out := make([]Indicator, 0, len(byKey))
+	emitted := make(map[IndicatorKey]bool, len(keys))
 	for _, k := range keys {
-		if r, ok := byKey[k]; ok {
-			out = append(out, r)
-			delete(byKey, k)
+		if emitted[k] {
+			continue // a repeated key: its row once, at its first place
 		}
+		r, ok := byKey[k]
+		if !ok { // deleted (retention) between the insert and the read
+			return nil, fmt.Errorf("indicator %s %q: %w", k.Type, k.Value, ErrConflict)
+		}
+		emitted[k] = true
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// indicatorsByKey reads the indicators of keys that exist, without locking them.
+func (s *Store) indicatorsByKey(ctx context.Context, db bun.IDB, keys []IndicatorKey) (map[IndicatorKey]Indicator, error) {
+	types, values := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		types[i], values[i] = k.Type, k.Value
+	}
+	var found []Indicator
+	if err := db.NewRaw(`SELECT i.* FROM indicators AS i JOIN unnest(?0::text[], ?1::text[]) AS k(t, v) ON i.type = k.t AND i.value = k.v`,
+		pgdialectArray(types), pgdialectArray(values)).Scan(ctx, &found); err != nil {
+		return nil, fmt.Errorf("read %d indicators: %w", len(keys), mapErr(err))
+	}
+	out := make(map[IndicatorKey]Indicator, len(found))
+	for _, r := range found {
+		out[IndicatorKey{r.Type, r.Value}] = r
 	}
 	return out, nil
 }
