@@ -242,6 +242,13 @@ func alertBodyOn(base map[string]any, run string, i, n int, shared string) []byt
 	if shared != "" {
 		inds = append(inds, map[string]any{"type": "ip", "value": shared})
 	}
+	if given, ok := base["indicators"].([]any); ok { // a payload's own explicit indicators stay, the run's join them
+		for _, g := range given {
+			if gm, ok := g.(map[string]any); ok {
+				inds = append(inds, gm)
+			}
+		}
+	}
 	if len(inds) > 0 {
 		m["indicators"] = inds
 	}
