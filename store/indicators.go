@@ -102,7 +102,7 @@ func (s *Store) UpsertIndicators(ctx context.Context, db bun.IDB, keys []Indicat
 	if len(stale) > 0 {
 		if _, err := db.NewRaw(`UPDATE indicators SET last_seen = ?0 WHERE uuid IN (
 				SELECT uuid FROM indicators WHERE uuid IN (?1) AND last_seen < ?2 FOR NO KEY UPDATE SKIP LOCKED)`,
-			now, bun.In(stale), now.Add(-LastSeenGrain)).Exec(ctx); err != nil {
+			now, bun.List(stale), now.Add(-LastSeenGrain)).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("bump last_seen of %d indicators: %w", len(stale), mapErr(err))
 		}
 	}

@@ -48,7 +48,7 @@ func TestUpsertIndicators_SharedRowsDoNotQueue(t *testing.T) {
 	require.NoError(t, tx.Commit())
 
 	var bumped []store.Indicator
-	require.NoError(t, st.DB().NewSelect().Model(&bumped).Where("uuid IN (?)", bun.In([]uuid.UUID{first[0].UUID, first[1].UUID})).Scan(ctx))
+	require.NoError(t, st.DB().NewSelect().Model(&bumped).Where("uuid IN (?)", bun.List([]uuid.UUID{first[0].UUID, first[1].UUID})).Scan(ctx))
 	for _, ind := range bumped {
 		require.WithinDuration(t, time.Now(), ind.LastSeen, time.Minute, "bumped once")
 	}
