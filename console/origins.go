@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -56,52 +55,35 @@ func excludable(value string) bool {
 	return err == nil
 }
 
-// mappingPath is a pass-4 path as an indicator mapping's field path: array indexes become `*`, so
-// the mapping finds the field in every element (evidence.0.ipAddress → evidence.*.ipAddress).
-func mappingPath(path string) string {
-	segs := strings.Split(path, ".")
-	for i, s := range segs {
-		if _, err := strconv.Atoi(s); err == nil && s != "" && s[0] != '-' && s[0] != '+' {
-			segs[i] = "*"
-		}
+// formIndicator reads the form's alert (path) and indicator (by uuid, among the alert's own, so a form
+// can name only a value the alert carries). done true means the page was answered: not found, a
+// refusal or an error.
+func (c *Console) formIndicator(ctx *fiber.Ctx) (uuid.UUID, store.Indicator, bool, error) {
+	alert, ok := formUUID(ctx)
+	if !ok {
+		return uuid.Nil, store.Indicator{}, true, c.notFound(ctx, "alert")
 	}
-	return strings.Join(segs, ".")
-}
-
-// alertIndicator is the indicator the form names (by uuid) among the alert's own, so a form can name
-// only a value the alert carries; ok false answers the page with a refusal.
-func (c *Console) alertIndicator(ctx *fiber.Ctx, alert uuid.UUID) (store.Indicator, bool, error) {
 	id, err := uuid.Parse(ctx.FormValue("indicator"))
-	if err != nil {
-		return store.Indicator{}, false, nil
-	}
-	inds, err := c.deps.Store.AlertIndicators(ctx.UserContext(), alert)
-	if err != nil {
-		return store.Indicator{}, false, err
-	}
-	for _, ind := range inds {
-		if ind.UUID == id {
-			return ind, true, nil
+	if err == nil {
+		inds, err := c.deps.Store.AlertIndicators(ctx.UserContext(), alert)
+		if err != nil {
+			return alert, store.Indicator{}, true, c.alertAction(ctx, alert, err, "")
+		}
+		for _, ind := range inds {
+			if ind.UUID == id {
+				return alert, ind, false, nil
+			}
 		}
 	}
-	return store.Indicator{}, false, nil
+	return alert, store.Indicator{}, true, c.alertPageWith(ctx, http.StatusUnprocessableEntity, "That indicator is not on this alert.", "")
 }
-
-const notOnAlert = "That indicator is not on this alert."
 
 // neverIndicator puts one of the alert's indicator values on the never-indicator list through its
 // owner (config.Exclusions.Add, audited), then shows the page with a status line.
 func (c *Console) neverIndicator(ctx *fiber.Ctx) error {
-	id, ok := formUUID(ctx)
-	if !ok {
-		return c.notFound(ctx, "alert")
-	}
-	ind, ok, err := c.alertIndicator(ctx, id)
-	switch {
-	case err != nil:
-		return c.alertAction(ctx, id, err, "")
-	case !ok:
-		return c.alertPageWith(ctx, http.StatusUnprocessableEntity, notOnAlert, "")
+	id, ind, done, err := c.formIndicator(ctx)
+	if done {
+		return err
 	}
 	_, added, err := c.deps.Exclusions.Add(ctx.UserContext(), c.actor(ctx, whoOf(ctx).p), ind.Value)
 	if err != nil {
@@ -114,40 +96,25 @@ func (c *Console) neverIndicator(ctx *fiber.Ctx) error {
 	return c.alertPageWith(ctx, http.StatusOK, "", notice)
 }
 
-// mapField creates a raw_payload indicator mapping for the alert's source from a pass-4 origin of
-// one of its indicators (its path with array indexes as `*`) through the owner (config.Mappings),
+// mapField creates, through the owner (config.FromOrigin, config.Mappings), the raw_payload mapping
+// that makes a pass-4 origin of one of the alert's indicators a mapped field of the alert's source,
 // then shows the page with a status line. An identical mapping is the owner's conflict.
 func (c *Console) mapField(ctx *fiber.Ctx) error {
-	id, ok := formUUID(ctx)
-	if !ok {
-		return c.notFound(ctx, "alert")
-	}
-	ind, ok, err := c.alertIndicator(ctx, id)
-	switch {
-	case err != nil:
-		return c.alertAction(ctx, id, err, "")
-	case !ok:
-		return c.alertPageWith(ctx, http.StatusUnprocessableEntity, notOnAlert, "")
-	}
-	path := ctx.FormValue("path")
-	found := false
-	for _, o := range ind.ExtractedBy {
-		found = found || o.Pass == 4 && o.FieldPath == path && path != ""
-	}
-	if !found {
-		return c.alertPageWith(ctx, http.StatusUnprocessableEntity, "That is not a path where pass 4 found this indicator.", "")
+	id, ind, done, err := c.formIndicator(ctx)
+	if done {
+		return err
 	}
 	a, err := c.deps.Store.GetAlert(ctx.UserContext(), id)
 	if err != nil {
 		return c.alertAction(ctx, id, err, "")
 	}
-	source, field := a.SourceName, mappingPath(path)
-	desc := "Added from the console's page of alert " + id.String() + "."
-	_, err = c.deps.Mappings.Create(ctx.UserContext(), c.actor(ctx, whoOf(ctx).p), config.MappingFields{SourceName: &source,
-		FieldPath: field, IndicatorType: ind.Type, ExtractionTarget: string(indicators.TargetRawPayload), Description: &desc})
+	f, err := config.FromOrigin(a.SourceName, ind, ctx.FormValue("path"), "Added from the console's page of alert "+id.String()+".")
 	if err != nil {
+		return c.alertPageWith(ctx, http.StatusUnprocessableEntity, "That is not a path where pass 4 found this indicator.", "")
+	}
+	if _, err := c.deps.Mappings.Create(ctx.UserContext(), c.actor(ctx, whoOf(ctx).p), f); err != nil {
 		return c.alertAction(ctx, id, err, "")
 	}
-	return c.alertPageWith(ctx, http.StatusOK, "", "Mapped "+field+" of "+source+"'s raw payload as "+ind.Type+
-		": later "+source+" alerts take it through this mapping.")
+	return c.alertPageWith(ctx, http.StatusOK, "", "Mapped "+f.FieldPath+" of "+a.SourceName+"'s raw payload as "+ind.Type+
+		": later "+a.SourceName+" alerts take it through this mapping.")
 }

@@ -2,12 +2,16 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/vigil-soc/vigil/domain/audit"
 	"github.com/vigil-soc/vigil/domain/ingest"
+	"github.com/vigil-soc/vigil/kit/indicators"
 	"github.com/vigil-soc/vigil/kit/optional"
 	"github.com/vigil-soc/vigil/kit/sources"
 	"github.com/vigil-soc/vigil/kit/validate"
@@ -197,4 +201,29 @@ func mappingSubject(before, after *store.IndicatorMapping) audit.Subject {
 		subj.After = *after
 	}
 	return subj
+}
+
+// ErrNotAPass4Origin: a mapping from an indicator's origin names a path where pass 4 did not find it.
+var ErrNotAPass4Origin = errors.New("that is not a path where pass 4 found this indicator")
+
+// FromOrigin is the mapping that makes a pass-4 find of an indicator a mapped field for source: a
+// raw_payload mapping of the indicator's type at the origin's path with its array indexes as `*`
+// (evidence.0.ipAddress → evidence.*.ipAddress), so later alerts of the source take it from every
+// element. path must be one of the indicator's pass-4 origins (ErrNotAPass4Origin).
+func FromOrigin(source string, ind store.Indicator, path string, description string) (MappingFields, error) {
+	found := false
+	for _, o := range ind.ExtractedBy {
+		found = found || o.Pass == 4 && o.FieldPath == path && path != ""
+	}
+	if !found {
+		return MappingFields{}, ErrNotAPass4Origin
+	}
+	segs := strings.Split(path, ".")
+	for i, s := range segs {
+		if _, err := strconv.Atoi(s); err == nil && s != "" && s[0] != '-' && s[0] != '+' {
+			segs[i] = "*"
+		}
+	}
+	return MappingFields{SourceName: &source, FieldPath: strings.Join(segs, "."), IndicatorType: ind.Type,
+		ExtractionTarget: string(indicators.TargetRawPayload), Description: &description}, nil
 }
