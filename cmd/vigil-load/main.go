@@ -97,6 +97,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	dev := fs.String("dev", "", "diskstall: the block device as /proc/diskstats names it (vda, nvme0n1)")
 	corpusDir := fs.String("dir", "", "realworld: the corpus directory (default $VIGIL_REALWORLD_DIR, else kit/sources/testdata/realworld)")
 	details := fs.Bool("details", false, "realworld: list what each payload missed and extracted beyond its labels")
+	explicit := fs.String("explicit", "", "realworld: print this JSON object payload with what the pipeline's extraction finds in it (as generic) added as its indicators[], instead of the table")
 	slowLog := fs.String("slow-log", "", "ingest: a file to write each answer slower than 50 ms to (its scheduled send time in Unix ms, its latency in ms)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -208,6 +209,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "pgbench-log":
 		return pgbenchLog(enc, *logPrefix)
 	case "realworld":
+		if *explicit != "" {
+			return explicitIndicators(out, *explicit)
+		}
 		return realWorld(out, *corpusDir, *details)
 	case "diskstall":
 		if *dev == "" {

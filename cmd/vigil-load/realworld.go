@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -35,4 +36,32 @@ func realWorld(out io.Writer, dir string, details bool) error {
 	}
 	_, err = io.WriteString(out, sc.Table(details))
 	return err
+}
+
+// explicitIndicators prints the JSON object in file with what a new installation's pipeline extracts
+// from it as a generic alert (realworld.Extractor) added as its indicators[]: the same payload an older
+// build, which finds fewer, links the same indicators from (issue43.sh).
+func explicitIndicators(out io.Writer, file string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(raw, &payload); err != nil {
+		return fmt.Errorf("%s: not a JSON object: %w", file, err)
+	}
+	mappings, err := builtins.SystemMappings()
+	if err != nil {
+		return err
+	}
+	plugin, _ := sources.NewRegistry().Get(sources.SourceGeneric)
+	n := sources.Normalize(plugin, payload, nil)
+	res := indicators.ExtractWith(n.Fields, payload, plugin.Name(), n.Indicators, mappings,
+		indicators.Options{Pass4: true, Exclusions: indicators.NewExclusions(indicators.DefaultExclusions)})
+	list := make([]map[string]string, len(res.Indicators))
+	for i, ind := range res.Indicators {
+		list[i] = map[string]string{"type": string(ind.Type), "value": ind.Value}
+	}
+	payload["indicators"] = list
+	return json.NewEncoder(out).Encode(payload)
 }
