@@ -147,8 +147,7 @@ func (a *Activities) PipelineExtract(ctx context.Context, in PipelineInput) (Pip
 	if err != nil {
 		return PipelineExtraction{}, fmt.Errorf("load extraction exclusions: %w", err)
 	}
-	res := indicators.ExtractWith(alert.Normalized.Fields, alert.RawPayload, alert.SourceName, pass1, mappings,
-		indicators.Options{Pass4: true, Exclusions: excl})
+	res := indicators.ExtractForPipeline(alert.Normalized.Fields, alert.RawPayload, alert.SourceName, pass1, mappings, excl)
 	if len(res.Skipped) > 0 {
 		activity.GetLogger(ctx).Info("extraction skipped values", "alert_uuid", id.String(), "skipped", len(res.Skipped)+res.SkippedOmitted)
 	}

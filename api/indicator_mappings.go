@@ -289,8 +289,7 @@ func (s *Server) testExtraction(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	res := indicators.ExtractWith(n.Fields, payload, plugin.Name(), n.Indicators, mappings,
-		indicators.Options{Pass4: true, Exclusions: indicators.NewExclusions(excl.Entries)})
+	res := indicators.ExtractForPipeline(n.Fields, payload, plugin.Name(), n.Indicators, mappings, indicators.NewExclusions(excl.Entries))
 	// The fingerprint is ingestion's: passes 1-2 without the never-indicator list.
 	fp := ingest.Fingerprint(n, plugin.Name(), indicators.Extract(n.Fields, nil, plugin.Name(), n.Indicators, mappings), payload)
 	found := make([]extractedIndicator, len(res.Indicators))

@@ -56,8 +56,7 @@ func explicitIndicators(out io.Writer, file string) error {
 	}
 	plugin, _ := sources.NewRegistry().Get(sources.SourceGeneric)
 	n := sources.Normalize(plugin, payload, nil)
-	res := indicators.ExtractWith(n.Fields, payload, plugin.Name(), n.Indicators, mappings,
-		indicators.Options{Pass4: true, Exclusions: indicators.NewExclusions(indicators.DefaultExclusions)})
+	res := indicators.ExtractForPipeline(n.Fields, payload, plugin.Name(), n.Indicators, mappings, indicators.NewExclusions(indicators.DefaultExclusions))
 	list := make([]map[string]string, len(res.Indicators))
 	for i, ind := range res.Indicators {
 		list[i] = map[string]string{"type": string(ind.Type), "value": ind.Value}

@@ -185,6 +185,13 @@ func Extract(normalizedFields, raw map[string]any, sourceName string, pass1 []In
 	return ExtractWith(normalizedFields, raw, sourceName, pass1, mappings, Options{})
 }
 
+// ExtractForPipeline is what the pipeline extracts: the four passes with the never-indicator list excl
+// (nil: none). The one composition the pipeline, the test-extraction preview and the corpus scorer
+// share, so a preview shows what an alert gets.
+func ExtractForPipeline(normalizedFields, raw map[string]any, sourceName string, pass1 []Indicator, mappings []Mapping, excl *Exclusions) ExtractionResult {
+	return ExtractWith(normalizedFields, raw, sourceName, pass1, mappings, Options{Pass4: true, Exclusions: excl})
+}
+
 // ExtractWith is Extract with the pipeline's options: pass 4 over raw (a bounded scan of every string
 // value, docs/SOURCES.md "Pass 4") and the never-indicator list, which drops values of passes 2-4.
 func ExtractWith(normalizedFields, raw map[string]any, sourceName string, pass1 []Indicator, mappings []Mapping, opts Options) ExtractionResult {

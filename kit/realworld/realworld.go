@@ -195,8 +195,7 @@ func (x Extractor) Run(dir string) (Score, error) {
 			plugin, _ = x.Registry.Get(sources.SourceGeneric)
 		}
 		n := sources.Normalize(plugin, payload, nil)
-		res := indicators.ExtractWith(n.Fields, payload, plugin.Name(), n.Indicators, x.Mappings,
-			indicators.Options{Pass4: true, Exclusions: x.Exclusions})
+		res := indicators.ExtractForPipeline(n.Fields, payload, plugin.Name(), n.Indicators, x.Mappings, x.Exclusions)
 		scored = append(scored, c.Score(plugin.Name(), true, res.Indicators))
 	}
 	return Tally(scored), nil
